@@ -1,0 +1,19 @@
+"""Gunicorn settings for `gunicorn -c gunicorn.conf.py wsgi:application`.
+
+Threaded workers so that long-lived Server-Sent Event streams (Hermes emulator) never take a
+whole worker; several workers because all shared state is on disk (thread files, SQLite).
+Override any setting on the command line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS.
+"""
+import multiprocessing
+
+bind = "127.0.0.1:8000"
+workers = min(4, multiprocessing.cpu_count() * 2 + 1)
+worker_class = "gthread"
+threads = 8
+timeout = 60
+graceful_timeout = 10
+# Only the local reverse proxy may set X-Forwarded-Proto; the chat app reads X-Forwarded-For
+# itself through NEWOS4_TRUSTED_PROXIES (the same addresses by default).
+forwarded_allow_ips = "127.0.0.1,::1"
+accesslog = "-"
+errorlog = "-"

@@ -1,0 +1,69 @@
+"""Start real gunicorn for integration tests: unused port, readiness poll, log on failure."""
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def unused_port():
+    """Return a loopback TCP port that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerFailed(RuntimeError):
+    """The server did not become ready; the message carries its log."""
+
+
+@contextlib.contextmanager
+def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_path="/__ready__",
+             ready_status=None, timeout=20.0, extra_args=()):
+    """Run `gunicorn APP` on an unused loopback port; yield its base URL; stop it afterwards.
+
+    Readiness: any HTTP answer on `ready_path` (or exactly `ready_status` when given).
+    """
+    port = unused_port()
+    log = tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False)
+    cmd = [sys.executable, "-m", "gunicorn", "-c", str(REPO / "gunicorn.conf.py"),
+           "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads),
+           "--access-logfile", "-", *extra_args, app]
+    proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})},
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise ServerFailed(f"gunicorn exited {proc.returncode}:\n{_read(log.name)}")
+            try:
+                answer = requests.get(url + ready_path, timeout=1)
+                if ready_status is None or answer.status_code == ready_status:
+                    break
+            except requests.ConnectionError:
+                pass
+            if time.monotonic() > deadline:
+                raise ServerFailed(f"gunicorn not ready after {timeout}s:\n{_read(log.name)}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        os.unlink(log.name)
+
+
+def _read(path):
+    return Path(path).read_text(errors="replace")[-20000:]
