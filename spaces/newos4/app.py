@@ -1,0 +1,79 @@
+"""The newOS4 chat app: route table, one error shape, JSON everywhere."""
+import logging
+
+import falcon
+
+from . import errors
+from .resources import ChatPoll, ChatPost, Retired
+from .service import ChatService
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/spaces/newos4"
+POST_PATH = f"{PREFIX}/api/chat/post.php"
+POLL_PATH = f"{PREFIX}/api/chat/poll.php"
+RETIRED_PATH = f"{PREFIX}/api/debug/agent-replies.php"
+
+
+class ChatHTTPError(falcon.HTTPError):
+    """The chat wire shape for every error: {"success": false, "error": "…"}."""
+
+    def __init__(self, status, message, headers=None):
+        super().__init__(falcon.code_to_http_status(status), headers=headers)
+        self.message = message
+
+    def to_dict(self, obj_type=dict):
+        return obj_type(success=False, error=self.message)
+
+
+# Messages for errors falcon raises itself (router, method, malformed headers).
+FRAMEWORK_MESSAGES = {404: "not found", 405: "Method not allowed"}
+
+
+def create_app(settings, *, clock=None, random_hex=None):
+    """Build the chat WSGI app over the thread store in `settings.data_dir`."""
+    service = ChatService(settings, clock=clock, random_hex=random_hex)
+    app = falcon.App(media_type=falcon.MEDIA_JSON)
+    app.req_options.strip_url_path_trailing_slash = False
+    routes = [
+        (POST_PATH, ChatPost(service)),
+        (POLL_PATH, ChatPoll(service)),
+        (RETIRED_PATH, Retired(POST_PATH)),
+    ]
+    for path, resource in routes:
+        app.add_route(path, resource)
+    app.add_error_handler(Exception, _unexpected)
+    app.add_error_handler(falcon.HTTPError, _framework_error)
+    app.add_error_handler(errors.ChatError, _chat_error)
+    app.set_error_serializer(_serialize)
+    return app
+
+
+def _chat_error(req, resp, exc, params):
+    if exc.status >= 500:
+        log.error("chat error %s on %s %s: %s", exc.status, req.method, req.path, exc)
+        raise ChatHTTPError(exc.status, "internal error" if exc.status == 500 else exc.message)
+    raise ChatHTTPError(exc.status, exc.message, headers=exc.headers)
+
+
+def _framework_error(req, resp, exc, params):
+    if isinstance(exc, ChatHTTPError):
+        raise exc
+    status = int(exc.status_code)
+    message = FRAMEWORK_MESSAGES.get(status) or (exc.description or exc.title or "error")
+    headers = dict(exc.headers or {})
+    if "Allow" in headers:
+        # The PHP scripts answer OPTIONS with 405 too, so it is never an allowed method.
+        headers["Allow"] = ", ".join(
+            m.strip() for m in headers["Allow"].split(",") if m.strip() != "OPTIONS")
+    raise ChatHTTPError(status, message, headers=headers)
+
+
+def _unexpected(req, resp, exc, params):
+    log.exception("unexpected error on %s %s", req.method, req.path)
+    raise ChatHTTPError(500, "internal error")
+
+
+def _serialize(req, resp, exc):
+    resp.content_type = falcon.MEDIA_JSON
+    resp.media = exc.to_dict()

@@ -1,0 +1,71 @@
+"""Domain errors of the chat service: a status and the contract's message, no HTTP library."""
+
+
+class ChatError(Exception):
+    """Base of every error the chat rules raise; `status` and `message` are the wire answer."""
+
+    status = 500
+    message = "internal error"
+
+    def __init__(self, message=None, *, headers=None):
+        super().__init__(message or self.message)
+        self.message = message or self.message
+        self.headers = headers or {}
+
+
+class TokenRejected(ChatError):
+    status = 401
+    message = "missing or malformed X-Chat-Token"
+
+
+class TooLarge(ChatError):
+    """Body or text over the limit; the contract gives both the same body."""
+
+    status = 413
+
+    def __init__(self, max_text):
+        super().__init__(f"text too long (max {max_text} chars)")
+
+
+class BadRequest(ChatError):
+    status = 400
+    message = "bad request"
+
+
+class RateLimited(ChatError):
+    status = 429
+
+    def __init__(self, message, retry_after_s):
+        super().__init__(message, headers={"Retry-After": str(retry_after_s)})
+        self.retry_after_s = retry_after_s
+
+
+class ThreadLimitReached(ChatError):
+    status = 507
+    message = "thread limit reached"
+
+
+class ThreadNotFound(ChatError):
+    """Only the host side can hit this: the browser side creates threads by posting."""
+
+    status = 404
+    message = "no such thread"
+
+
+class ThreadCorrupt(ChatError):
+    """A thread file that is not the JSON we write: never overwrite it blindly."""
+
+    status = 500
+    message = "internal error"
+
+
+class StoreBusy(ChatError):
+    """A thread lock could not be had in time; nothing was written."""
+
+    status = 503
+    message = "busy, try again"
+
+
+class Gone(ChatError):
+    status = 410
+    message = "gone"

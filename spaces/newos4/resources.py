@@ -1,0 +1,89 @@
+"""One resource per PHP script of /spaces/newos4/api: thin, the rules live in service.py."""
+import json
+
+import falcon
+
+from . import errors, schemas
+from .service import client_address, thread_of
+
+READ_CHUNK = 65536
+
+
+class ChatPost:
+    """POST /spaces/newos4/api/chat/post.php: append a browser message."""
+
+    def __init__(self, service):
+        self.service = service
+
+    def on_post(self, req, resp):
+        thread = thread_of(req.get_header("X-Chat-Token"))
+        raw = read_body(req, self.service.settings.max_body, self.service.settings.max_text)
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            raise errors.BadRequest("body must be a JSON object")
+        body = schemas.load(schemas.POST_BODY, data)
+        address = client_address(req.remote_addr, req.get_header("X-Forwarded-For"),
+                                 self.service.settings.trusted_networks)
+        message = self.service.post(thread, body["text"], body["kind"], address)
+        resp.status = falcon.HTTP_201
+        resp.media = {"success": True, "id": message["id"], "epoch": message["epoch"],
+                      "ts": message["ts"], "thread": thread}
+
+    def on_options(self, req, resp):
+        raise falcon.HTTPMethodNotAllowed(["POST"])
+
+
+class ChatPoll:
+    """GET /spaces/newos4/api/chat/poll.php?since=<epoch ms>: read the token's thread."""
+
+    def __init__(self, service):
+        self.service = service
+
+    def on_get(self, req, resp):
+        thread = thread_of(req.get_header("X-Chat-Token"))
+        query = schemas.load(schemas.POLL_QUERY, _last_values(req.params))
+        resp.media = self.service.poll(thread, int(query["since"]))
+
+    def on_options(self, req, resp):
+        raise falcon.HTTPMethodNotAllowed(["GET"])
+
+
+class Retired:
+    """A PHP endpoint that is gone: 410 with a pointer to its replacement."""
+
+    def __init__(self, replacement):
+        self.replacement = replacement
+
+    def on_post(self, req, resp):
+        raise errors.Gone(f"gone: use {self.replacement}")
+
+    def on_options(self, req, resp):
+        raise falcon.HTTPMethodNotAllowed(["POST"])
+
+
+def read_body(req, max_body, max_text):
+    """The raw body, refused with 413 past `max_body`: by Content-Length before reading, and
+    while reading a chunked body."""
+    length = req.content_length
+    if length is not None and length > max_body:
+        raise errors.TooLarge(max_text)
+    if length is None and req.env.get("wsgi.input_terminated"):
+        stream = req.stream  # chunked: the server ends the input for us
+    else:
+        stream = req.bounded_stream
+    chunks, size = [], 0
+    while True:
+        chunk = stream.read(min(READ_CHUNK, max_body + 1 - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > max_body:
+            raise errors.TooLarge(max_text)
+    return b"".join(chunks)
+
+
+def _last_values(params):
+    """PHP keeps the last of repeated query parameters; so do we."""
+    return {k: (v[-1] if isinstance(v, list) else v) for k, v in params.items()}

@@ -1,0 +1,175 @@
+"""Chat rules: identity, limits, epochs, retention. Shared by the app, scripts/ and cron/."""
+import bisect
+import datetime
+import hashlib
+import ipaddress
+import re
+import secrets
+
+from . import errors
+from .clock import SystemClock
+from .ratelimit import IpWindows, describe_window, retry_after_s
+from .store import ThreadStore, is_thread_name
+
+TOKEN_RE = re.compile(r"\A[0-9a-f]{64}\Z")
+DAY_MS = 86_400_000
+AUTHORS = ("operator", "agent", "hermes")
+STALE_TMP_S = 3600
+
+
+def thread_of(token):
+    """The thread a browser token owns: substr(sha256(token), 0, 16); TokenRejected if malformed."""
+    if not isinstance(token, str) or not TOKEN_RE.match(token):
+        raise errors.TokenRejected()
+    return hashlib.sha256(token.encode("ascii")).hexdigest()[:16]
+
+
+def client_address(peer, forwarded_for, trusted_networks):
+    """The client's IP: the peer, or behind trusted proxies the right-most untrusted hop."""
+    if not _is_trusted(peer, trusted_networks) or not forwarded_for:
+        return peer or "unknown"
+    for hop in reversed([h.strip() for h in forwarded_for.split(",")]):
+        if hop and not _is_trusted(hop, trusted_networks):
+            return hop
+    return peer
+
+
+def _is_trusted(address, networks):
+    try:
+        ip = ipaddress.ip_address((address or "").strip().strip("[]"))
+    except ValueError:
+        return False
+    if ip.version == 6 and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return any(ip in net for net in networks if net.version == ip.version)
+
+
+def iso_ts(epoch_ms):
+    """UTC, whole seconds, `+00:00`: the contract's `ts`."""
+    moment = datetime.datetime.fromtimestamp(epoch_ms // 1000, datetime.timezone.utc)
+    return moment.isoformat()
+
+
+class ChatService:
+    """The newOS4 chat: one thread per token, epochs strictly increasing, retention on append."""
+
+    def __init__(self, settings, *, clock=None, random_hex=None):
+        self.settings = settings
+        self.clock = clock or SystemClock()
+        self._random_hex = random_hex or (lambda: secrets.token_hex(3))
+        self.store = ThreadStore(settings.chat_dir,
+                                 create_lock_path=settings.data_dir / "chat-create.lock")
+        self.ip_windows = IpWindows(settings.data_dir / "ratelimit" / "ip",
+                                    limit=settings.rate_ip,
+                                    window_ms=settings.rate_window_s * 1000)
+
+    def check_text(self, text):
+        """Non-empty string within the limit (code points); rejected, never trimmed or cut."""
+        if not isinstance(text, str) or text == "":
+            raise errors.BadRequest("text must be a non-empty string")
+        if len(text) > self.settings.max_text:
+            raise errors.TooLarge(self.settings.max_text)
+
+    def post(self, thread, text, kind, address):
+        """Append a browser message (author operator|agent) under both rate windows."""
+        self.check_text(text)
+        now = self.clock.now_ms()
+        with self.ip_windows.hold(address, now) as record_ip_hit:
+            message = self._append(thread, text, kind, now, rate_limited=True)
+            record_ip_hit()
+        return message
+
+    def reply(self, thread, text):
+        """Append a `hermes` message to an existing thread (the host side; not rate limited)."""
+        if not is_thread_name(thread):
+            raise errors.BadRequest("thread must be 16 lowercase hex digits")
+        self.check_text(text)
+        if self.store.read(thread) is None:
+            raise errors.ThreadNotFound(f"no such thread: {thread}")
+        return self._append(thread, text, "hermes", self.clock.now_ms(), rate_limited=False,
+                            must_exist=True)
+
+    def _append(self, thread, text, author, now, *, rate_limited, must_exist=False):
+        appended = {}
+
+        def change(doc):
+            messages = doc["messages"]
+            if must_exist and not messages:
+                raise errors.ThreadNotFound(f"no such thread: {thread}")
+            if rate_limited:
+                self._check_thread_window(messages, now)
+            epoch = max(now, messages[-1]["epoch"] + 1) if messages else now
+            message = {"id": self._message_id(epoch), "epoch": epoch, "ts": iso_ts(epoch),
+                       "author": author, "text": text}
+            doc["messages"] = self._retain(messages + [message], now)
+            appended.update(message)
+            return doc
+
+        self.store.update(thread, change, max_threads=self.settings.max_threads)
+        return appended
+
+    def _check_thread_window(self, messages, now):
+        """Per-thread window, counted from the thread itself under its lock: exact across workers."""
+        window_ms = self.settings.rate_window_s * 1000
+        hits = [m["epoch"] for m in messages if m["author"] != "hermes"]
+        wait = retry_after_s(hits, now, self.settings.rate_thread, window_ms)
+        if wait is not None:
+            raise errors.RateLimited(
+                f"rate limit: at most {self.settings.rate_thread} messages per thread per "
+                f"{describe_window(window_ms)}", wait)
+
+    def _retain(self, messages, now):
+        cutoff = now - self.settings.keep_days * DAY_MS
+        kept = [m for m in messages if m["epoch"] >= cutoff]
+        return kept[-self.settings.keep_messages:]
+
+    def _message_id(self, epoch):
+        moment = datetime.datetime.fromtimestamp(epoch // 1000, datetime.timezone.utc)
+        return f"MSG-{moment:%Y%m%d-%H%M%S}-{self._random_hex()}"
+
+    def poll(self, thread, since=0):
+        """Messages newer than `since` (all when 0), at most the newest `poll_limit`, oldest first."""
+        doc = self.store.read(thread)
+        messages = doc["messages"] if doc else []
+        start = bisect.bisect_right(messages, since, key=lambda m: m["epoch"]) if since else 0
+        start = max(start, len(messages) - self.settings.poll_limit)
+        return {
+            "success": True,
+            "thread": thread,
+            "messages": messages[start:],
+            "awaiting": bool(messages) and messages[-1]["author"] != "hermes",
+            "cursor": messages[-1]["epoch"] if messages else 0,
+        }
+
+    def summaries(self, *, awaiting_only=False):
+        """One line of facts per thread, for `scripts/chat.py list` and the relay."""
+        rows = []
+        for thread in self.store.threads():
+            doc = self.store.read(thread)
+            if not doc or not doc["messages"]:
+                continue
+            last = doc["messages"][-1]
+            row = {"thread": thread, "messages": len(doc["messages"]),
+                   "awaiting": last["author"] != "hermes", "last_epoch": last["epoch"],
+                   "last_ts": last["ts"], "last_author": last["author"]}
+            if row["awaiting"] or not awaiting_only:
+                rows.append(row)
+        return rows
+
+    def sweep(self):
+        """Apply retention to every thread; delete emptied threads, stale temp files, idle windows."""
+        now = self.clock.now_ms()
+        outcome = {"threads_trimmed": 0, "threads_removed": 0}
+
+        def change(doc):
+            kept = self._retain(doc["messages"], now)
+            if len(kept) == len(doc["messages"]):
+                return None
+            outcome["threads_trimmed" if kept else "threads_removed"] += 1
+            return {**doc, "messages": kept}
+
+        for thread in self.store.threads():
+            self.store.update(thread, change)
+        outcome["tmp_removed"] = self.store.remove_stale_tmp(STALE_TMP_S)
+        outcome["ip_windows_removed"] = self.ip_windows.sweep(now)
+        return outcome

@@ -1,0 +1,71 @@
+"""Chat service configuration: one frozen object, built from the environment in one place."""
+import dataclasses
+import ipaddress
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent.parent
+DEFAULT_DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+class SettingsError(ValueError):
+    """A configuration variable has a value the service cannot use."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """Everything the chat service, `scripts/chat.py` and `cron/relay.py` need to agree on."""
+
+    data_dir: Path = DEFAULT_DATA_DIR
+    trusted_proxies: tuple = ("127.0.0.1", "::1")
+    max_text: int = 4000
+    max_body: int = 32768
+    rate_thread: int = 20
+    rate_ip: int = 40
+    rate_window_s: int = 600
+    max_threads: int = 500
+    keep_messages: int = 200
+    keep_days: int = 30
+    poll_limit: int = 50
+
+    @property
+    def chat_dir(self):
+        return self.data_dir / "chat"
+
+    @property
+    def trusted_networks(self):
+        return tuple(ipaddress.ip_network(p, strict=False) for p in self.trusted_proxies)
+
+    @classmethod
+    def from_env(cls, environ, **overrides):
+        """Read the NEWOS4_* variables; raise SettingsError naming a bad one."""
+        values = {}
+        data_dir = environ.get("NEWOS4_DATA_DIR")
+        if data_dir:
+            path = Path(data_dir)
+            values["data_dir"] = path if path.is_absolute() else REPO_ROOT / path
+        if "NEWOS4_TRUSTED_PROXIES" in environ:
+            proxies = tuple(p.strip() for p in environ["NEWOS4_TRUSTED_PROXIES"].split(",")
+                            if p.strip())
+            for proxy in proxies:
+                try:
+                    ipaddress.ip_network(proxy, strict=False)
+                except ValueError:
+                    raise SettingsError(
+                        f"NEWOS4_TRUSTED_PROXIES: {proxy!r} is not an IP address or network")
+            values["trusted_proxies"] = proxies
+        for field, minimum in _LIMITS.items():
+            name = "NEWOS4_" + field.upper()
+            raw = environ.get(name)
+            if raw is None or raw == "":
+                continue
+            if not raw.strip().isascii() or not raw.strip().isdigit() or int(raw) < minimum:
+                raise SettingsError(f"{name}: expected an integer >= {minimum}, got {raw!r}")
+            values[field] = int(raw)
+        values.update(overrides)
+        return cls(**values)
+
+
+_LIMITS = {
+    "max_text": 1, "max_body": 1, "rate_thread": 1, "rate_ip": 1, "rate_window_s": 1,
+    "max_threads": 1, "keep_messages": 1, "keep_days": 1, "poll_limit": 1,
+}

@@ -1,0 +1,136 @@
+"""ThreadStore: one JSON file per thread, replaced atomically under a sidecar file lock.
+
+The one piece of code that reads and writes thread files, for the app, scripts/chat.py and
+cron/relay.py alike. Returns plain dicts.
+"""
+import json
+import os
+import re
+import time
+
+import filelock
+
+from . import errors
+from .files import TMP_SUFFIX, atomic_write
+
+THREAD_RE = re.compile(r"\A[0-9a-f]{16}\Z")
+THREAD_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\Z")
+# A cached parse is trusted only for files whose mtime is this far behind the moment the cache
+# was filled: a later write in the same timestamp tick, with the same size and a recycled inode,
+# could otherwise look unchanged (git's "racily clean" rule).
+RACY_NS = 2_000_000_000
+CACHE_SIZE = 1024
+
+
+def is_thread_name(name):
+    """True for the 16 lowercase hex digits a thread is called."""
+    return isinstance(name, str) and bool(THREAD_RE.match(name))
+
+
+class ThreadStore:
+    """Per-thread JSON files in `chat_dir`; creating threads is capped under one extra lock."""
+
+    def __init__(self, chat_dir, *, create_lock_path, lock_timeout_s=10.0):
+        self.chat_dir = chat_dir
+        self._create_lock = filelock.FileLock(create_lock_path, timeout=lock_timeout_s)
+        self._lock_timeout_s = lock_timeout_s
+        self._cache = {}
+
+    def path(self, thread):
+        if not is_thread_name(thread):
+            raise ValueError(f"not a thread name: {thread!r}")
+        return self.chat_dir / f"{thread}.json"
+
+    def read(self, thread):
+        """The thread's document, or None when it has no file. Never writes, never locks."""
+        path = self.path(thread)
+        try:
+            with open(path, "rb") as handle:
+                stat = os.fstat(handle.fileno())
+                key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+                cached = self._cache.get(path)
+                if cached is not None and cached[0] == key:
+                    return cached[1]
+                doc = _parse(handle.read(), path)
+        except FileNotFoundError:
+            return None
+        if time.time_ns() - stat.st_mtime_ns > RACY_NS:
+            if len(self._cache) >= CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[path] = (key, doc)
+        return doc
+
+    def update(self, thread, change, *, max_threads=None):
+        """Apply `change(doc) -> new doc | None` under the thread's lock; return the stored doc.
+
+        `doc` is a fresh copy ({"thread", "messages"}, empty for a new thread). Returning None
+        writes nothing; a doc without messages deletes the file. Creating a thread when
+        `max_threads` files exist raises ThreadLimitReached. Returns after the write is durable.
+        """
+        path = self.path(thread)
+        self.chat_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            with filelock.FileLock(f"{path}.lock", timeout=self._lock_timeout_s):
+                try:
+                    with open(path, "rb") as handle:
+                        current = _parse(handle.read(), path)
+                except FileNotFoundError:
+                    current = None
+                new = change(current if current is not None
+                             else {"thread": thread, "messages": []})
+                if new is None:
+                    return current
+                if not new["messages"]:
+                    if current is not None:
+                        os.unlink(path)
+                    return None
+                data = json.dumps(new, ensure_ascii=False, separators=(",", ":")).encode()
+                if current is None:
+                    with self._create_lock:
+                        if max_threads is not None and self.count() >= max_threads:
+                            raise errors.ThreadLimitReached()
+                        atomic_write(path, data)
+                else:
+                    atomic_write(path, data)
+                return new
+        except filelock.Timeout:
+            raise errors.StoreBusy()
+
+    def threads(self):
+        """Names of every thread with a file, sorted."""
+        try:
+            entries = os.listdir(self.chat_dir)
+        except FileNotFoundError:
+            return []
+        return sorted(m.group(1) for m in map(THREAD_FILE_RE.match, entries) if m)
+
+    def count(self):
+        return len(self.threads())
+
+    def remove_stale_tmp(self, older_than_s, now_s=None):
+        """Delete temporary files a crashed writer left behind; return how many."""
+        now_s = time.time() if now_s is None else now_s
+        removed = 0
+        try:
+            entries = list(os.scandir(self.chat_dir))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
+                try:
+                    if now_s - entry.stat().st_mtime > older_than_s:
+                        os.unlink(entry.path)
+                        removed += 1
+                except FileNotFoundError:
+                    pass
+        return removed
+
+
+def _parse(data, path):
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        raise errors.ThreadCorrupt(f"thread file {path} is not valid JSON")
+    if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+        raise errors.ThreadCorrupt(f"thread file {path} has no messages list")
+    return doc
