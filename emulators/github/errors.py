@@ -1,0 +1,148 @@
+"""GitHub emulator errors: each carries its status and the wire body GitHub (or the reference) sends.
+
+Models and schemas raise these; the provider app and the admin handlers serialise them once.
+"""
+API_VERSION = "2026-03-10"
+
+DOCS = {
+    "repos/get": "https://docs.github.com/rest/repos/repos#get-a-repository",
+    "git/get-ref": "https://docs.github.com/rest/git/refs#get-a-reference",
+    "git/list-matching-refs": "https://docs.github.com/rest/git/refs#list-matching-references",
+    "git/create-ref": "https://docs.github.com/rest/git/refs#create-a-reference",
+    "git/update-ref": "https://docs.github.com/rest/git/refs#update-a-reference",
+    "git/delete-ref": "https://docs.github.com/rest/git/refs#delete-a-reference",
+    "pulls/list": "https://docs.github.com/rest/pulls/pulls#list-pull-requests",
+    "pulls/get": "https://docs.github.com/rest/pulls/pulls#get-a-pull-request",
+    "pulls/create": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
+    "pulls/update": "https://docs.github.com/rest/pulls/pulls#update-a-pull-request",
+}
+
+TROUBLESHOOTING = "https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api"
+
+
+class GitHubError(Exception):
+    """Base of every emulator error; `body()` is the JSON sent on the wire."""
+
+    status = 500
+    message = "Internal Server Error"
+    #: whether the provider stamps `x-github-api-version-selected` on this answer
+    versioned = True
+
+    def __init__(self, message=None):
+        super().__init__(message or self.message)
+        if message is not None:
+            self.message = message
+
+    def body(self):
+        return {"message": self.message}
+
+    def headers(self):
+        return {}
+
+
+class BasicError(GitHubError):
+    """GitHub's basic envelope `{message, documentation_url, status}` (status as a string)."""
+
+    def __init__(self, operation, message=None):
+        super().__init__(message)
+        self.operation = operation
+
+    def body(self):
+        return {"message": self.message, "documentation_url": DOCS[self.operation],
+                "status": str(self.status)}
+
+
+class NotFound(BasicError):
+    """The repository, reference or pull request does not exist (or the route is unknown)."""
+
+    status = 404
+    message = "Not Found"
+
+
+class ProblemsParsingJSON(BasicError):
+    """The request body claims JSON but is not."""
+
+    status = 400
+    message = "Problems parsing JSON"
+
+
+class Unprocessable(BasicError):
+    """A 422 with the basic envelope (ref rules: bad sha, name, fast-forward)."""
+
+    status = 422
+
+
+class EmptyRepository(BasicError):
+    """Creating a ref in a repository with no branch at all."""
+
+    status = 409
+    message = "Git Repository is empty."
+
+
+class ValidationFailed(GitHubError):
+    """A pull request 422: `Validation Failed` with one `errors` item."""
+
+    status = 422
+    message = "Validation Failed"
+
+    def __init__(self, operation, *, field=None, custom=None):
+        super().__init__()
+        self.operation = operation
+        if custom is not None:
+            self.item = {"resource": "PullRequest", "code": "custom", "message": custom}
+        else:
+            self.item = {"resource": "PullRequest", "code": "invalid", "field": field}
+
+    def body(self):
+        return {"message": self.message, "errors": [self.item],
+                "documentation_url": DOCS[self.operation], "status": "422"}
+
+
+class Unsupported(GitHubError):
+    """Something the emulator deliberately does not model (mock-only 501)."""
+
+    status = 501
+
+    def body(self):
+        return {"code": "mockingbird_unsupported", "message": self.message}
+
+
+class UnsupportedVersion(GitHubError):
+    """An `X-GitHub-Api-Version` the emulator does not serve (answered before routing)."""
+
+    status = 501
+    versioned = False
+
+    def __init__(self):
+        super().__init__(f"Mockingbird only models GitHub API {API_VERSION}")
+
+    def body(self):
+        return {"message": self.message, "code": "mockingbird_unsupported"}
+
+
+class SeedInvalid(GitHubError):
+    """A fixture the seeding control refuses (mock-only)."""
+
+    status = 400
+    versioned = False
+
+    def __init__(self, message, status=400):
+        super().__init__(message)
+        self.status = status
+
+    def body(self):
+        return {"message": self.message, "code": "mockingbird_seed_invalid"}
+
+
+class ControlInvalid(GitHubError):
+    """A refs/move the intervening-actor control refuses (mock-only)."""
+
+    status = 400
+    versioned = False
+
+    def __init__(self, message, status=400):
+        super().__init__(message)
+        self.status = status
+
+    def body(self):
+        return {"code": "mockingbird_control_invalid", "message": self.message}

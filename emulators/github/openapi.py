@@ -1,0 +1,144 @@
+"""OpenAPI 3 document of the GitHub provider routes (served at `/__admin/openapi.json`).
+
+`{ref}` parameters carry a slash-bearing tail (`heads/topic/nested`), as on GitHub; they are
+flagged `x-slash-bearing: true` so route matching lets them span segments.
+"""
+from .errors import API_VERSION
+
+_OWNER_REPO = [
+    {"name": "owner", "in": "path", "required": True, "schema": {"type": "string"}},
+    {"name": "repo", "in": "path", "required": True, "schema": {"type": "string"}},
+]
+_REF = {"name": "ref", "in": "path", "required": True, "x-slash-bearing": True,
+        "schema": {"type": "string", "minLength": 1}}
+_PULL_NUMBER = {"name": "pull_number", "in": "path", "required": True,
+                "schema": {"type": "integer", "minimum": 1}}
+_VERSION = {"name": "X-GitHub-Api-Version", "in": "header", "required": False,
+            "schema": {"type": "string", "enum": [API_VERSION]}}
+
+
+def _json(ref):
+    return {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}
+
+
+def _answer(description, ref=None):
+    out = {"description": description}
+    if ref:
+        out["content"] = _json(ref)
+    return out
+
+
+_ERRORS = {"404": _answer("Not Found", "BasicError"),
+           "422": _answer("Validation failed", "ValidationError"),
+           "501": _answer("Not modelled by the emulator", "Unsupported")}
+
+
+def _op(operation_id, summary, params, ok_status, ok_ref, body=None, query=()):
+    op = {"operationId": operation_id, "summary": summary,
+          "parameters": [*_OWNER_REPO, *params, *query, _VERSION],
+          "responses": {ok_status: _answer("Success", ok_ref), **_ERRORS}}
+    if body:
+        op["requestBody"] = {"required": False, "content": _json(body)}
+    return op
+
+
+_LIST_QUERY = [
+    {"name": "state", "in": "query", "schema": {"type": "string",
+                                                "enum": ["open", "closed", "all"]}},
+    {"name": "head", "in": "query", "schema": {"type": "string"}},
+    {"name": "base", "in": "query", "schema": {"type": "string"}},
+    {"name": "sort", "in": "query", "schema": {"type": "string", "enum": ["created", "updated"]}},
+    {"name": "direction", "in": "query", "schema": {"type": "string", "enum": ["asc", "desc"]}},
+    {"name": "per_page", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+    {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+]
+
+_OWNER = {"type": "object", "properties": {
+    "login": {"type": "string"}, "id": {"type": "integer"}, "node_id": {"type": "string"},
+    "type": {"type": "string"}}}
+
+DOCUMENT = {
+    "openapi": "3.0.3",
+    "info": {"title": "GitHub REST emulator", "version": API_VERSION,
+             "description": "Repositories, refs and same-repository pull requests."},
+    "paths": {
+        "/repos/{owner}/{repo}": {
+            "get": _op("repos/get", "Get a repository", [], "200", "Repository")},
+        "/repos/{owner}/{repo}/git/ref/{ref}": {
+            "get": _op("git/get-ref", "Get a reference", [_REF], "200", "Reference")},
+        "/repos/{owner}/{repo}/git/matching-refs/{ref}": {
+            "get": _op("git/list-matching-refs", "List matching references", [_REF], "200",
+                       "References")},
+        "/repos/{owner}/{repo}/git/refs": {
+            "post": _op("git/create-ref", "Create a reference", [], "201", "Reference",
+                        body="CreateRef")},
+        "/repos/{owner}/{repo}/git/refs/{ref}": {
+            "patch": _op("git/update-ref", "Update a reference", [_REF], "200", "Reference",
+                         body="UpdateRef")},
+        "/repos/{owner}/{repo}/pulls": {
+            "get": _op("pulls/list", "List pull requests", [], "200", "PullRequests",
+                       query=_LIST_QUERY),
+            "post": _op("pulls/create", "Create a pull request", [], "201", "PullRequest",
+                        body="CreatePull")},
+        "/repos/{owner}/{repo}/pulls/{pull_number}": {
+            "get": _op("pulls/get", "Get a pull request", [_PULL_NUMBER], "200", "PullRequest"),
+            "patch": _op("pulls/update", "Update a pull request", [_PULL_NUMBER], "200",
+                         "PullRequest", body="UpdatePull")},
+    },
+    "components": {"schemas": {
+        "BasicError": {"type": "object", "required": ["message"], "properties": {
+            "message": {"type": "string"}, "documentation_url": {"type": "string"},
+            "status": {"type": "string"}}},
+        "ValidationError": {"type": "object", "required": ["message", "errors"], "properties": {
+            "message": {"type": "string"}, "errors": {"type": "array"},
+            "documentation_url": {"type": "string"}, "status": {"type": "string"}}},
+        "Unsupported": {"type": "object", "required": ["code", "message"], "properties": {
+            "code": {"type": "string"}, "message": {"type": "string"}}},
+        "Repository": {"type": "object", "required": [
+            "id", "node_id", "name", "full_name", "owner", "private", "fork", "default_branch",
+            "url", "html_url", "created_at", "updated_at"], "properties": {
+            "id": {"type": "integer"}, "node_id": {"type": "string"}, "name": {"type": "string"},
+            "full_name": {"type": "string"}, "owner": _OWNER, "private": {"type": "boolean"},
+            "fork": {"type": "boolean"}, "default_branch": {"type": "string"},
+            "url": {"type": "string"}, "html_url": {"type": "string"},
+            "created_at": {"type": "string", "format": "date-time"},
+            "updated_at": {"type": "string", "format": "date-time"}}},
+        "Reference": {"type": "object", "required": ["ref", "node_id", "url", "object"],
+                      "properties": {
+            "ref": {"type": "string"}, "node_id": {"type": "string"}, "url": {"type": "string"},
+            "object": {"type": "object", "properties": {
+                "type": {"type": "string"}, "sha": {"type": "string"},
+                "url": {"type": "string"}}}}},
+        "References": {"type": "array", "items": {"$ref": "#/components/schemas/Reference"}},
+        "PullBranch": {"type": "object", "required": ["label", "ref", "sha", "repo"],
+                       "properties": {
+            "label": {"type": "string"}, "ref": {"type": "string"}, "sha": {"type": "string"},
+            "repo": {"$ref": "#/components/schemas/Repository"}}},
+        "PullRequest": {"type": "object", "required": [
+            "id", "node_id", "number", "url", "html_url", "state", "title", "body", "draft",
+            "created_at", "updated_at", "closed_at", "merged", "merged_at", "mergeable",
+            "merge_commit_sha", "maintainer_can_modify", "head", "base"], "properties": {
+            "id": {"type": "integer"}, "node_id": {"type": "string"},
+            "number": {"type": "integer"}, "url": {"type": "string"},
+            "html_url": {"type": "string"}, "state": {"type": "string", "enum": ["open", "closed"]},
+            "title": {"type": "string"}, "body": {"type": "string", "nullable": True},
+            "draft": {"type": "boolean"}, "created_at": {"type": "string"},
+            "updated_at": {"type": "string"}, "closed_at": {"type": "string", "nullable": True},
+            "merged": {"type": "boolean"}, "maintainer_can_modify": {"type": "boolean"},
+            "head": {"$ref": "#/components/schemas/PullBranch"},
+            "base": {"$ref": "#/components/schemas/PullBranch"}}},
+        "PullRequests": {"type": "array", "items": {"$ref": "#/components/schemas/PullRequest"}},
+        "CreateRef": {"type": "object", "required": ["ref", "sha"], "properties": {
+            "ref": {"type": "string"}, "sha": {"type": "string"}}},
+        "UpdateRef": {"type": "object", "required": ["sha"], "properties": {
+            "sha": {"type": "string"}, "force": {"type": "boolean"}}},
+        "CreatePull": {"type": "object", "required": ["title", "head", "base"], "properties": {
+            "title": {"type": "string"}, "head": {"type": "string"}, "base": {"type": "string"},
+            "body": {"type": "string"}, "draft": {"type": "boolean"},
+            "maintainer_can_modify": {"type": "boolean"}}},
+        "UpdatePull": {"type": "object", "properties": {
+            "title": {"type": "string"}, "body": {"type": "string"},
+            "state": {"type": "string", "enum": ["open", "closed"]}, "base": {"type": "string"},
+            "maintainer_can_modify": {"type": "boolean"}}},
+    }},
+}

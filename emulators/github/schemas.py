@@ -1,0 +1,91 @@
+"""Request parsing for the GitHub provider: body classification and the `pulls/list` query.
+
+Plain functions rather than marshmallow schemas: the reference's checks are ordered (first failure
+wins, each with its own status), which a declarative schema would not preserve.
+"""
+import json
+import re
+from dataclasses import dataclass
+
+from . import errors
+
+_POSITIVE = re.compile(r"^[1-9][0-9]*$")
+MAX_SAFE_INTEGER = 2 ** 53 - 1
+
+
+def classify_body(content_type, raw):
+    """Classify a request body by its content-type essence (§3.2): (kind, parsed value or None).
+
+    kind is `empty`, `json`, `invalid` (claims JSON, does not parse), `form`, `text` or `bytes`.
+    """
+    if not raw:
+        return "empty", None
+    if not content_type:
+        return "bytes", None
+    essence = content_type.split(";", 1)[0].strip().lower()
+    if essence in ("application/json", "text/json") or essence.endswith("+json"):
+        try:
+            return "json", json.loads(raw.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return "invalid", None
+    if essence == "application/x-www-form-urlencoded":
+        return "form", None
+    if essence.startswith("text/"):
+        return "text", None
+    return "bytes", None
+
+
+def json_object_or_empty(parsed):
+    """Ref writes treat anything but a JSON object as `{}` (§3.2)."""
+    kind, value = parsed
+    return value if kind == "json" and isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class PullListQuery:
+    """A validated `pulls/list` query."""
+
+    state: str
+    sort: str
+    direction: str
+    page: int
+    per_page: int
+    base: str | None
+    head: str | None
+
+
+def first_values(pairs):
+    """Keep the first value of each query parameter, like `URLSearchParams.get`."""
+    values = {}
+    for name, value in pairs:
+        values.setdefault(name, value)
+    return values
+
+
+def pull_list_query(pairs):
+    """Validate `state`, `sort`, `direction`, `page`, `per_page` in the order of §6.10.1."""
+    q = first_values(pairs)
+    op = "pulls/list"
+    state = q.get("state", "open")
+    if state not in ("open", "closed", "all"):
+        raise errors.ValidationFailed(op, field="state")
+    sort = q.get("sort", "created")
+    if sort in ("popularity", "long-running"):
+        raise errors.Unsupported(f"Mockingbird does not model {sort} sorting")
+    if sort not in ("created", "updated"):
+        raise errors.ValidationFailed(op, field="sort")
+    direction = q.get("direction", "desc" if sort == "created" else "asc")
+    if direction not in ("asc", "desc"):
+        raise errors.ValidationFailed(op, field="direction")
+    page = _positive(q, "page", 1)
+    per_page = min(_positive(q, "per_page", 30), 100)
+    return PullListQuery(state, sort, direction, page, per_page, q.get("base"), q.get("head"))
+
+
+def _positive(q, name, default):
+    if name not in q:
+        return default
+    raw = q[name]
+    if not _POSITIVE.match(raw) or int(raw) > MAX_SAFE_INTEGER:
+        raise errors.ValidationFailed("pulls/list", field=name)
+    return int(raw)

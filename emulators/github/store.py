@@ -1,0 +1,71 @@
+"""GitHubStore: the emulator's records (repositories, owners, commit graphs, refs, pull requests).
+
+Everything lives in the instance's record store (shared SQLite), so every gunicorn worker and every
+checkpoint sees the same state. Keys follow the reference: lower-cased owner/name, case-sensitive
+ref names, per-repository PR numbers.
+"""
+
+REPOS, OWNERS, GRAPHS, REFS, PULLS = "repositories", "owners", "commits", "refs", "pulls"
+
+
+def repo_key(owner, name):
+    """Return the case-insensitive repository key `owner/name`."""
+    return f"{owner.lower()}/{name.lower()}"
+
+
+class GitHubStore:
+    """Typed access to one instance's records; plain dicts in and out, no rules."""
+
+    def __init__(self, records):
+        self.records = records
+
+    # repositories and owners
+    def repo(self, key):
+        return self.records.get(REPOS, key)
+
+    def put_repo(self, key, value):
+        self.records.put(REPOS, key, value)
+
+    def owner(self, login):
+        return self.records.get(OWNERS, login.lower())
+
+    def put_owner(self, value):
+        self.records.put(OWNERS, value["login"].lower(), value)
+
+    # commit graph: one record per repository, {sha: [parent shas]} (immutable after seeding)
+    def graph(self, key):
+        value = self.records.get(GRAPHS, key)
+        return value["parents"] if value else {}
+
+    def put_graph(self, key, parents):
+        self.records.put(GRAPHS, key, {"repo": key, "parents": parents})
+
+    # references
+    def ref(self, key, name):
+        return self.records.get(REFS, f"{key}:{name}")
+
+    def put_ref(self, key, value):
+        self.records.put(REFS, f"{key}:{value['ref']}", value)
+
+    def refs(self, key):
+        return self.records.list(REFS, where={"repo": key})
+
+    def count_refs(self, key, kind):
+        return self.records.count(REFS, where={"repo": key, "kind": kind})
+
+    # pull requests
+    def pull(self, key, number):
+        return self.records.get(PULLS, f"{key}:{number}")
+
+    def put_pull(self, value):
+        self.records.put(PULLS, f"{value['repo']}:{value['number']}", value)
+
+    def pulls(self, where, *, order_by, desc, limit, offset):
+        return self.records.list(PULLS, where=where, order_by=order_by, desc=desc,
+                                 limit=limit, offset=offset)
+
+    def count_pulls(self, where):
+        return self.records.count(PULLS, where=where)
+
+    def next_id(self, sequence):
+        return self.records.next_id(sequence)
