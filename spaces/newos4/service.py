@@ -131,15 +131,22 @@ class ChatService:
         """Messages newer than `since` (all when 0), at most the newest `poll_limit`, oldest first."""
         doc = self.store.read(thread)
         messages = doc["messages"] if doc else []
-        start = bisect.bisect_right(messages, since, key=lambda m: m["epoch"]) if since else 0
-        start = max(start, len(messages) - self.settings.poll_limit)
         return {
             "success": True,
             "thread": thread,
-            "messages": messages[start:],
+            "messages": _newer(messages, since)[-self.settings.poll_limit:],
             "awaiting": bool(messages) and messages[-1]["author"] != "hermes",
             "cursor": messages[-1]["epoch"] if messages else 0,
         }
+
+    def history(self, thread, since=0):
+        """Every stored message newer than `since` of an existing thread (the host's view)."""
+        if not is_thread_name(thread):
+            raise errors.BadRequest("thread must be 16 lowercase hex digits")
+        doc = self.store.read(thread)
+        if doc is None:
+            raise errors.ThreadNotFound(f"no such thread: {thread}")
+        return _newer(doc["messages"], since)
 
     def summaries(self, *, awaiting_only=False):
         """One line of facts per thread, for `scripts/chat.py list` and the relay."""
@@ -173,3 +180,10 @@ class ChatService:
         outcome["tmp_removed"] = self.store.remove_stale_tmp(STALE_TMP_S)
         outcome["ip_windows_removed"] = self.ip_windows.sweep(now)
         return outcome
+
+
+def _newer(messages, since):
+    """The messages with epoch > since; epochs are strictly increasing, so bisect."""
+    if not since:
+        return messages
+    return messages[bisect.bisect_right(messages, since, key=lambda m: m["epoch"]):]
