@@ -2,6 +2,8 @@
 
 Models and schemas raise these; the provider app and the admin handlers serialise them once.
 """
+from emulators.runtime.errors import EmulatorError
+
 API_VERSION = "2026-03-10"
 
 DOCS = {
@@ -20,24 +22,16 @@ DOCS = {
 TROUBLESHOOTING = "https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api"
 
 
-class GitHubError(Exception):
-    """Base of every emulator error; `body()` is the JSON sent on the wire."""
+class GitHubError(EmulatorError):
+    """Base of every GitHub emulator error; `body()` is the JSON sent on the wire."""
 
     status = 500
     message = "Internal Server Error"
     #: whether the provider stamps `x-github-api-version-selected` on this answer
     versioned = True
 
-    def __init__(self, message=None):
-        super().__init__(message or self.message)
-        if message is not None:
-            self.message = message
-
     def body(self):
         return {"message": self.message}
-
-    def headers(self):
-        return {}
 
 
 class BasicError(GitHubError):
@@ -127,8 +121,7 @@ class SeedInvalid(GitHubError):
     versioned = False
 
     def __init__(self, message, status=400):
-        super().__init__(message)
-        self.status = status
+        super().__init__(message, status=status)
 
     def body(self):
         return {"message": self.message, "code": "mockingbird_seed_invalid"}
@@ -141,8 +134,7 @@ class ControlInvalid(GitHubError):
     versioned = False
 
     def __init__(self, message, status=400):
-        super().__init__(message)
-        self.status = status
+        super().__init__(message, status=status)
 
     def body(self):
         return {"code": "mockingbird_control_invalid", "message": self.message}

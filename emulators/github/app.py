@@ -1,0 +1,79 @@
+"""The GitHub emulator as a runtime `Service`: provider app, OpenAPI, presets, admin controls.
+
+The provider app adds GitHub's API-version rule: an unknown `X-GitHub-Api-Version` is refused
+before routing, every other provider answer (errors and the generic 404 included) carries
+`x-github-api-version-selected`.
+"""
+import logging
+
+import falcon
+
+from emulators.runtime import Service
+
+from . import errors, resources
+from .openapi import DOCUMENT
+from .presets import PRESETS
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+DEFAULT_PORT = 8828
+
+
+class ApiVersion:
+    """Refuse versions the emulator does not model; stamp the selected version on answers."""
+
+    def process_request(self, req, resp):
+        asked = req.get_header("X-GitHub-Api-Version")
+        if asked and asked != errors.API_VERSION:
+            raise errors.UnsupportedVersion()
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        if not resp.context.get("unversioned"):
+            resp.set_header("x-github-api-version-selected", errors.API_VERSION)
+
+
+def _github_error(req, resp, exc, params):
+    resp.status = exc.status
+    resp.media = exc.body()
+    for name, value in exc.headers.items():
+        resp.set_header(name, value)
+    resp.context["unversioned"] = not exc.versioned
+
+
+def _not_found(req, resp, exc, params):
+    # No 405 on GitHub's surface here: any unknown path or method is the generic 404 (§1.1).
+    _github_error(req, resp, errors.NotFound("repos/get"), params)
+
+
+def _unexpected(req, resp, exc, params):
+    log.exception("github emulator: unexpected error on %s %s", req.method, req.path)
+    resp.status = 500
+    resp.media = {"message": "Internal Server Error",
+                  "documentation_url": errors.TROUBLESHOOTING, "status": "500"}
+
+
+def create_provider_app():
+    """Build the falcon app with the nine operations at the root."""
+    app = falcon.App(middleware=[ApiVersion()])
+    app.req_options.strip_url_path_trailing_slash = False
+    for path, resource in resources.ROUTES:
+        app.add_route(path, resource)
+    app.add_error_handler(Exception, _unexpected)
+    app.add_error_handler(falcon.HTTPError, _not_found)
+    app.add_error_handler(errors.GitHubError, _github_error)
+    return app
+
+
+service = Service(
+    name="github",
+    version=VERSION,
+    default_port=DEFAULT_PORT,
+    openapi=DOCUMENT,
+    provider_app=create_provider_app,
+    presets=PRESETS,
+    admin_routes=[
+        ("POST", "/github/repositories", resources.seed_repository),
+        ("POST", "/github/refs/move", resources.move_ref),
+    ],
+)

@@ -1,0 +1,62 @@
+"""What the GitHub service needs from the request context: public URLs, `Link`, checkpoints.
+
+Every URL the emulator returns points back at itself (scheme, host, mount prefix, and the
+`/__admin/ns/<name>` path carrier when one was used), so real clients keep talking to it.
+"""
+from urllib.parse import quote
+
+CARRIER = "/__admin/ns/"
+_FORM_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")
+
+
+def public_base(instance):
+    """Return the base URL the client used for this service (mount prefix and carrier included)."""
+    return instance.base_url.rstrip("/")
+
+
+def _link_base(instance, req):
+    # §6.10.6: a namespace chosen by header is written into links as a path carrier, so a client
+    # following `next` without the header stays in its namespace.
+    base = public_base(instance)
+    if req.get_header("x-mockingbird-namespace") and CARRIER not in base:
+        base += CARRIER + quote(instance.namespace, safe="")
+    return base
+
+
+def form_encode(pairs):
+    """Serialise pairs as WHATWG application/x-www-form-urlencoded (space as `+`)."""
+    def enc(text):
+        return "".join(chr(b) if b in _FORM_SAFE else "+" if b == 0x20 else f"%{b:02X}"
+                       for b in text.encode("utf-8"))
+    return "&".join(f"{enc(k)}={enc(v)}" for k, v in pairs)
+
+
+def link_header(instance, req, pairs, page, last):
+    """Build `Link` for a `pulls/list` page (§6.10.5), or None when no relation applies."""
+    relations = []
+    if page < last:
+        relations += [("next", page + 1), ("last", last)]
+    if page > 1 and last > 0:
+        relations += [("first", 1), ("prev", page - 1)]
+    if not relations:
+        return None
+    base = _link_base(instance, req) + req.path
+
+    def url(target):
+        replaced, out = False, []
+        for name, value in pairs:
+            if name == "page":
+                if replaced:
+                    continue  # URLSearchParams.set keeps one `page`, at the first position
+                value, replaced = str(target), True
+            out.append((name, value))
+        if not replaced:
+            out.append(("page", str(target)))
+        return f"{base}?{form_encode(out)}"
+
+    return ", ".join(f'<{url(target)}>; rel="{rel}"' for rel, target in relations)
+
+
+def checkpoint(instance):
+    """Commit a Timeline checkpoint of the instance's current state; return its id."""
+    return instance.checkpoint()

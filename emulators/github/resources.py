@@ -1,0 +1,138 @@
+"""Falcon resources of the nine GitHub operations, and the two GitHub admin controls.
+
+Thin: each responder parses the request, calls `GitHubBackend`, and shapes the answer. Mutations
+report their ids to the journal and honour the `github.accepted_drop` effect (commit, then drop).
+"""
+from urllib.parse import parse_qsl
+
+from emulators.runtime import instance_of
+
+from . import context, schemas
+from .models import GitHubBackend
+from .presets import ACCEPTED_DROP
+
+
+def backend_for(instance):
+    """Build the rules object over one instance's records, clock, transaction and base URL."""
+    return GitHubBackend(instance.records, now_ms=instance.now_ms,
+                         transaction=instance.transaction, base_url=context.public_base(instance))
+
+
+def _body(req):
+    return schemas.classify_body(req.content_type, req.bounded_stream.read())
+
+
+def _answer(resp, status, body):
+    resp.status = status
+    resp.media = body
+
+
+def _accepted(instance, **ids):
+    """Journal the written ids; under `github.accepted_drop`, commit and lose the response."""
+    instance.report_ids(**ids)
+    if instance.fault_effect(ACCEPTED_DROP) is not None:
+        instance.accept()
+        instance.drop()
+
+
+class Repository:
+    """`GET /repos/{owner}/{repo}`."""
+
+    def on_get(self, req, resp, owner, repo):
+        _answer(resp, 200, backend_for(instance_of(req)).get_repo(owner, repo))
+
+
+class Ref:
+    """`GET /repos/{owner}/{repo}/git/ref/{ref}`: one reference by its exact name."""
+
+    def on_get(self, req, resp, owner, repo, ref):
+        _answer(resp, 200, backend_for(instance_of(req)).get_ref(owner, repo, ref))
+
+
+class MatchingRefs:
+    """`GET /repos/{owner}/{repo}/git/matching-refs/{ref}`: refs whose name starts with the tail."""
+
+    def on_get(self, req, resp, owner, repo, ref=""):
+        _answer(resp, 200, backend_for(instance_of(req)).matching_refs(owner, repo, ref))
+
+
+class Refs:
+    """`POST /repos/{owner}/{repo}/git/refs`: create a reference."""
+
+    def on_post(self, req, resp, owner, repo):
+        instance = instance_of(req)
+        body = schemas.json_object_or_empty(_body(req))
+        ref = backend_for(instance).create_ref(owner, repo, body)
+        _accepted(instance, ref=ref["ref"])
+        _answer(resp, 201, ref)
+
+
+class RefItem:
+    """`PATCH /repos/{owner}/{repo}/git/refs/{ref}`: move a reference (fast-forward or forced)."""
+
+    def on_patch(self, req, resp, owner, repo, ref):
+        instance = instance_of(req)
+        body = schemas.json_object_or_empty(_body(req))
+        answer = backend_for(instance).update_ref(owner, repo, ref, body)
+        _accepted(instance, ref=answer["ref"])
+        _answer(resp, 200, answer)
+
+
+class Pulls:
+    """`GET|POST /repos/{owner}/{repo}/pulls`: list (paged, `Link`) and create."""
+
+    def on_get(self, req, resp, owner, repo):
+        instance = instance_of(req)
+        pairs = parse_qsl(req.query_string, keep_blank_values=True)
+        items, page, last = backend_for(instance).list_pulls(owner, repo, pairs)
+        header = context.link_header(instance, req, pairs, page, last)
+        if header:
+            resp.set_header("Link", header)
+        _answer(resp, 200, items)
+
+    def on_post(self, req, resp, owner, repo):
+        instance = instance_of(req)
+        pull = backend_for(instance).create_pull(owner, repo, _body(req))
+        _accepted(instance, pullNumber=str(pull["number"]))
+        _answer(resp, 201, pull)
+
+
+class Pull:
+    """`GET|PATCH /repos/{owner}/{repo}/pulls/{pull_number}`."""
+
+    def on_get(self, req, resp, owner, repo, pull_number):
+        _answer(resp, 200, backend_for(instance_of(req)).get_pull(owner, repo, pull_number))
+
+    def on_patch(self, req, resp, owner, repo, pull_number):
+        instance = instance_of(req)
+        pull = backend_for(instance).update_pull(owner, repo, pull_number, _body(req))
+        _accepted(instance, pullNumber=str(pull["number"]))
+        _answer(resp, 200, pull)
+
+
+ROUTES = [
+    ("/repos/{owner}/{repo}", Repository()),
+    ("/repos/{owner}/{repo}/git/ref/{ref:path}", Ref()),
+    ("/repos/{owner}/{repo}/git/matching-refs", MatchingRefs()),
+    ("/repos/{owner}/{repo}/git/matching-refs/{ref:path}", MatchingRefs()),
+    ("/repos/{owner}/{repo}/git/refs", Refs()),
+    ("/repos/{owner}/{repo}/git/refs/{ref:path}", RefItem()),
+    ("/repos/{owner}/{repo}/pulls", Pulls()),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}", Pull()),
+]
+
+
+# --- admin controls: handler(call) -> (status, body) -----------------------------------------
+
+def seed_repository(call):
+    """`POST /__admin/github/repositories`: seed one synthetic repository, then checkpoint."""
+    repository = backend_for(call.instance).seed(call.body)
+    context.checkpoint(call.instance)
+    return 201, {"repository": repository, "simulated": True}
+
+
+def move_ref(call):
+    """`POST /__admin/github/refs/move`: an intervening actor fast-forwards a branch."""
+    reference = backend_for(call.instance).move_ref(call.body)
+    return 200, {"reference": reference, "checkpoint": context.checkpoint(call.instance),
+                 "simulated": True}
