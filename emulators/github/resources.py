@@ -5,9 +5,9 @@ report their ids to the journal and honour the `github.accepted_drop` effect (co
 """
 from urllib.parse import parse_qsl
 
-from emulators.runtime import instance_of
+from emulators.runtime.instance import instance_of
 
-from . import context, schemas
+from . import context, errors, schemas
 from .models import GitHubBackend
 from .presets import ACCEPTED_DROP
 
@@ -124,13 +124,25 @@ ROUTES = [
 
 # --- admin controls: handler(call) -> (status, body) -----------------------------------------
 
+def _control(handler):
+    """Answer a control's own errors in their mock-only envelopes (`{message, code}`)."""
+    def answer(call):
+        try:
+            return handler(call)
+        except errors.GitHubError as exc:
+            return exc.status, exc.body()
+    answer.__doc__ = handler.__doc__
+    return answer
+
+
+@_control
 def seed_repository(call):
-    """`POST /__admin/github/repositories`: seed one synthetic repository, then checkpoint."""
+    """`POST /__admin/github/repositories`: seed one synthetic repository (runtime checkpoints)."""
     repository = backend_for(call.instance).seed(call.body)
-    context.checkpoint(call.instance)
     return 201, {"repository": repository, "simulated": True}
 
 
+@_control
 def move_ref(call):
     """`POST /__admin/github/refs/move`: an intervening actor fast-forwards a branch."""
     reference = backend_for(call.instance).move_ref(call.body)
