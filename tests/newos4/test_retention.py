@@ -1,0 +1,117 @@
+"""Retention: newest 200 messages, 30 days, applied on append and by the sweep."""
+import datetime
+import json
+import os
+import re
+import time
+
+import freezegun
+import pytest
+import webtest
+
+from spaces.newos4.app import create_app
+from spaces.newos4.service import DAY_MS, STALE_TMP_S
+
+from .conftest import T0, ChatClient
+
+freezegun.configure(extend_ignore_list=["filelock"])
+
+
+def test_append_keeps_only_the_newest_200(make_app, service):
+    testapp, _ = make_app(rate_thread=10_000, rate_ip=10_000)
+    client = ChatClient(testapp)
+    for i in range(205):
+        client.say(f"m{i}")
+    stored = service.history(client.thread)
+    assert len(stored) == 200 and stored[0]["text"] == "m5" and stored[-1]["text"] == "m204"
+
+
+def test_append_drops_messages_older_than_30_days(client, clock, service):
+    client.say("old")
+    clock.advance(30 * DAY_MS)
+    client.say("exactly 30 days later: the old one is 30 days old, kept")
+    assert len(service.history(client.thread)) == 2
+    clock.advance(1)
+    client.say("one millisecond more: the old one goes")
+    assert [m["text"] for m in service.history(client.thread)][0].startswith("exactly")
+
+
+def test_sweep_trims_old_messages_and_removes_emptied_threads(make_app, clock, service, settings):
+    testapp, _ = make_app()
+    stale, fresh = ChatClient(testapp), ChatClient(testapp)
+    stale.say("will expire")
+    clock.advance(29 * DAY_MS)
+    fresh.say("recent 1")
+    clock.advance(1 * DAY_MS + 1)
+    fresh.say("recent 2")
+    mixed = fresh.thread
+    outcome = service.sweep()
+    assert outcome["threads_removed"] == 1 and outcome["threads_trimmed"] == 0
+    assert not (settings.chat_dir / f"{stale.thread}.json").exists()
+    assert len(service.history(mixed)) == 2
+    clock.advance(29 * DAY_MS + 1)
+    outcome = service.sweep()
+    assert outcome["threads_trimmed"] == 1
+    assert [m["text"] for m in service.history(mixed)] == ["recent 2"]
+
+
+def test_sweep_removes_stale_temporary_files_only(client, service, settings):
+    client.say("x")
+    stale = settings.chat_dir / f".{client.thread}.json.123.abcd.tmp"
+    young = settings.chat_dir / f".{client.thread}.json.456.ef01.tmp"
+    stale.write_text("{}")
+    young.write_text("{}")
+    old = time.time() - STALE_TMP_S - 10
+    os.utime(stale, (old, old))
+    assert service.sweep()["tmp_removed"] == 1
+    assert not stale.exists() and young.exists()
+
+
+def test_sweep_forgets_idle_ip_windows(client, clock, service, settings):
+    client.say("x")
+    folder = settings.data_dir / "ratelimit" / "ip"
+    assert len(list(folder.glob("*.json"))) == 1
+    clock.advance(600_001)
+    assert service.sweep()["ip_windows_removed"] == 1
+    assert list(folder.glob("*.json")) == []
+
+
+@freezegun.freeze_time("2026-10-23 18:40:00.123")
+def test_with_the_system_clock_ids_and_ts_follow_frozen_time(settings):
+    client = ChatClient(webtest.TestApp(create_app(settings)))
+    body = client.say("x")
+    assert body["epoch"] == T0
+    assert body["ts"] == "2026-10-23T18:40:00+00:00"
+    assert re.fullmatch(r"MSG-20261023-184000-[0-9a-f]{6}", body["id"])
+
+
+def test_with_the_system_clock_the_10_minute_window_slides(settings):
+    with freezegun.freeze_time("2026-10-23 18:40:00") as frozen:
+        client = ChatClient(webtest.TestApp(create_app(settings)))
+        for _ in range(20):
+            client.say("x")
+        assert client.post(status=429).headers["Retry-After"] == "600"
+        frozen.tick(datetime.timedelta(minutes=9, seconds=59))
+        assert client.post(status=429).headers["Retry-After"] == "1"
+        frozen.tick(datetime.timedelta(seconds=1))
+        client.say("slid")
+
+
+def test_with_the_system_clock_30_day_retention_applies(settings, service):
+    with freezegun.freeze_time("2026-09-01") as frozen:
+        client = ChatClient(webtest.TestApp(create_app(settings)))
+        client.say("september")
+        frozen.tick(datetime.timedelta(days=31))
+        client.say("october")
+    doc = json.loads((settings.chat_dir / f"{client.thread}.json").read_text())
+    assert [m["text"] for m in doc["messages"]] == ["october"]
+
+
+@pytest.mark.parametrize("keep", [1, 3])
+def test_keep_messages_is_configurable(make_app, service, keep):
+    testapp, _ = make_app(keep_messages=keep)
+    client = ChatClient(testapp)
+    for i in range(5):
+        client.say(f"m{i}")
+    assert [m["text"] for m in service.history(client.thread)] == \
+        [f"m{i}" for i in range(5 - keep, 5)]
