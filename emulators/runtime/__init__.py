@@ -1,0 +1,18 @@
+"""The shared emulator runtime: namespaces, clock, faults, journal and timeline in one SQLite
+database every worker shares. Services plug in with `Service` (see emulators/README.md)."""
+from .app import Runtime
+from .errors import AdminError, ConnectionDropped, DroppedByFault, EmulatorError
+from .instance import Instance, instance_of
+from .server import Server, serve
+from .service import AdminCall, Service
+from .settings import Settings
+
+
+def build_wsgi(service, settings=None, **kwargs):
+    """Return the WSGI app of a service under the runtime (its `.runtime` is itself)."""
+    return Runtime(service, settings, **kwargs)
+
+
+__all__ = ["AdminCall", "AdminError", "ConnectionDropped", "DroppedByFault", "EmulatorError",
+           "Instance", "Runtime", "Server", "Service", "Settings", "build_wsgi", "instance_of",
+           "serve"]

@@ -1,0 +1,369 @@
+"""The admin plane under the admin prefix (spec §5/§6): routes, admin key, error envelope."""
+import hmac
+import json
+import re
+from urllib.parse import parse_qs
+
+from .clock import parse_duration, parse_instant
+from .errors import AdminError, EmulatorError
+from .faults import validate_rule
+from .service import AdminCall
+from .timeline import MAIN, TimelineError
+
+NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+JSON = "application/json"
+RESET_PARTS = {"faults", "clock", "journal", "metrics"}
+STATUS_TEXT = {200: "200 OK", 201: "201 Created", 400: "400 Bad Request", 401: "401 Unauthorized",
+               404: "404 Not Found", 409: "409 Conflict", 500: "500 Internal Server Error"}
+
+
+def status_line(code):
+    """Return a WSGI status line."""
+    if code in STATUS_TEXT:
+        return STATUS_TEXT[code]
+    from http import HTTPStatus
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"{code} Unknown"
+
+
+class Request:
+    """What an admin handler sees: namespace, params, query (last value wins), parsed body."""
+
+    def __init__(self, method, namespace, params, query, body, base_url):
+        self.method = method
+        self.namespace = namespace
+        self.params = params
+        self.query = query
+        self.body = body
+        self.base_url = base_url
+
+    def flag(self, name):
+        return self.query.get(name, "").lower() in ("1", "true", "yes")
+
+
+class Admin:
+    """Route admin requests to the standard handlers or the service's own routes."""
+
+    def __init__(self, runtime):
+        self.runtime = runtime
+        standard = [
+            ("GET", "/", self.index), ("GET", "/health", self.health),
+            ("HEAD", "/health", self.health), ("GET", "/openapi.json", self.openapi),
+            ("POST", "/reset", self.reset), ("GET", "/namespaces", self.namespaces),
+            ("GET", "/clock", self.clock), ("POST", "/clock", self.set_clock),
+            ("GET", "/faults", self.list_faults), ("POST", "/faults", self.add_fault),
+            ("DELETE", "/faults", self.delete_faults),
+            ("DELETE", "/faults/:id", self.delete_fault),
+            ("GET", "/faults/presets", self.presets),
+            ("POST", "/faults/presets/:name", self.apply_preset),
+            ("GET", "/timeline", self.timeline), ("POST", "/checkpoints", self.checkpoint),
+            ("POST", "/branches/:name", self.branch),
+            ("POST", "/branches/:name/checkout", self.checkout),
+            ("DELETE", "/branches/:name", self.delete_branch),
+            ("GET", "/requests", self.requests), ("DELETE", "/requests", self.clear_requests),
+            ("GET", "/metrics", self.metrics), ("DELETE", "/metrics", self.clear_metrics),
+        ]
+        self.routes = {}
+        for method, path, handler in standard:
+            self.routes[(method, path)] = (handler, False)
+        for method, path, handler in runtime.service.admin_routes:
+            key = (method.upper(), path)
+            if key in self.routes or path.startswith("/ns"):
+                raise ValueError(f"admin route {method} {path} overrides a shared route")
+            self.routes[key] = (handler, True)
+        self._compiled = [(method, path.strip("/").split("/") if path != "/" else [], entry)
+                          for (method, path), entry in self.routes.items()]
+
+    def route_keys(self):
+        """Every route key, sorted."""
+        return sorted(f"{method} {path}" for method, path in self.routes)
+
+    def _find(self, method, relative):
+        parts = relative.strip("/").split("/") if relative.strip("/") else []
+        for route_method, pattern, entry in self._compiled:
+            if route_method != method or len(pattern) != len(parts):
+                continue
+            params = {}
+            for want, got in zip(pattern, parts):
+                if want.startswith(":"):
+                    if not got:
+                        break
+                    params[want[1:]] = got
+                elif want != got:
+                    break
+            else:
+                return entry, params
+        return None, None
+
+    # -- entry point ------------------------------------------------------------------------
+    def handle(self, environ, relative, header_ns):
+        """Answer an admin request: (status line, headers, body bytes, namespace for stamping)."""
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", ""),
+                                                keep_blank_values=True).items()}
+        namespace = query.get("namespace") or header_ns or "default"
+        try:
+            key = self.runtime.settings.admin_key
+            open_route = method in ("GET", "HEAD") and relative.rstrip("/") == "/health"
+            if key and not open_route:
+                given = environ.get("HTTP_X_MOCKINGBIRD_ADMIN_KEY", "")
+                if not hmac.compare_digest(given.encode(), key.encode()):
+                    raise AdminError("missing or wrong x-mockingbird-admin-key", status=401)
+            if not NAMESPACE.match(namespace):
+                raise AdminError("invalid namespace: it must match /^[A-Za-z0-9_.-]{1,64}$/")
+            entry, params = self._find(method, relative)
+            if entry is None:
+                raise AdminError(f"no admin route {method} {relative}; GET "
+                                 f"{self.runtime.admin_prefix} lists them", status=404)
+            handler, is_service = entry
+            body = None
+            if method in ("POST", "PUT", "PATCH", "DELETE"):
+                body = _read_json(environ)
+            from .app import public_base
+            request = Request(method, namespace, params, query, body, public_base(environ))
+            if is_service:
+                code, payload, headers = self._service_route(handler, request)
+            else:
+                result = handler(request)
+                code, payload = result[0], result[1]
+                headers = []
+        except EmulatorError as error:
+            code, headers = error.status, list((error.headers or {}).items())
+            payload = {"error": {"type": error.type if isinstance(error, AdminError)
+                                 else (error.type or "mockingbird_admin"),
+                                 "message": error.message}}
+            if not NAMESPACE.match(namespace):
+                namespace = None
+        body = json.dumps(payload, separators=(",", ":")).encode()
+        return (status_line(code), [("content-type", JSON), *headers], body, namespace)
+
+    def _service_route(self, handler, request):
+        runtime = self.runtime
+        instance = runtime.instance(request.namespace, method=request.method,
+                                    base_url=request.base_url)
+        result = handler(AdminCall(instance, request.params, request.body, request.query))
+        code, payload = result[0], result[1]
+        headers = list((result[2] if len(result) > 2 else {}).items())
+        if request.method != "GET" and 200 <= code < 400 and instance.writes:
+            checkpoint = runtime.timeline.commit(request.namespace)["id"]
+            headers.append(("x-mockingbird-checkpoint", checkpoint))
+        return code, payload, headers
+
+    # -- standard routes --------------------------------------------------------------------
+    def index(self, request):
+        return 200, {"service": self.runtime.name, "routes": self.route_keys()}
+
+    def health(self, request):
+        runtime = self.runtime
+        import time
+        body = {k: v for k, v in runtime.service.describe(
+            runtime.instance(request.namespace)).items()}
+        body.update({
+            "status": "ok", "service": runtime.name, "version": runtime.version,
+            "uptimeMs": int((time.monotonic() - runtime.started) * 1000),
+            "namespace": request.namespace,
+            "clock": runtime.clocks.state(request.namespace),
+            "namespaces": len(runtime.namespaces()),
+            "adminPrefix": runtime.admin_prefix,
+            "adminKey": bool(runtime.settings.admin_key),
+        })
+        return 200, body
+
+    def openapi(self, request):
+        from .openapi import admin_document
+        return 200, admin_document(self.runtime)
+
+    def reset(self, request):
+        keep = {part.strip() for part in request.query.get("keep", "").split(",") if part.strip()}
+        unknown = keep - RESET_PARTS
+        if unknown:
+            raise AdminError(f"keep: expected a comma list of {', '.join(sorted(RESET_PARTS))}")
+        every = request.flag("all")
+        reset = self.runtime.reset(None if every else request.namespace, keep=keep)
+        return 200, {"status": "ok", "reset": reset}
+
+    def namespaces(self, request):
+        return 200, {"default": "default", "namespaces": self.runtime.namespaces()}
+
+    def clock(self, request):
+        self.runtime.touch(request.namespace)
+        return 200, self.runtime.clocks.state(request.namespace)
+
+    def set_clock(self, request):
+        body = request.body if request.body is not None else {}
+        if not isinstance(body, dict):
+            raise AdminError("expected a JSON object")
+        unknown = sorted(set(body) - {"reset", "set", "advance", "freeze", "resume"})
+        if unknown:
+            raise AdminError(f"unknown clock field(s): {', '.join(unknown)}")
+        changes = {}
+        for flag in ("reset", "freeze", "resume"):
+            if flag in body:
+                if not isinstance(body[flag], bool):
+                    raise AdminError(f"{flag}: expected true or false")
+        if body.get("reset"):
+            changes["reset"] = True
+        if "freeze" in body:
+            changes["freeze"] = body["freeze"]
+        if body.get("resume"):
+            if body.get("freeze") is True:
+                raise AdminError("freeze and resume contradict each other")
+            changes["freeze"] = False
+        if "set" in body:
+            instant = parse_instant(body["set"])
+            if instant is None:
+                raise AdminError("set: expected epoch ms or ISO-8601")
+            changes["set"] = instant
+        if "advance" in body:
+            amount = parse_duration(body["advance"])
+            if amount is None:
+                raise AdminError('advance: expected ms or "15m"-style')
+            changes["advance"] = amount
+        self.runtime.touch(request.namespace)
+        return 200, self.runtime.clocks.apply(request.namespace, changes)
+
+    def list_faults(self, request):
+        scope = None if request.flag("all") else request.namespace
+        return 200, {"faults": self.runtime.faults.list(scope)}
+
+    def add_fault(self, request):
+        body = request.body
+        if isinstance(body, dict) and "preset" in body and not any(
+                key in body for key in ("status", "delayMs", "latencyMs", "drop", "effect")):
+            overrides = {k: v for k, v in body.items() if k != "preset"}
+            return self._preset(request, body["preset"], overrides, quoted=True)
+        rule = validate_rule(body, request.namespace)
+        return 201, self.runtime.faults.add(rule)
+
+    def delete_faults(self, request):
+        faults = self.runtime.faults
+        rule_id = request.query.get("id")
+        every = request.flag("all")
+        count = faults.delete(request.namespace, rule_id, everywhere=every)
+        if rule_id is not None and not count:
+            raise AdminError(f"no fault {rule_id}", status=404)
+        return 200, {"status": "ok", "deleted": count}
+
+    def delete_fault(self, request):
+        request.query["id"] = request.params["id"]
+        return self.delete_faults(request)
+
+    def presets(self, request):
+        return 200, {"presets": [{"name": name, **preset}
+                                 for name, preset in self.runtime.service.presets.items()]}
+
+    def apply_preset(self, request):
+        overrides = request.body if request.body is not None else {}
+        return self._preset(request, request.params["name"], overrides, quoted=False)
+
+    def _preset(self, request, name, overrides, *, quoted):
+        presets = self.runtime.service.presets
+        if not presets:
+            raise AdminError(f"{self.runtime.name} has no fault presets")
+        if not isinstance(overrides, dict):
+            raise AdminError("expected a JSON object of rule overrides")
+        if name not in presets:
+            shown = json.dumps(name) if quoted else name
+            raise AdminError(f"no fault preset {shown}"
+                             + ("" if quoted else f"; GET {self.runtime.admin_prefix}"
+                                "/faults/presets"), status=404)
+        rules = presets[name].get("rules", [])
+        expanded = []
+        for index, base in enumerate(rules, start=1):
+            rule = {"namespace": request.namespace, **base,
+                    **{k: v for k, v in overrides.items() if k != "id"}, "preset": name}
+            rule_id = overrides.get("id", name)
+            rule["id"] = f"{rule_id}_{index}" if len(rules) > 1 else rule_id
+            expanded.append(validate_rule(rule, request.namespace))
+        return 201, {"preset": name, "rules": [self.runtime.faults.add(r) for r in expanded]}
+
+    def timeline(self, request):
+        self.runtime.touch(request.namespace)
+        return 200, self.runtime.timeline.describe(request.namespace)
+
+    def checkpoint(self, request):
+        body = request.body if request.body is not None else {}
+        if not isinstance(body, dict):
+            raise AdminError('expected {"branch":"<name>"} or no body')
+        branch = body.get("branch", MAIN)
+        if not isinstance(branch, str) or not NAMESPACE.match(branch):
+            raise TimelineError(f"bad branch name {json.dumps(branch)}")
+        self.runtime.touch(request.namespace)
+        return 201, self.runtime.timeline.commit(request.namespace, branch)
+
+    def branch(self, request):
+        body = request.body if request.body is not None else {}
+        name = request.params["name"]
+        if not NAMESPACE.match(name):
+            raise TimelineError(f"bad branch name {json.dumps(name)}")
+        if not isinstance(body, dict) or ("at" in body and not isinstance(body["at"], str)):
+            raise AdminError('expected {"at":"cp_..."} or no body')
+        self.runtime.touch(request.namespace)
+        return 201, self.runtime.timeline.branch(request.namespace, name, body.get("at"))
+
+    def checkout(self, request):
+        body = request.body
+        name = request.params["name"]
+        if not isinstance(body, dict) or not isinstance(body.get("checkpoint"), str):
+            raise AdminError('expected {"checkpoint":"cp_..."}')
+        if not NAMESPACE.match(name):
+            raise TimelineError(f"bad branch name {json.dumps(name)}")
+        self.runtime.touch(request.namespace)
+        cp = self.runtime.timeline.checkout(request.namespace, name, body["checkpoint"])
+        return 200, {"status": "ok", "branch": name, "checkpoint": cp}
+
+    def delete_branch(self, request):
+        self.runtime.timeline.delete_branch(request.namespace, request.params["name"])
+        return 200, {"status": "ok"}
+
+    def requests(self, request):
+        query = request.query
+        filters = {}
+        if "operationId" in query:
+            filters["operation_id"] = query["operationId"]
+        if "status" in query:
+            if not re.fullmatch(r"\d{3}", query["status"]) and query["status"] != "0":
+                raise AdminError("status: expected an HTTP status")
+            filters["status"] = int(query["status"])
+        if "since" in query:
+            since = parse_instant(query["since"])
+            if since is None:
+                raise AdminError("since: expected epoch ms or ISO-8601")
+            filters["since_ms"] = since
+        for name, key in (("limit", "limit"), ("after", "after")):
+            if name in query:
+                if not query[name].isdigit():
+                    raise AdminError(f"{name}: expected a count")
+                filters[key] = int(query[name])
+        scope = None if request.flag("all") else request.namespace
+        journal = self.runtime.journal
+        return 200, {"size": journal.size, "requests": journal.entries(scope, **filters)}
+
+    def clear_requests(self, request):
+        self.runtime.journal.clear(None if request.flag("all") else request.namespace)
+        return 200, {"status": "ok"}
+
+    def metrics(self, request):
+        scope = request.query.get("namespace")
+        return 200, self.runtime.journal.metrics(scope)
+
+    def clear_metrics(self, request):
+        self.runtime.journal.clear_metrics(request.query.get("namespace"))
+        return 200, {"status": "ok"}
+
+
+def _read_json(environ):
+    length = environ.get("CONTENT_LENGTH") or "0"
+    try:
+        size = int(length)
+    except ValueError:
+        raise AdminError("bad content-length") from None
+    raw = environ["wsgi.input"].read(size) if size > 0 else b""
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise AdminError("request body is not valid JSON") from None

@@ -1,0 +1,360 @@
+"""The runtime WSGI app: wraps a service's provider app in the request pipeline (spec §2).
+
+carrier → namespace → branch/at → admin plane → operation → validation → storage → faults →
+dispatch → automatic checkpoint → journal/metrics → stamp.
+"""
+import json
+import logging
+import re
+import socket
+import time
+import uuid
+
+from .clock import Clocks, wall_ms
+from .db import Database
+from .errors import ConnectionDropped, DroppedByFault, EmulatorError
+from .faults import Faults
+from .instance import MUTATING, Instance
+from .journal import Journal
+from .openapi import OperationMatcher
+from .rng import seed_state
+from .settings import Settings
+from .timeline import MAIN, Timeline, TimelineError, storage_key
+
+log = logging.getLogger("emulators")
+
+NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+PREFIX = re.compile(r"^/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
+NS_MESSAGE = "x-mockingbird-namespace must match /^[A-Za-z0-9_.-]{1,64}$/"
+BRANCH_MESSAGE = "x-mockingbird-branch must match /^[A-Za-z0-9_.-]{1,64}$/"
+JSON = "application/json"
+
+
+def json_body(value):
+    """Encode a JSON response body."""
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def error_body(message, type_="mockingbird_admin"):
+    """Return the admin error envelope as bytes."""
+    return json_body({"error": {"type": type_, "message": message}})
+
+
+def public_base(environ):
+    """Return scheme://host[:port] + SCRIPT_NAME of a WSGI request."""
+    scheme = environ.get("wsgi.url_scheme", "http")
+    host = environ.get("HTTP_HOST")
+    if not host:
+        host = environ.get("SERVER_NAME", "127.0.0.1")
+        port = environ.get("SERVER_PORT", "")
+        if port and port != ("443" if scheme == "https" else "80"):
+            host += ":" + port
+    return f"{scheme}://{host}{environ.get('SCRIPT_NAME', '')}"
+
+
+class Runtime:
+    """One service's emulator as a WSGI callable, with all steering state in SQLite."""
+
+    def __init__(self, service, settings=None, *, wall=wall_ms, db=None):
+        settings = settings or Settings()
+        if not PREFIX.match(settings.admin_prefix):
+            raise ValueError("adminPrefix must be an absolute non-root path of literal segments,"
+                             " without a trailing slash")
+        self.service = service
+        self.name = service.name
+        self.version = service.version
+        self.settings = settings
+        self.admin_prefix = settings.admin_prefix
+        self.db = db or Database(settings.db)
+        self.clocks = Clocks(self.db, self.name, wall=wall)
+        self.faults = Faults(self.db, self.name, seed=settings.seed)
+        self.journal = Journal(self.db, self.name, size=settings.journal_size)
+        self.timeline = Timeline(self.db, self.name, self.clocks, seed_state(settings.seed),
+                                 settings.max_checkpoints)
+        self.matcher = OperationMatcher(service.openapi)
+        self.started = time.monotonic()
+        self._known = set()
+        self._provider = None
+        self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?$")
+        from .admin import Admin  # the admin plane needs the runtime's parts
+        self.admin = Admin(self)
+
+    # -- helpers ----------------------------------------------------------------------------
+    @property
+    def provider(self):
+        """The service's falcon app, built once, with the runtime's error handlers added."""
+        if self._provider is None:
+            app = self.service.provider_app()
+            handlers = getattr(app, "_error_handlers", {})
+            if EmulatorError not in handlers:
+                app.add_error_handler(EmulatorError, _emulator_error)
+            if Exception not in handlers or handlers[Exception].__module__.startswith("falcon"):
+                app.add_error_handler(Exception, _internal_error)
+            self._provider = app
+        return self._provider
+
+    def stamp(self, namespace):
+        """Return the `x-mockingbird` header value."""
+        if namespace is None or not NAMESPACE.match(namespace):
+            return f"{self.name}@{self.version}"
+        return f"{self.name}@{self.version}; ns={namespace}"
+
+    def touch(self, namespace):
+        """Remember a namespace (the list only grows)."""
+        if namespace not in self._known:
+            self.db.execute("INSERT OR IGNORE INTO namespaces (service, namespace) VALUES (?, ?)",
+                            (self.name, namespace))
+            self._known.add(namespace)
+
+    def namespaces(self):
+        """Return every namespace seen, sorted, `default` included."""
+        rows = self.db.all("SELECT namespace FROM namespaces WHERE service=?", (self.name,))
+        return sorted({"default", *(row[0] for row in rows)})
+
+    def instance(self, namespace="default", branch=MAIN, *, method="GET", base_url="", hits=()):
+        """Return an instance over a namespace's branch (for admin routes, tests and tools)."""
+        self.touch(namespace)
+        return Instance(self, namespace, branch, storage_key(namespace, branch), method=method,
+                        base_url=base_url, hits=hits)
+
+    def reset(self, namespace=None, keep=()):
+        """Reset one namespace (or every namespace when None); `keep` names parts to spare."""
+        targets = self.namespaces() if namespace is None else [namespace]
+        with self.db.transaction():
+            for table in ("records", "sequences", "rngs"):
+                if namespace is None:
+                    self.db.execute(f"DELETE FROM {table} WHERE service=? AND key NOT LIKE"
+                                    " '!faults:%'", (self.name,))
+                else:
+                    self.db.execute(f"DELETE FROM {table} WHERE service=? AND namespace=? AND"
+                                    " key NOT LIKE '!faults:%'", (self.name, namespace))
+            self.timeline.reset(namespace)
+            if "faults" not in keep:
+                self.faults.reset(namespace)
+            if "clock" not in keep:
+                self.clocks.reset(namespace)
+            if "journal" not in keep:
+                self.journal.clear(namespace)
+            if "metrics" not in keep:
+                self.journal.clear_metrics(namespace)
+        for ns in targets:
+            self.service.reset(self.instance(ns))
+        return targets
+
+    # -- WSGI -------------------------------------------------------------------------------
+    def __call__(self, environ, start_response):
+        started = time.perf_counter()
+        path = environ.get("PATH_INFO") or "/"
+        carrier_ns = None
+        match = self._carrier.match(path)
+        if match:
+            carrier_ns = match.group(1)
+            path = match.group(2) or "/"
+            environ = dict(environ)
+            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + \
+                f"{self.admin_prefix}/ns/{carrier_ns}"
+            environ["PATH_INFO"] = path
+        header_ns = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
+        if path == self.admin_prefix or path.startswith(self.admin_prefix + "/"):
+            status, headers, body, namespace = self.admin.handle(
+                environ, path[len(self.admin_prefix):] or "/",
+                header_ns if header_ns is not None else carrier_ns)
+            headers.append(("x-mockingbird", self.stamp(namespace)))
+            start_response(status, headers)
+            return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
+        namespace = header_ns if header_ns is not None else (carrier_ns or "default")
+        return self._vendor(environ, start_response, path, namespace, started)
+
+    def _vendor(self, environ, start_response, path, namespace, started):
+        method = environ.get("REQUEST_METHOD", "GET").upper()
+        branch = environ.get("HTTP_X_MOCKINGBIRD_BRANCH") or MAIN
+        at = environ.get("HTTP_X_MOCKINGBIRD_AT")
+        operation = self.matcher.match(method, path)
+        entry = {"service": self.name, "namespace": namespace, "method": method, "path": path}
+        if operation:
+            entry["operationId"] = operation
+        entry["unmatched"] = self.matcher.has_document and not operation
+        echo = []
+        if branch != MAIN:
+            echo.append(("x-mockingbird-branch", branch))
+        if at:
+            echo.append(("x-mockingbird-at", at))
+
+        def answer(status, body, headers=(), journal=True, fault=None):
+            entry["status"] = int(status.split()[0])
+            if fault:
+                entry["faultId"] = fault
+            elif entry["status"] >= 400:
+                entry["request"] = _request_meta(environ)
+            if journal:
+                self._log(entry, started)
+            start_response(status, [*headers, *echo, ("x-mockingbird", self.stamp(namespace))])
+            return [] if method == "HEAD" else [body]
+
+        if not NAMESPACE.match(namespace):
+            return answer("400 Bad Request", error_body(NS_MESSAGE), [("content-type", JSON)])
+        if not NAMESPACE.match(branch):
+            return answer("400 Bad Request", error_body(BRANCH_MESSAGE), [("content-type", JSON)])
+        self.touch(namespace)
+        scratch = None
+        try:
+            key = storage_key(namespace, branch)
+            if at and branch == MAIN:
+                if method in MUTATING:
+                    raise TimelineError("x-mockingbird-at on a mutating request to main would"
+                                        " rewind main; use POST /__admin/branches/main/checkout")
+                scratch = f"{namespace}@{at}#{uuid.uuid4().hex}"
+                self.timeline.view(namespace, at, scratch)
+                key = scratch
+            elif at:
+                if self.timeline.has_branch(namespace, branch):
+                    self.timeline.branch(namespace, branch, at)  # 409 unless the head is `at`
+                else:
+                    self.timeline.branch(namespace, branch, at)
+            elif branch != MAIN and not self.timeline.has_branch(namespace, branch):
+                self.timeline.branch(namespace, branch)
+        except TimelineError as error:
+            return answer("409 Conflict", error_body(error.message), [("content-type", JSON)])
+
+        hits = self.faults.evaluate(namespace, operation, method, path)
+        delay = sum(hit.delay_ms for hit in hits)
+        if delay:
+            time.sleep(delay / 1000)
+        first = next((hit for hit in hits if hit.effect or hit.terminal), None)
+        if first is not None:
+            entry["faultId"] = first.id
+        terminal = hits[-1] if hits and hits[-1].terminal else None
+        if terminal is not None and terminal.drop:
+            entry["faultId"] = terminal.id
+            return self._drop(environ, entry, started, scratch)
+        if terminal is not None:
+            status, headers, body = terminal.response()
+            self._cleanup(scratch)
+            return answer(_status_line(status), body, headers, fault=terminal.id)
+
+        instance = Instance(self, namespace, branch, key, method=method,
+                            base_url=public_base(environ), hits=hits)
+        env = dict(environ)
+        env["emulators.instance"] = instance
+        captured = {}
+
+        def capture(status, headers, exc_info=None):
+            captured["status"], captured["headers"] = status, headers
+            return lambda data: captured.setdefault("early", []).append(data)
+
+        try:
+            result = self.provider(env, capture)
+        except ConnectionDropped:
+            self._finish_accepted(instance, entry)
+            return self._drop(environ, entry, started, scratch)
+        except Exception:  # the provider app handles errors; this is a last resort
+            log.exception("emulator %s: unhandled error", self.name)
+            self._finish_accepted(instance, entry)
+            self._cleanup(scratch)
+            return answer("500 Internal Server Error",
+                          error_body("internal error", "mockingbird_internal"),
+                          [("content-type", JSON)])
+        status = captured["status"]
+        headers = list(captured["headers"])
+        code = int(status.split()[0])
+        entry["status"] = code
+        if instance.ids:
+            entry["ids"] = instance.ids
+        checkpoint = None
+        if method in MUTATING and 200 <= code < 400 and scratch is None:
+            if instance.accepted and instance.writes == instance.accepted_at_writes:
+                checkpoint = instance.accepted
+            else:
+                checkpoint = self.timeline.commit(namespace, branch)["id"]
+            headers.append(("x-mockingbird-checkpoint", checkpoint))
+        self._finish_accepted(instance, entry)
+        if code >= 400 and "faultId" not in entry:
+            entry["request"] = _request_meta(environ)
+        instance.in_flight = False
+        self._log(entry, started)
+        start_response(status, [*headers, *echo, ("x-mockingbird", self.stamp(namespace))])
+        if isinstance(result, (list, tuple)) and scratch is None:
+            return [*captured.get("early", ()), *result]
+        return self._stream(result, environ, entry, scratch, captured.get("early", ()))
+
+    # -- pieces -----------------------------------------------------------------------------
+    @staticmethod
+    def _finish_accepted(instance, entry):
+        instance.in_flight = False
+        if instance.accepted:
+            entry["accepted"] = True
+            entry["checkpoint"] = instance.accepted
+
+    def _log(self, entry, started):
+        entry["durationMs"] = round((time.perf_counter() - started) * 1000, 2)
+        namespace = entry["namespace"]
+        at = self.clocks.now_ms(namespace) if NAMESPACE.match(namespace) else wall_ms()
+        with self.db.transaction() as conn:
+            self.journal.record(conn, entry, at)
+
+    def _cleanup(self, scratch):
+        if scratch is not None:
+            self.timeline.drop_storage(scratch)
+
+    def _drop(self, environ, entry, started, scratch):
+        entry["status"] = 0
+        self._cleanup(scratch)
+        self._log(entry, started)
+        close_socket(environ)
+        raise DroppedByFault()
+
+    def _stream(self, result, environ, entry, scratch, early):
+        """Pass a streamed body through chunk by chunk; a drop mid-stream closes the socket."""
+        try:
+            yield from early
+            yield from result
+        except ConnectionDropped:
+            close_socket(environ)
+            raise DroppedByFault() from None
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+            self._cleanup(scratch)
+
+
+def close_socket(environ):
+    """Shut the client socket down (gunicorn or serve()) so the client sees no answer at all."""
+    sock = environ.get("gunicorn.socket") or environ.get("emulators.socket")
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+def _status_line(code):
+    from http import HTTPStatus
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"{code} Unknown"
+
+
+def _request_meta(environ):
+    length = environ.get("CONTENT_LENGTH")
+    return {"contentType": environ.get("CONTENT_TYPE") or None,
+            "bodyBytes": int(length) if length and length.isdigit() else None,
+            "transferEncoding": environ.get("HTTP_TRANSFER_ENCODING")}
+
+
+def _emulator_error(req, resp, error, params):
+    import falcon
+    resp.status = falcon.code_to_http_status(error.status)
+    resp.media = error.body()
+    for name, value in (error.headers or {}).items():
+        resp.set_header(name, value)
+
+
+def _internal_error(req, resp, error, params):
+    import falcon
+    if isinstance(error, (falcon.HTTPError, falcon.HTTPStatus)):
+        raise error  # let falcon render its own
+    log.error("emulator: unhandled error", exc_info=error)
+    resp.status = falcon.HTTP_500
+    resp.media = {"error": {"type": "mockingbird_internal", "message": "internal error"}}

@@ -1,0 +1,118 @@
+"""Per-namespace mock clocks stored as rows: `{now, frozen, offsetMs}` shared by every worker."""
+import re
+import time
+from datetime import datetime, timezone
+
+DURATION = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
+UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def wall_ms():
+    """Return real time in epoch milliseconds."""
+    return int(time.time() * 1000)
+
+
+def iso(ms):
+    """Format epoch milliseconds as ISO-8601 UTC with milliseconds."""
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + \
+        f"{int(ms) % 1000:03d}Z"
+
+
+def parse_instant(value):
+    """Return epoch ms from a number or an ISO-8601 string; None when it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.isdigit():
+            return int(text)
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        return int(parsed.timestamp() * 1000)
+    return None
+
+
+def parse_duration(value):
+    """Return milliseconds from a number or a "15m"-style string; None when it is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        match = DURATION.match(value.strip())
+        if match:
+            return int(float(match.group(1)) * UNITS[match.group(2)])
+    return None
+
+
+class Clocks:
+    """Read and change the clock of a namespace; absent row means live time with no offset."""
+
+    def __init__(self, db, service, wall=wall_ms):
+        self._db = db
+        self._service = service
+        self.wall = wall
+
+    def state(self, namespace):
+        """Return `{now, frozen, offsetMs}` of the namespace clock."""
+        row = self._db.one("SELECT frozen, now_ms, offset_ms FROM clocks WHERE service=? AND"
+                           " namespace=?", (self._service, namespace))
+        if row is None:
+            return {"now": self.wall(), "frozen": False, "offsetMs": 0}
+        frozen, now_ms, offset_ms = row
+        if frozen:
+            return {"now": now_ms, "frozen": True, "offsetMs": now_ms - self.wall()}
+        return {"now": self.wall() + offset_ms, "frozen": False, "offsetMs": offset_ms}
+
+    def now_ms(self, namespace):
+        """Return the namespace's current instant in epoch ms."""
+        return self.state(namespace)["now"]
+
+    def write(self, namespace, *, frozen, now, offset):
+        """Store a clock state (frozen at `now`, or live with `offset`)."""
+        self._db.execute(
+            "INSERT INTO clocks (service, namespace, frozen, now_ms, offset_ms) VALUES"
+            " (?, ?, ?, ?, ?) ON CONFLICT (service, namespace) DO UPDATE SET"
+            " frozen=excluded.frozen, now_ms=excluded.now_ms, offset_ms=excluded.offset_ms",
+            (self._service, namespace, int(bool(frozen)), int(now), int(offset)))
+
+    def restore(self, namespace, state):
+        """Put back a captured `{now, frozen}`: a frozen clock at `now`, or live time at `now`."""
+        now = int(state["now"])
+        if state.get("frozen"):
+            self.write(namespace, frozen=True, now=now, offset=0)
+        else:
+            self.write(namespace, frozen=False, now=now, offset=now - self.wall())
+
+    def apply(self, namespace, changes):
+        """Apply validated `{reset, freeze, set, advance}` in the documented order, atomically."""
+        with self._db.transaction():
+            state = self.state(namespace)
+            frozen, now = state["frozen"], state["now"]
+            if changes.get("reset"):
+                frozen, now = False, self.wall()
+            if changes.get("freeze") is True:
+                frozen = True
+            if "set" in changes:
+                now = changes["set"]
+            if "advance" in changes:
+                now += changes["advance"]
+            if changes.get("freeze") is False:
+                frozen = False
+            self.write(namespace, frozen=frozen, now=now,
+                       offset=0 if frozen else now - self.wall())
+            return self.state(namespace)
+
+    def reset(self, namespace=None):
+        """Forget one namespace's clock (or every clock of the service): live time again."""
+        if namespace is None:
+            self._db.execute("DELETE FROM clocks WHERE service=?", (self._service,))
+        else:
+            self._db.execute("DELETE FROM clocks WHERE service=? AND namespace=?",
+                             (self._service, namespace))

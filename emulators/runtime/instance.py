@@ -1,0 +1,69 @@
+"""The instance a provider handler works on: one storage key of one namespace for one request."""
+from .errors import ConnectionDropped
+from .records import Records
+from .rng import Rng
+
+MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+def instance_of(req):
+    """Return the instance of a falcon request (or WSGI environ) running under the runtime."""
+    env = req if isinstance(req, dict) else req.env
+    try:
+        return env["emulators.instance"]
+    except KeyError:
+        raise RuntimeError("this request is not served by the emulator runtime") from None
+
+
+class Instance:
+    """State and controls of one storage key (a namespace, or one of its branches)."""
+
+    def __init__(self, runtime, namespace, branch, key, *, method="GET", base_url="",
+                 hits=()):
+        self._runtime = runtime
+        self.namespace = namespace
+        self.branch = branch
+        self.key = key
+        self.method = method
+        self.base_url = base_url
+        self._hits = list(hits)
+        self.ids = {}
+        self.writes = 0
+        self.accepted = None
+        self.accepted_at_writes = None
+        self.in_flight = True
+        self.records = Records(runtime.db, runtime.name, namespace, key, on_write=self._wrote)
+        self.rng = Rng(runtime.db, runtime.name, namespace, key, seed=runtime.settings.seed)
+
+    def _wrote(self):
+        self.writes += 1
+
+    def now_ms(self):
+        """Return the namespace clock in epoch milliseconds."""
+        return self._runtime.clocks.now_ms(self.namespace)
+
+    def transaction(self):
+        """Return a context manager running the block as one BEGIN IMMEDIATE transaction."""
+        return self._runtime.db.transaction()
+
+    def fault_effect(self, name):
+        """Return the params of a fired effect rule named `name` ({} when none), or None."""
+        for hit in self._hits:
+            if hit.effect == name:
+                return dict(hit.params)
+        return None
+
+    def accept(self):
+        """Mark the mutation durably accepted: commit a checkpoint now (once per request)."""
+        if self.accepted is None and self.in_flight and self.method in MUTATING:
+            self.accepted = self._runtime.timeline.commit(self.namespace, self.branch)["id"]
+            self.accepted_at_writes = self.writes
+        return self.accepted
+
+    def drop(self):
+        """Abort: the runtime closes the connection without an answer."""
+        raise ConnectionDropped()
+
+    def report_ids(self, **ids):
+        """Add resource ids to this request's journal entry."""
+        self.ids.update({k: v for k, v in ids.items() if v is not None})

@@ -1,0 +1,48 @@
+"""Pytest fixtures: `hermes_emulator`, `github_emulator` (a served emulator, reset before each
+test) and `emulator_app` (a factory of in-process webtest apps). Load with
+`pytest_plugins = ["emulators.runtime.pytest_plugin"]` in a root conftest, or import the fixtures.
+"""
+import pytest
+
+from .server import serve
+
+
+@pytest.fixture(scope="session")
+def emulator_servers():
+    """Servers started lazily by name for the whole session, closed at its end."""
+    servers = {}
+    yield servers
+    for server in servers.values():
+        server.close()
+
+
+def _served(servers, name):
+    from emulators import load
+    if name not in servers:
+        servers[name] = serve(load(name))
+    server = servers[name]
+    server.reset()
+    return server
+
+
+@pytest.fixture
+def hermes_emulator(emulator_servers):
+    """The Hermes emulator on an ephemeral loopback port, every namespace reset."""
+    return _served(emulator_servers, "hermes")
+
+
+@pytest.fixture
+def github_emulator(emulator_servers):
+    """The GitHub emulator on an ephemeral loopback port, every namespace reset."""
+    return _served(emulator_servers, "github")
+
+
+@pytest.fixture
+def emulator_app(tmp_path):
+    """Return `make(service, **settings)` building a webtest app over a fresh database."""
+    from .testing import test_app
+    counter = iter(range(1_000_000))
+
+    def make(service, **settings):
+        return test_app(service, tmp_path / f"emulators-{next(counter)}.sqlite3", **settings)
+    return make

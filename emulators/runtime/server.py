@@ -1,0 +1,92 @@
+"""`serve()`: run a service on a loopback port in a background thread (threaded, streaming)."""
+import os
+import socketserver
+import tempfile
+import threading
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from .app import Runtime
+from .settings import Settings
+
+
+class _Handler(WSGIRequestHandler):
+    """Expose the socket so a drop fault can close it; keep the test output quiet."""
+
+    def get_environ(self):
+        environ = super().get_environ()
+        environ["emulators.socket"] = self.connection
+        return environ
+
+    def log_message(self, format, *args):
+        pass
+
+
+class _Server(socketserver.ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+class Server:
+    """A running emulator: `url`, `runtime`, `close()`; usable as a context manager."""
+
+    def __init__(self, app, runtime, host="127.0.0.1", port=0, cleanup=None):
+        self.runtime = runtime
+        self._cleanup = cleanup
+        self._httpd = make_server(host, port, app, server_class=_Server, handler_class=_Handler)
+        self.host = host
+        self.port = self._httpd.server_address[1]
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{self.port}"
+        self.admin_url = self.url + runtime.admin_prefix
+        self._thread = threading.Thread(target=self._httpd.serve_forever,
+                                        kwargs={"poll_interval": 0.05}, daemon=True,
+                                        name=f"emulator-{runtime.name}")
+        self._thread.start()
+
+    def reset(self, namespace=None):
+        """Reset one namespace, or every namespace when None."""
+        return self.runtime.reset(namespace)
+
+    def serve_forever(self):
+        """Block until close() (CLI use)."""
+        self._thread.join()
+
+    def close(self):
+        """Stop accepting connections and release the port."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._thread.join(timeout=5)
+            self._httpd = None
+            if self._cleanup:
+                self._cleanup()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"<emulator {self.runtime.name} at {self.url}>"
+
+
+def serve(service, *, host="127.0.0.1", port=0, db=None, admin_key=None, settings=None,
+          wall=None):
+    """Start `service` on host:port (0 = ephemeral) in a thread; return the running Server.
+
+    Without `db` the state lives in a fresh temporary file, removed on close().
+    """
+    cleanup = None
+    if settings is None:
+        if db is None:
+            folder = tempfile.mkdtemp(prefix=f"emulator-{service.name}-")
+            db = os.path.join(folder, "emulators.sqlite3")
+
+            def cleanup():
+                import shutil
+                shutil.rmtree(folder, ignore_errors=True)
+        settings = Settings(db=db, admin_key=admin_key)
+    kwargs = {"wall": wall} if wall else {}
+    runtime = Runtime(service, settings, **kwargs)
+    return Server(runtime, runtime, host=host, port=port, cleanup=cleanup)

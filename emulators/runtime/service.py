@@ -1,0 +1,49 @@
+"""`Service`: what a service hands to the runtime (see emulators/README.md for the contract)."""
+
+
+class AdminCall:
+    """The arguments of a service admin route handler."""
+
+    def __init__(self, instance, params, body, query):
+        self.instance = instance
+        self.params = params
+        self.body = body
+        self.query = query
+
+
+class Service:
+    """Declare a service: name, version, port, OpenAPI document, presets, routes and hooks.
+
+    Pass callables as keyword arguments or subclass and override the methods.
+    """
+
+    def __init__(self, *, name, version="0.0.0-development", default_port=0, openapi=None,
+                 provider_app=None, presets=None, admin_routes=(), describe=None, reset=None):
+        self.name = name
+        self.version = version
+        self.default_port = default_port
+        self.openapi = openapi or {"openapi": "3.0.3", "info": {"title": name, "version": version},
+                                   "paths": {}}
+        self.presets = dict(presets or {})
+        self.admin_routes = list(admin_routes)
+        self._provider_app = provider_app
+        self._describe = describe
+        self._reset = reset
+
+    def provider_app(self):
+        """Return a falcon.App with the provider routes at the root."""
+        if self._provider_app is None:
+            raise NotImplementedError(f"service {self.name} has no provider app")
+        return self._provider_app()
+
+    def describe(self, instance):
+        """Return extra health fields."""
+        return self._describe(instance) if self._describe else {}
+
+    def reset(self, instance):
+        """Run after the runtime wiped the namespace's records."""
+        if self._reset:
+            self._reset(instance)
+
+    def __repr__(self):
+        return f"<Service {self.name}@{self.version}>"
