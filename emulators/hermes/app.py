@@ -1,0 +1,110 @@
+"""The Hermes service: provider routes (runs API), Hermes admin controls and presets.
+
+The runtime wraps `service` with namespaces, clock, faults, journal and timeline; this module
+only wires routes. The OpenAI-compatible routes (chat completions, responses, models) can be
+added to `provider_app` beside the runs routes.
+"""
+import falcon
+
+from emulators.runtime import Service
+
+from . import resources
+from .errors import HermesError
+from .models import HermesBackend
+from .openapi import DOCUMENT
+from .presets import PRESETS
+from .settings import HermesSettings
+
+VERSION = "0.1.0"
+OPERATIONS = ("RunCreate", "RunGet", "RunStop", "RunEvents", "RunApproval", "RunSteer")
+ROUTES = (  # path, resource class
+    ("/v1/runs", resources.Runs),
+    ("/v1/runs/{run_id}", resources.Run),
+    ("/v1/runs/{run_id}/stop", resources.RunStop),
+    ("/v1/runs/{run_id}/events", resources.RunEvents),
+    ("/v1/runs/{run_id}/approval", resources.RunApproval),
+    ("/v1/runs/{run_id}/steer", resources.RunSteer),
+)
+
+
+def _hermes_error(req, resp, error, params):
+    resources.send_json(resp, error.status, error.body(), error.headers)
+
+
+def _not_found(req, resp, error, params):
+    # aiohttp answers unknown paths itself, in plain text, before auth (hermes-real-server.md §3).
+    resp.status = 404
+    resp.content_type = "text/plain; charset=utf-8"
+    resp.text = "404: Not Found"
+
+
+def _method_not_allowed(req, resp, error, params):
+    allowed = [m for m in (error.headers or {}).get("Allow", "").replace(" ", "").split(",")
+               if m and m != "OPTIONS"]
+    resp.status = 405
+    resp.content_type = "text/plain; charset=utf-8"
+    resp.text = "405: Method Not Allowed"
+    resp.set_header("Allow", ", ".join(allowed))
+
+
+def create_provider_app(settings):
+    """Return the falcon app of the Hermes provider routes."""
+    app = falcon.App(media_type=falcon.MEDIA_JSON)
+    for path, resource in ROUTES:
+        app.add_route(path, resource(settings))
+    app.add_error_handler(falcon.HTTPNotFound, _not_found)
+    app.add_error_handler(falcon.HTTPMethodNotAllowed, _method_not_allowed)
+    app.add_error_handler(HermesError, _hermes_error)
+    return app
+
+
+def _admin(action):
+    """Wrap a backend control; Hermes errors keep their Hermes envelope (hermes-runs.md §7)."""
+    def handler(call):
+        try:
+            return 200, action(HermesBackend(call.instance), call)
+        except HermesError as error:
+            # The runtime's admin plane would render its own admin envelope for these.
+            return error.status, error.body(), dict(error.headers)
+    handler.__doc__ = action.__doc__
+    return handler
+
+
+def _observe(backend, call):
+    """Script one lifecycle observation of a run."""
+    return backend.observe(call.params["id"], call.body)
+
+
+def _scope(backend, call):
+    """Select the synthetic profile/identity scope."""
+    return backend.set_scope(call.body)
+
+
+def _restart(backend, call):
+    """Logical gateway restart with a stale or alive owner."""
+    return backend.restart(call.body)
+
+
+def _sweep(backend, call):
+    """Run one cache sweep now."""
+    return backend.sweep()
+
+
+def describe(instance):
+    """Health extras: which runs operations the emulator serves (all six)."""
+    return {"operations": list(OPERATIONS), "unsupported": []}
+
+
+def create_service(settings=None):
+    """Build the Hermes Service for the runtime."""
+    settings = settings or HermesSettings()
+    return Service(
+        name="hermes", version=VERSION, default_port=8827, openapi=DOCUMENT, presets=PRESETS,
+        provider_app=lambda: create_provider_app(settings), describe=describe,
+        admin_routes=[("POST", "/hermes/runs/:id/observe", _admin(_observe)),
+                      ("POST", "/hermes/scope", _admin(_scope)),
+                      ("POST", "/hermes/restart", _admin(_restart)),
+                      ("POST", "/hermes/sweep", _admin(_sweep))])
+
+
+service = create_service()

@@ -1,0 +1,158 @@
+"""Hermes domain errors: each carries its HTTP status and the Hermes wire envelope as data.
+
+The envelope is `{"error": {"message", "type", "param", "code"}}` (hermes-real-server.md §4);
+a few upstream errors omit `param`/`code`, which `fields` expresses.
+"""
+from emulators.runtime.errors import EmulatorError
+
+
+class HermesError(EmulatorError):
+    """Base of every error the Hermes emulator answers with a Hermes envelope."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = None
+    message = "Bad request"
+    # The keys of the `error` object, in wire order (upstream omits some on a few errors).
+    fields = ("message", "type", "param", "code")
+    headers = {}
+
+    def __init__(self, message=None, *, code=None):
+        super().__init__(message if message is not None else self.message)
+        if code is not None:
+            self.code = code
+
+    def body(self):
+        """Return the wire body."""
+        full = {"message": self.message, "type": self.type, "param": None, "code": self.code}
+        return {"error": {key: full[key] for key in self.fields}}
+
+
+class InvalidRequest(HermesError):
+    """A plain 400 `invalid_request_error` with a null code (e.g. "Invalid JSON")."""
+
+
+class Unsupported(HermesError):
+    """Emulator-only 501: the input is outside the modelled subset (never a Hermes answer)."""
+
+    status = 501
+    type = "mockingbird_unsupported"
+    code = "operation_not_implemented"
+
+    def __init__(self, message):
+        super().__init__("Mockingbird: " + message)
+
+
+class InvalidSessionKey(HermesError):
+    """400 for an unusable X-Hermes-Session-Key; upstream sends only message and type."""
+
+    fields = ("message", "type")
+
+
+class InvalidIdempotencyKey(HermesError):
+    message = "Idempotency-Key must be 1-255 visible ASCII characters"
+    code = "invalid_idempotency_key"
+
+
+class IdempotencyConflict(HermesError):
+    status = 409
+    message = "Idempotency-Key was already used with a different request payload"
+    code = "idempotency_key_conflict"
+
+
+class RunNotFound(HermesError):
+    status = 404
+    code = "run_not_found"
+
+    def __init__(self, run_id):
+        super().__init__(f"Run not found: {run_id}")
+
+
+class RunNotActive(HermesError):
+    status = 409
+    code = "run_not_active"
+
+    def __init__(self, run_id):
+        super().__init__(f"Run is not active in this gateway process: {run_id}")
+
+
+class TerminalRun(HermesError):
+    """An observation tried to change a terminal run (emulator control)."""
+
+    status = 409
+    message = "observe: terminal runs cannot be changed"
+    code = "mock_terminal_run"
+
+
+class ApprovalNotActive(HermesError):
+    status = 409
+    code = "approval_not_active"
+
+    def __init__(self, run_id):
+        super().__init__(f"Run has no active approval session: {run_id}")
+
+
+class ApprovalNotPending(HermesError):
+    status = 409
+    code = "approval_not_pending"
+
+    def __init__(self, run_id):
+        super().__init__(f"Run has no pending approval: {run_id}")
+
+
+class InvalidApprovalChoice(HermesError):
+    code = "invalid_approval_choice"
+
+
+class InvalidApprovalRequest(HermesError):
+    message = "Approval request_id is invalid."
+    code = "invalid_approval_request"
+
+
+class SteerNotAccepting(HermesError):
+    status = 409
+    code = "run_not_accepting_steer"
+
+    def __init__(self, run_id):
+        super().__init__(f"Run is not currently accepting steer input: {run_id}")
+
+
+class InvalidSteerInput(HermesError):
+    message = "Missing non-empty steer text; expected 'input', 'message', or 'text'."
+    code = "invalid_steer_input"
+
+
+class Throttled(HermesError):
+    """429 of the concurrency cap (upstream default max 10)."""
+
+    status = 429
+    type = "rate_limit_error"
+    message = "Too many concurrent runs (max 10)"
+    code = "rate_limit_exceeded"
+    headers = {"Retry-After": "1"}
+
+
+class BodyTooLarge(HermesError):
+    status = 413
+    message = "Request body too large."
+    code = "body_too_large"
+
+
+class InvalidContentLength(HermesError):
+    message = "Invalid Content-Length header."
+    code = "invalid_content_length"
+
+
+class Unauthorized(HermesError):
+    """401 of bearer auth; upstream's body has `code` but no `param`."""
+
+    status = 401
+    message = "Invalid API key"
+    code = "invalid_api_key"
+    fields = ("message", "type", "code")
+
+
+class InternalError(HermesError):
+    status = 500
+    type = "server_error"
+    message = "Internal server error"

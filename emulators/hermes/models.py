@@ -1,0 +1,536 @@
+"""HermesBackend: the runs rules (admission, hydration, state machine, retention, events).
+
+Everything lives in the instance's records (shared SQLite), and every multi-step change runs in
+one `instance.transaction()`, so all gunicorn workers see one consistent set of runs.
+"""
+import json
+import math
+
+from . import canonical, schemas
+from .errors import (
+    ApprovalNotActive, ApprovalNotPending, IdempotencyConflict, InvalidApprovalChoice,
+    InvalidApprovalRequest, InvalidIdempotencyKey, InvalidRequest, InvalidSessionKey,
+    InvalidSteerInput, RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun, Throttled,
+    Unsupported)
+from .schemas import TERMINAL
+from .store import HermesStore
+
+DEFAULT_PROFILE = "default"
+DEFAULT_IDENTITY = "unauthenticated-test-listener"
+INTERRUPTED_ERROR = "The gateway restarted before this run settled."
+CACHE_TTL = 3600           # upstream keeps settled statuses an hour
+RESERVATION_TTL = 86400    # durable idempotency rows: 24 hours
+SWEEP_EVERY = 60
+STREAM_TTL = 300           # unsubscribed event buffers expire after five minutes (upstream)
+EVICTABLE = frozenset({"completed", "failed", "cancelled"})
+RECORD_ORDER = ("object", "run_id", "status", "updated_at", "created_at", "session_id", "model",
+                "last_event", "output", "usage", "error", "approval", "pending_steer")
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+# Source: hermes-agent api_server_runs.py `_APPROVAL_CHOICE_ALIASES`.
+APPROVAL_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
+TRUTHY_STRINGS = {"1", "true", "yes", "on"}
+ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+EFFECT_DROP = "hermes.accepted_drop"
+EFFECT_THROTTLE = "hermes.throttled"
+
+
+def _mix(text):
+    """32-bit FNV-1a over UTF-16 code units, then the reference's avalanche steps."""
+    h = 0x811C9DC5
+    data = text.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h ^= data[i] | data[i + 1] << 8
+        h = (h * 0x01000193) & 0xFFFFFFFF
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & 0xFFFFFFFF
+    h ^= h >> 13
+    return h
+
+
+def run_id_for(namespace, counter):
+    """Return the deterministic run id of the `counter`-th admission in a namespace (§4.2)."""
+    storage = "hermes" if namespace == "default" else f"hermes:{namespace}"
+    seed = f"hermes-runs:{storage}:run_:{counter}"
+    token, round_ = "", 0
+    while len(token) < 16:
+        h = _mix(f"{seed}:{round_}")
+        for _ in range(5):
+            if len(token) == 16:
+                break
+            token += ALPHABET[h % 62]
+            h //= 62
+        round_ += 1
+    return "run_" + token.encode("ascii").hex()
+
+
+def ordered(record):
+    """Return a run record with its keys in upstream order (storage does not keep order)."""
+    return {key: record[key] for key in RECORD_ORDER if key in record}
+
+
+def frame(payload):
+    """Return one data-only SSE frame (upstream: `data: <json>` and a blank line)."""
+    return "data: " + json.dumps(payload) + "\n\n"
+
+
+class Submission:
+    """What the HTTP layer hands to admission: raw bytes and the two raw header values."""
+
+    def __init__(self, raw, *, memory_header=None, key_header=None):
+        self.raw = raw
+        self.memory_header = memory_header
+        self.key_header = key_header
+
+
+class Admission:
+    """The outcome of a submission: body, status, headers, and whether a run was created."""
+
+    def __init__(self, run_id, status, *, replayed, memory_key):
+        self.run_id = run_id
+        self.body = {"run_id": run_id, "status": status, "replayed": replayed}
+        self.headers = {}
+        if replayed:
+            self.headers["Idempotency-Replayed"] = "true"
+        if memory_key:
+            self.headers["X-Hermes-Session-Key"] = memory_key
+        self.created = not replayed
+
+
+def memory_key_of(header):
+    """Strip and check X-Hermes-Session-Key (hermes-real-server.md §6: 256 chars, no CR/LF/NUL)."""
+    key = (header or "").strip()
+    if any(ch in key for ch in "\r\n\0"):
+        raise InvalidSessionKey("Invalid session key")
+    if len(key) > 256:
+        raise InvalidSessionKey("Session key too long")
+    return key
+
+
+def validate_submission(body):
+    """Apply the body rules of hermes-runs.md §3.2 in order (Python truthiness)."""
+    if not isinstance(body, dict):
+        raise Unsupported("non-object submission roots are outside the verified subset")
+    if "hosted_room_dispatch" in body or "_room_execution_policy" in body:
+        raise Unsupported("hosted-room dispatch is outside the peer-run subset")
+    raw_input = body.get("input")
+    if not raw_input:
+        raise InvalidRequest("Missing 'input' field")
+    if isinstance(raw_input, list) and not isinstance(raw_input[-1], dict):
+        raise Unsupported("malformed input elements are outside the verified subset")
+    if isinstance(raw_input, str):
+        message = raw_input
+    elif isinstance(raw_input, list):
+        message = raw_input[-1].get("content")
+    else:
+        message = ""
+    if not message:
+        raise InvalidRequest("No user message found in input")
+    history = body.get("conversation_history")
+    if history:
+        if not isinstance(history, list):
+            raise InvalidRequest("'conversation_history' must be an array of message objects")
+        for i, entry in enumerate(history):
+            if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
+                raise InvalidRequest(f"conversation_history[{i}] must have 'role' and 'content' fields")
+
+
+def valid_idempotency_key(key):
+    """True when a stripped key is 1-255 visible ASCII characters."""
+    return len(key) <= 255 and all(33 <= ord(ch) <= 126 for ch in key)
+
+
+def steer_text(body):
+    """Return the steer text from `input`, `message` or `text` (string or content parts)."""
+    raw = body.get("input") or body.get("message") or body.get("text") or ""
+    if isinstance(raw, list):
+        raw = " ".join(part if isinstance(part, str) else str(part.get("text", ""))
+                       for part in raw if isinstance(part, (str, dict)))
+    return (raw if isinstance(raw, str) else str(raw)).strip()
+
+
+class HermesBackend:
+    """The runs rules over one emulator instance (namespace or branch)."""
+
+    def __init__(self, instance):
+        self.instance = instance
+        self.store = HermesStore(instance.records)
+
+    # clock and scope
+    def now_s(self):
+        return self.instance.now_ms() / 1000
+
+    def scope_setting(self):
+        return self.store.scope_setting() or {"profile": DEFAULT_PROFILE, "identity": DEFAULT_IDENTITY}
+
+    def scope(self):
+        setting = self.scope_setting()
+        return canonical.scope_hash(setting["profile"], setting["identity"])
+
+    # retention
+    def _sweep_cache(self, at):
+        removed = 0
+        for record in self.store.cached_runs():
+            if record["status"] in EVICTABLE and at - record["updated_at"] > CACHE_TTL:
+                self.store.forget_run(record["run_id"])
+                removed += 1
+        for stream in self.store.streams():
+            if not stream["subscribed"] and at - stream["created_at"] > STREAM_TTL:
+                self.store.drop_stream(stream["run_id"])
+        return removed
+
+    def _tick(self):
+        """Evaluate the lazy 60-second sweep schedule (§10.2)."""
+        now = self.now_s()
+        due = self.store.next_sweep()
+        if due is None:
+            self.store.put_next_sweep(now + SWEEP_EVERY)
+        elif now >= due:
+            tick = due + SWEEP_EVERY * math.floor((now - due) / SWEEP_EVERY)
+            self._sweep_cache(tick)
+            self.store.put_next_sweep(tick + SWEEP_EVERY)
+
+    def _prune(self):
+        """Delete terminal reservations older than 24 hours (§10.3)."""
+        horizon = self.now_s() - RESERVATION_TTL
+        for reservation in self.store.reservations():
+            if reservation["status"]["status"] in TERMINAL and reservation["updatedAt"] < horizon:
+                self.store.delete_reservation(reservation)
+
+    # hydration (§5.2)
+    def _hydrate(self, run_id, scope):
+        record, owner = self.store.run(run_id), self.store.owner(run_id)
+        if record is not None and owner is not None and owner["scope"] == scope:
+            return record, owner
+        reservation = self.store.reservation_for_run(run_id)
+        if reservation is None or reservation["scope"] != scope:
+            raise RunNotFound(run_id)
+        record, owner = dict(reservation["status"]), dict(reservation["owner"])
+        if not owner["alive"] and record["status"] not in TERMINAL:
+            record.update(status="interrupted", error=INTERRUPTED_ERROR,
+                          last_event="run.interrupted", updated_at=self.now_s())
+            reservation.update(status=record, updatedAt=self.now_s())
+            self.store.put_reservation(reservation)
+        self.store.put_run(record)
+        self.store.put_owner(run_id, owner)
+        return record, owner
+
+    def _visible(self, run_id, scope):
+        """True when the run belongs to this scope, without hydrating it (events)."""
+        owner = self.store.owner(run_id)
+        if owner is not None and self.store.run(run_id) is not None:
+            return owner["scope"] == scope
+        reservation = self.store.reservation_for_run(run_id)
+        return reservation is not None and reservation["scope"] == scope
+
+    # observations, persistence and events
+    def _emit(self, run_id, name, fields, *, terminal=False):
+        stream = self.store.stream(run_id)
+        if stream is None:
+            return  # nobody will ever read it (consumed, expired or lost on restart)
+        payload = {"event": name, "run_id": run_id, "timestamp": self.now_s(), **fields}
+        self.store.append_event(stream, frame(payload), terminal=terminal)
+
+    def _observe(self, record, owner, fields, events=()):
+        """Apply one observation (§7 step 4-5) and publish the matching events."""
+        run_id, previous = record["run_id"], record["status"]
+        status = fields["status"]
+        new = {**record, **fields, "updated_at": self.now_s()}
+        progress = [name for name, _ in events if name != "message.delta"]
+        if progress and "last_event" not in fields:
+            new["last_event"] = progress[-1]  # upstream tool progress updates last_event
+        if status != "waiting_for_approval":
+            new.pop("approval", None)
+        else:
+            new["last_event"] = fields.get("last_event", "approval.request")
+        if status in TERMINAL or status == "stopping":
+            new["last_event"] = fields.get("last_event", f"run.{status}")
+        if status == "completed":
+            new.setdefault("output", "")
+            new.setdefault("usage", {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
+            if "pending_steer" not in fields and owner.get("steer"):
+                new["pending_steer"] = "\n".join(owner["steer"])
+        elif status == "failed":
+            new.setdefault("error", "agent run failed")
+        elif status == "interrupted":
+            new.setdefault("error", INTERRUPTED_ERROR)
+        for name, payload in events:
+            self._emit(run_id, name, payload)
+            if name.startswith("tool.") and owner.get("steer"):
+                owner = {**owner, "steer": []}  # steer text reaches the agent after a tool call
+                self.store.put_owner(run_id, owner)
+        if status == "waiting_for_approval" and (previous != status or "approval" in fields):
+            approval = new.get("approval", {})
+            self._emit(run_id, "approval.request", {**approval, "choices": approval_choices(approval)})
+        if status in TERMINAL and previous not in TERMINAL:
+            self._emit(run_id, f"run.{status}", terminal_fields(new), terminal=True)
+        self.store.put_run(new)
+        durable = {"output", "error", "usage", "pending_steer"}
+        if owner["keyed"] and (status != previous or status in TERMINAL or durable & set(fields)):
+            self._persist(new)
+        return new
+
+    def _persist(self, record):
+        reservation = self.store.reservation_for_run(record["run_id"])
+        if reservation is not None:
+            reservation.update(status=record, updatedAt=self.now_s())
+            self.store.put_reservation(reservation)
+
+    # operations
+    def submit(self, submission):
+        """Admit a run or replay one (hermes-runs.md §3.1); return an Admission."""
+        memory_key = memory_key_of(submission.memory_header)
+        key = (submission.key_header or "").strip()
+        if not submission.raw:
+            raise InvalidRequest("Invalid JSON")
+        with self.instance.transaction():
+            self._tick()
+        try:
+            body = canonical.parse_strict(canonical.decode_body(submission.raw))
+        except canonical.InvalidJSONText:
+            raise InvalidRequest("Invalid JSON") from None
+        if key and not valid_idempotency_key(key):
+            raise InvalidIdempotencyKey()
+        validate_submission(body)
+        scope = self.scope()
+        fingerprint = None
+        if key:
+            try:
+                fingerprint = canonical.fingerprint(body, memory_key)
+            except canonical.LoneSurrogate:
+                raise Unsupported(
+                    "lone Unicode surrogates cannot be fingerprinted by the pinned provider") from None
+            with self.instance.transaction():
+                self._prune()
+        with self.instance.transaction():
+            if key:
+                reservation = self.store.reservation(scope, key)
+                if reservation is not None:
+                    if reservation["fingerprint"] != fingerprint:
+                        raise IdempotencyConflict()
+                    record, _ = self._hydrate(reservation["runId"], scope)
+                    return Admission(record["run_id"], record["status"], replayed=True,
+                                     memory_key=memory_key)
+            if self.instance.fault_effect(EFFECT_THROTTLE) is not None:
+                # Upstream checks capacity only for a genuinely new run, after the replay lookup.
+                raise Throttled()
+            record = self._create(body, scope, key, fingerprint)
+        return Admission(record["run_id"], "started", replayed=False, memory_key=memory_key)
+
+    def _create(self, body, scope, key, fingerprint):
+        now = self.now_s()
+        run_id = run_id_for(self.instance.namespace, self.store.next_run_number())
+        record = {"object": "hermes.run", "run_id": run_id, "status": "queued",
+                  "updated_at": now, "created_at": now,
+                  "session_id": body.get("session_id") or run_id,
+                  "model": body["model"] if "model" in body else "hermes-agent"}
+        owner = {"scope": scope, "keyed": bool(key), "local": True, "alive": True}
+        self.store.put_run(record)
+        self.store.put_owner(run_id, owner)
+        if key:
+            self.store.put_reservation({"scope": scope, "key": key, "fingerprint": fingerprint,
+                                        "runId": run_id, "status": record, "updatedAt": now,
+                                        "owner": owner})
+        self.store.put_stream({"run_id": run_id, "created_at": now, "subscribed": False,
+                               "delivered": 0, "last_seq": 0})
+        return record
+
+    def get(self, run_id):
+        """Return the visible run record (§5)."""
+        with self.instance.transaction():
+            self._tick()
+            record, _ = self._hydrate(run_id, self.scope())
+        return ordered(record)
+
+    def stop(self, run_id):
+        """Request a stop (§6); return (body, accepted)."""
+        with self.instance.transaction():
+            self._tick()
+            record, owner = self._hydrate(run_id, self.scope())
+            if record["status"] in TERMINAL:
+                return ordered(record), False
+            if not owner["local"]:
+                raise RunNotActive(run_id)
+            self._observe(record, owner, {"status": "stopping", "last_event": "run.stopping"})
+        return {"run_id": run_id, "status": "stopping"}, True
+
+    def observe(self, run_id, body):
+        """Script a lifecycle observation (§7, plus scripted progress `events`)."""
+        scope = self.scope()
+        with self.instance.transaction():
+            self._tick()
+            self._hydrate(run_id, scope)  # a stale interruption persists even if the body fails
+        fields, events = schemas.observation(body)
+        with self.instance.transaction():
+            record, owner = self._hydrate(run_id, scope)
+            if record["status"] in TERMINAL:
+                raise TerminalRun()
+            return ordered(self._observe(record, owner, fields, events))
+
+    def set_scope(self, body):
+        setting = schemas.scope(body)
+        with self.instance.transaction():
+            self.store.put_scope_setting(setting)
+        return {**setting, "simulated": True}
+
+    def restart(self, body):
+        """Logical gateway restart (§9.2): cache and live transports go, reservations stay."""
+        mode = schemas.restart(body)
+        with self.instance.transaction():
+            reservations = self.store.reservations()
+            reserved = {reservation["runId"] for reservation in reservations}
+            discarded = 0
+            for record in self.store.cached_runs():
+                discarded += record["run_id"] not in reserved
+                self.store.forget_run(record["run_id"])
+            for reservation in reservations:
+                reservation["owner"] = {**reservation["owner"], "local": False,
+                                        "alive": mode == "alive"}
+                self.store.put_reservation(reservation)
+            for stream in self.store.streams():
+                self.store.drop_stream(stream["run_id"])
+            self.store.put_next_sweep(self.now_s() + SWEEP_EVERY)
+        return {"owner": mode, "retained": len(reservations), "discarded": discarded,
+                "simulated": True}
+
+    def sweep(self):
+        with self.instance.transaction():
+            removed = self._sweep_cache(self.now_s())
+        return {"cacheRemoved": removed, "simulated": True}
+
+    def approve(self, run_id, raw):
+        """Resolve a pending approval (hermes-real-server.md §8/§9 order of checks)."""
+        scope = self.scope()
+        with self.instance.transaction():
+            self._hydrate(run_id, scope)
+        body = _json_object(raw, "Invalid JSON")
+        raw_choice = _py_str(body.get("choice", "")).strip().lower()
+        choice = APPROVAL_ALIASES.get(raw_choice, raw_choice)
+        raw_request_id = body.get("request_id")
+        request_id = raw_request_id.strip() if isinstance(raw_request_id, str) else ""
+        if raw_request_id is not None and (not request_id or len(request_id) > 256):
+            raise InvalidApprovalRequest()
+        if choice not in APPROVAL_CHOICES:
+            raise InvalidApprovalChoice(
+                "Invalid approval choice; expected one of: " + ", ".join(sorted(APPROVAL_CHOICES)))
+        resolve_all = any(_request_bool(body.get(name)) for name in ("all", "resolve_all"))
+        with self.instance.transaction():
+            record, owner = self._hydrate(run_id, scope)
+            if record["status"] in TERMINAL or not owner["local"]:
+                raise ApprovalNotActive(run_id)
+            pending = record["status"] == "waiting_for_approval"
+            wanted = record.get("approval", {}).get("request_id")
+            if not pending or (request_id and not resolve_all and wanted not in (None, request_id)):
+                raise ApprovalNotPending(run_id)
+            extra = {"request_id": request_id} if request_id else {}
+            self._mark(record, owner, "approval.responded", {"choice": choice, **extra, "resolved": 1})
+        return {"object": "hermes.run.approval_response", "run_id": run_id, "choice": choice,
+                **extra, "resolved": 1}
+
+    def steer(self, run_id, raw):
+        """Accept steer text for a running run (hermes-real-server.md §9)."""
+        scope = self.scope()
+        with self.instance.transaction():
+            record, owner = self._hydrate(run_id, scope)
+        if record["status"] != "running" or not owner["local"]:
+            raise SteerNotAccepting(run_id)
+        body = _json_object(raw, "Invalid JSON in request body")
+        text = steer_text(body)
+        if not text:
+            raise InvalidSteerInput()
+        with self.instance.transaction():
+            record, owner = self._hydrate(run_id, scope)
+            if record["status"] != "running" or not owner["local"]:
+                raise SteerNotAccepting(run_id)
+            owner = {**owner, "steer": [*owner.get("steer", []), text]}
+            self.store.put_owner(run_id, owner)
+            self._mark(record, owner, "run.steered", {"accepted": True})
+        return {"object": "hermes.run.steer", "run_id": run_id, "accepted": True}
+
+    def _mark(self, record, owner, name, fields):
+        """Upstream `_mark_run_event`: the run is running again, last_event set, event queued."""
+        self._observe(record, owner, {"status": "running", "last_event": name})
+        self._emit(record["run_id"], name, fields)
+
+    # event streams
+    def open_stream(self, run_id):
+        """Claim the run's event buffer for a subscriber; None when there is none (yet)."""
+        with self.instance.transaction():
+            if not self._visible(run_id, self.scope()):
+                raise RunNotFound(run_id)
+            stream = self.store.stream(run_id)
+            if stream is None:
+                return None
+            if not stream["subscribed"] and self.now_s() - stream["created_at"] > STREAM_TTL:
+                self.store.drop_stream(run_id)
+                return None
+            stream["subscribed"] = True
+            self.store.put_stream(stream)
+            return stream
+
+    def take_events(self, run_id):
+        """Return undelivered frames and the stream state: "open", "terminal" or "gone"."""
+        peek = self.store.stream(run_id)  # cheap unlocked look first: most polls find nothing
+        if peek is not None and peek["last_seq"] == peek["delivered"]:
+            return [], "open"
+        with self.instance.transaction():
+            stream = self.store.stream(run_id)
+            if stream is None:
+                return [], "gone"
+            events = self.store.events_after(run_id, stream["delivered"])
+            if events:
+                stream["delivered"] = events[-1]["seq"]
+                self.store.put_stream(stream)
+            terminal = any(event["terminal"] for event in events)
+            return [event["frame"] for event in events], "terminal" if terminal else "open"
+
+    def close_stream(self, run_id):
+        """Drop the run's transport once its subscriber is gone (upstream behaviour)."""
+        with self.instance.transaction():
+            self.store.drop_stream(run_id)
+
+
+def approval_choices(approval):
+    """Upstream `_approval_event_choices` from the approval payload's flags."""
+    if approval.get("smart_denied") or approval.get("allow_session") is False:
+        return ["once", "deny"]
+    if approval.get("allow_permanent") is False:
+        return ["once", "session", "deny"]
+    return ["once", "session", "always", "deny"]
+
+
+def terminal_fields(record):
+    """Payload of the run.<status> event, in upstream key order."""
+    status = record["status"]
+    if status == "completed":
+        fields = {"output": record["output"], "usage": record["usage"]}
+        if record.get("pending_steer"):
+            fields["pending_steer"] = record["pending_steer"]
+        return fields
+    if status in ("failed", "interrupted"):
+        return {"error": record["error"]}
+    return {}
+
+
+def _json_object(raw, invalid_message):
+    try:
+        body = canonical.parse_strict(canonical.decode_body(raw or b""))
+    except canonical.InvalidJSONText:
+        raise InvalidRequest(invalid_message) from None
+    if not isinstance(body, dict):
+        raise InvalidRequest("Request body must be a JSON object")
+    return body
+
+
+def _py_str(value):
+    """Python's str() of a JSON value, as upstream applies to `choice`."""
+    if value is None:
+        return "None"
+    if isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _request_bool(value):
+    if isinstance(value, bool):
+        return value
+    return isinstance(value, str) and value.strip().lower() in TRUTHY_STRINGS

@@ -1,0 +1,33 @@
+"""The four Hermes fault presets (hermes-runs.md §11): one-shot rules matched by operationId.
+
+`hermes_throttled` is an effect rather than a canned answer: upstream checks its concurrency cap
+only for a genuinely new run, after the idempotent replay lookup (hermes-real-server.md §9), so a
+lost-acceptance replay still succeeds while the cap is full. Draining precedes the handler
+upstream, so it stays a canned 503.
+"""
+from .models import EFFECT_DROP, EFFECT_THROTTLE
+
+PRESETS = {
+    "hermes_submit_accepted_drop": {
+        "description": "Admit the next new run, commit it, then drop the connection without"
+                       " a response; retry with the same Idempotency-Key to recover it",
+        "rules": [{"operationId": "RunCreate", "count": 1, "effect": EFFECT_DROP}],
+    },
+    "hermes_poll_timeout": {
+        "description": "Delay the next run poll by 1000 ms of wall time (client deadlines)",
+        "rules": [{"operationId": "RunGet", "count": 1, "delayMs": 1000}],
+    },
+    "hermes_throttled": {
+        "description": "Answer the next new run submission 429 rate_limit_exceeded with"
+                       " Retry-After: 1 (replays of admitted keys still succeed)",
+        "rules": [{"operationId": "RunCreate", "count": 1, "effect": EFFECT_THROTTLE}],
+    },
+    "hermes_draining": {
+        "description": "Answer the next run submission 503 gateway_draining with Retry-After: 1",
+        "rules": [{"operationId": "RunCreate", "count": 1, "status": 503,
+                   "headers": {"Retry-After": "1"},
+                   "body": {"error": {"message": "Gateway is draining existing work; retry shortly.",
+                                      "type": "invalid_request_error", "param": None,
+                                      "code": "gateway_draining"}}}],
+    },
+}
