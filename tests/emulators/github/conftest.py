@@ -43,6 +43,7 @@ class GitHubClient:
         return self.app.patch_json(path, body, headers=self._h(headers), status=status)
 
     def raw(self, method, path, body, content_type, status="*", headers=None):
+        body = body.encode() if isinstance(body, str) else body
         return self.app.request(path, method=method, body=body, status=status,
                                 headers={**self._h(headers), "Content-Type": content_type}
                                 if content_type else self._h(headers), expect_errors=True)
