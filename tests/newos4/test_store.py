@@ -1,0 +1,121 @@
+"""ThreadStore: atomic replace under the sidecar lock, the poll cache, corrupt files."""
+import json
+import os
+import threading
+
+import filelock
+import pytest
+
+from spaces.newos4 import errors
+from spaces.newos4 import store as store_module
+from spaces.newos4.service import ChatService
+
+from .conftest import ChatClient
+
+
+def test_concurrent_appends_from_many_services_lose_nothing(settings, clock):
+    services = [ChatService(settings, clock=clock) for _ in range(4)]
+    thread = "0123456789abcdef"
+    services[0].store.update(thread, lambda doc: {**doc, "messages": [
+        {"id": "seed", "epoch": clock.now, "ts": "x", "author": "operator", "text": "seed"}]})
+
+    def writer(service, n):
+        for i in range(25):
+            service.reply(thread, f"{n}-{i}")
+
+    workers = [threading.Thread(target=writer, args=(s, n)) for n, s in enumerate(services)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    messages = services[0].history(thread)
+    assert len(messages) == 101
+    epochs = [m["epoch"] for m in messages]
+    assert epochs == sorted(set(epochs))
+
+
+def test_a_corrupt_thread_file_is_an_error_and_is_never_overwritten(client, settings, testapp):
+    client.say("x")
+    path = settings.chat_dir / f"{client.thread}.json"
+    path.write_text("{not json")
+    assert client.post(status=500).json == {"success": False, "error": "internal error"}
+    assert client.poll(status=500).json == {"success": False, "error": "internal error"}
+    assert path.read_text() == "{not json"
+
+
+def test_the_poll_cache_sees_every_write(make_app, service, monkeypatch):
+    monkeypatch.setattr(store_module, "RACY_NS", 0)  # trust the cache as soon as possible
+    client = ChatClient(make_app(rate_thread=100)[0])
+    for i in range(30):
+        client.say(f"m{i}")
+        assert client.poll().json["messages"][-1]["text"] == f"m{i}"
+        assert service.history(client.thread)[-1]["text"] == f"m{i}"
+
+
+def test_a_recently_written_file_is_not_trusted_from_the_cache(settings, clock):
+    service = ChatService(settings, clock=clock)
+    service.store.update("00000000000000aa", lambda doc: {**doc, "messages": [
+        {"id": "a", "epoch": 1, "ts": "x", "author": "operator", "text": "a"}]})
+    service.poll("00000000000000aa")
+    assert service.store._cache == {}  # written just now: racily clean, so not cached
+    path = settings.chat_dir / "00000000000000aa.json"
+    os.utime(path, ns=(0, 0))
+    service.poll("00000000000000aa")
+    assert path in service.store._cache
+
+
+def test_update_returning_none_writes_nothing(settings, clock):
+    service = ChatService(settings, clock=clock)
+    assert service.store.update("00000000000000bb", lambda doc: None) is None
+    assert not (settings.chat_dir / "00000000000000bb.json").exists()
+
+
+def test_a_failed_change_leaves_the_file_as_it_was(client, settings, service):
+    client.say("x")
+    path = settings.chat_dir / f"{client.thread}.json"
+    before = path.read_bytes()
+
+    def explode(doc):
+        doc["messages"].append({"half": "done"})
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        service.store.update(client.thread, explode)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in settings.chat_dir.iterdir()) == [path.name, path.name + ".lock"]
+
+
+def test_a_held_lock_times_out_as_busy_and_writes_nothing(client, settings, clock):
+    client.say("x")
+    service = ChatService(settings, clock=clock)
+    service.store._lock_timeout_s = 0.2
+    path = settings.chat_dir / f"{client.thread}.json"
+    with filelock.FileLock(f"{path}.lock"):
+        result = {}
+
+        def attempt():
+            try:
+                service.reply(client.thread, "late")
+            except errors.StoreBusy as exc:
+                result["error"] = exc
+
+        other = threading.Thread(target=attempt)
+        other.start()
+        other.join()
+    assert result["error"].status == 503
+    assert len(json.loads(path.read_text())["messages"]) == 1
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "0123456789ABCDEF", "0123", "", None])
+def test_thread_names_are_checked_before_any_path_is_built(service, name):
+    with pytest.raises(ValueError):
+        service.store.path(name)
+
+
+def test_thread_cap_counts_only_thread_files(make_app, settings):
+    testapp, _ = make_app(max_threads=1)
+    settings.chat_dir.mkdir(parents=True)
+    (settings.chat_dir / "README").write_text("not a thread")
+    (settings.chat_dir / ".0123456789abcdef.json.1.2.tmp").write_text("{}")
+    ChatClient(testapp).say("first thread fits")
+    ChatClient(testapp).post(status=507)
