@@ -4,6 +4,8 @@ The runtime wraps `service` with namespaces, clock, faults, journal and timeline
 only wires routes. The OpenAI-compatible routes (chat completions, responses, models) can be
 added to `provider_app` beside the runs routes.
 """
+import os
+
 import falcon
 
 from emulators.runtime import Service
@@ -107,4 +109,6 @@ def create_service(settings=None):
                       ("POST", "/hermes/sweep", _admin(_sweep))])
 
 
-service = create_service()
+# The registry (`emulators.load`) imports this module once per process; HERMES_* settings are read
+# here through HermesSettings.from_env, the one reader of those variables.
+service = create_service(HermesSettings.from_env(os.environ))
