@@ -16,3 +16,7 @@ def build_wsgi(service, settings=None, **kwargs):
 __all__ = ["AdminCall", "AdminError", "ConnectionDropped", "DroppedByFault", "EmulatorError",
            "Instance", "Runtime", "Server", "Service", "Settings", "build_wsgi", "instance_of",
            "serve"]
+
+from .mount import PathDispatcher  # noqa: E402
+
+__all__.append("PathDispatcher")

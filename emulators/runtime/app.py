@@ -207,10 +207,9 @@ class Runtime:
                 self.timeline.view(namespace, at, scratch)
                 key = scratch
             elif at:
-                if self.timeline.has_branch(namespace, branch):
-                    self.timeline.branch(namespace, branch, at)  # 409 unless the head is `at`
-                else:
-                    self.timeline.branch(namespace, branch, at)
+                # New branch: forked at `at`. Existing branch: 409 unless its head is `at`
+                # (the reference silently re-pointed it, spec §19.13).
+                self.timeline.branch(namespace, branch, at)
             elif branch != MAIN and not self.timeline.has_branch(namespace, branch):
                 self.timeline.branch(namespace, branch)
         except TimelineError as error:
@@ -255,11 +254,9 @@ class Runtime:
                           error_body("internal error", "mockingbird_internal"),
                           [("content-type", JSON)])
         status = captured["status"]
-        headers = list(captured["headers"])
+        headers = _rebase_location(captured["headers"], env.get("SCRIPT_NAME", ""))
         code = int(status.split()[0])
         entry["status"] = code
-        if instance.ids:
-            entry["ids"] = instance.ids
         checkpoint = None
         if method in MUTATING and 200 <= code < 400 and scratch is None:
             if instance.accepted and instance.writes == instance.accepted_at_writes:
@@ -281,6 +278,8 @@ class Runtime:
     @staticmethod
     def _finish_accepted(instance, entry):
         instance.in_flight = False
+        if instance.ids:
+            entry["ids"] = instance.ids
         if instance.accepted:
             entry["accepted"] = True
             entry["checkpoint"] = instance.accepted
@@ -326,6 +325,19 @@ def close_socket(environ):
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+
+
+def _rebase_location(headers, script_name):
+    """Prefix a root-relative Location with the mount prefix (and namespace carrier)."""
+    if not script_name:
+        return list(headers)
+    rebased = []
+    for name, value in headers:
+        if (name.lower() == "location" and value.startswith("/") and not value.startswith("//")
+                and not value.startswith(script_name + "/")):
+            value = script_name + value
+        rebased.append((name, value))
+    return rebased
 
 
 def _status_line(code):

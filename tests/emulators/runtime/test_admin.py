@@ -1,0 +1,93 @@
+"""Admin plane basics: index, health, openapi, envelope, admin key, namespaces, service routes."""
+import pytest
+
+from emulators.runtime import Runtime, Service, Settings
+from tests.emulators.runtime.conftest import ns
+
+
+def test_index_lists_standard_and_service_routes_sorted(app):
+    routes = app.get("/__admin").json["routes"]
+    assert routes == sorted(routes)
+    assert "POST /counter/seed" in routes and "POST /clock" in routes
+    assert app.get("/__admin/").json["service"] == "counter"
+
+
+def test_health_reports_builtins_that_describe_cannot_shadow(app):
+    body = app.get("/__admin/health").json
+    assert body["status"] == "ok" and body["service"] == "counter"
+    assert body["flavour"] == "counter"  # describe() fields are added ...
+    assert body["version"] == "1.2.3"    # ... but never win over built-ins
+    assert app.head("/__admin/health").status_int == 200
+
+
+def test_unknown_admin_route_gets_envelope(app):
+    res = app.post("/__admin/nothing", status=404)
+    assert res.json == {"error": {"type": "mockingbird_admin",
+                                  "message": "no admin route POST /nothing; GET /__admin lists them"}}
+    assert res.headers["x-mockingbird"] == "counter@1.2.3; ns=default"
+
+
+def test_bad_json_body_is_400_but_get_ignores_bodies(app):
+    res = app.post("/__admin/clock", "{nope", content_type="application/json", status=400)
+    assert res.json["error"]["message"] == "request body is not valid JSON"
+    assert app.request("/__admin/clock", method="GET", body=b"{garbage").status_int == 200
+
+
+def test_invalid_admin_namespace_is_400_not_500(app):
+    res = app.get("/__admin/faults?namespace=bad%20name", status=400)
+    assert res.json["error"]["type"] == "mockingbird_admin"
+    assert res.headers["x-mockingbird"] == "counter@1.2.3"
+
+
+def test_admin_key_locks_everything_but_health(locked):
+    assert locked.get("/__admin/health").status_int == 200
+    assert locked.get("/__admin/clock", status=401).json["error"]["message"] == \
+        "missing or wrong x-mockingbird-admin-key"
+    locked.get("/__admin/no-such-route", status=401)  # checked before route lookup
+    locked.get("/__admin/clock", headers={"x-mockingbird-admin-key": "wrong"}, status=401)
+    assert locked.get("/__admin/clock",
+                      headers={"x-mockingbird-admin-key": "s3cret-key"}).status_int == 200
+    assert locked.get("/counter").status_int == 200  # provider routes never need it
+
+
+def test_admin_open_without_key(app):
+    assert app.post_json("/__admin/faults", {"status": 500}).status_int == 201
+
+
+def test_namespaces_list_only_grows(app):
+    app.get("/counter", headers=ns("w1"))
+    app.get("/__admin/clock?namespace=w2")
+    assert app.get("/__admin/namespaces").json == {"default": "default",
+                                                   "namespaces": ["default", "w1", "w2"]}
+    app.post("/__admin/reset?all=1")
+    assert app.get("/__admin/namespaces").json["namespaces"] == ["default", "w1", "w2"]
+
+
+def test_openapi_document_has_provider_and_admin_paths(app):
+    doc = app.get("/__admin/openapi.json").json
+    assert doc["paths"]["/items/{item_id}"]["get"]["operationId"] == "getItem"
+    assert "post" in doc["paths"]["/__admin/faults"]
+    assert "/__admin/branches/{name}/checkout" in doc["paths"]
+    ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
+    assert len(ids) == len(set(ids))
+
+
+def test_service_admin_route_commits_checkpoint_and_uses_envelope(app):
+    res = app.post_json("/__admin/counter/seed?namespace=w1", {"value": 41})
+    assert res.headers["x-mockingbird-checkpoint"].startswith("cp_")
+    assert app.post("/counter", headers=ns("w1")).json["value"] == 42
+    assert app.get("/__admin/counter?namespace=w1").json == {"value": 42}
+    bad = app.post_json("/__admin/counter/seed", {"value": "x"}, status=400)
+    assert bad.json == {"error": {"type": "mockingbird_internal",
+                                  "message": "value must be an integer"}}
+
+
+def test_service_route_may_not_override_a_standard_one(tmp_path):
+    svc = Service(name="x", admin_routes=[("POST", "/reset", lambda call: (200, {}))])
+    with pytest.raises(ValueError, match="overrides a shared route"):
+        Runtime(svc, Settings(db=str(tmp_path / "x.db")))
+
+
+def test_admin_prefix_is_validated(tmp_path):
+    with pytest.raises(ValueError, match="adminPrefix"):
+        Runtime(Service(name="x"), Settings(db=str(tmp_path / "x.db"), admin_prefix="/a/"))
