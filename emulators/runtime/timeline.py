@@ -162,8 +162,8 @@ class Timeline:
                     at = self._commit(conn, namespace, MAIN, heads[MAIN])["id"]
                 self._fork(conn, namespace, branch, at)
             head = self.heads(conn, namespace)[branch]
-            cp, branch_name, parent, at_ms, _ = self.find(conn, namespace, head)
-            return {"id": cp, "branch": branch_name, "parent": parent, "at": at_ms}
+            cp, _, parent, at_ms, _ = self.find(conn, namespace, head)
+            return {"id": cp, "branch": branch, "parent": parent, "at": at_ms}
 
     def checkout(self, namespace, branch, cp_id):
         """Move a branch head to a checkpoint; restore its storage, RNG and the namespace clock."""

@@ -1,0 +1,99 @@
+"""Journal (metadata only, redacted), its filters and scopes, and metrics."""
+from tests.emulators.runtime.conftest import ns
+
+
+def requests(app, query=""):
+    return app.get("/__admin/requests" + query).json["requests"]
+
+
+def test_journal_never_holds_bodies_queries_or_credentials(app):
+    app.post_json("/items?token=QUERYSECRET", {"name": "PROMPT TEXT SECRET"},
+                  headers={"Authorization": "Bearer BEARERSECRET", "Cookie": "sid=COOKIESECRET"})
+    app.get("/items/99?access_token=QUERYSECRET2",
+            headers={"Authorization": "Bearer BEARERSECRET"}, status=404)
+    text = app.get("/__admin/requests").text
+    for secret in ("QUERYSECRET", "PROMPT TEXT", "BEARERSECRET", "COOKIESECRET", "token="):
+        assert secret not in text
+    first, second = requests(app)
+    assert first["path"] == "/items" and first["operationId"] == "createItem"
+    assert second["request"] == {"contentType": None, "bodyBytes": None,
+                                 "transferEncoding": None}
+    assert "request" not in first
+
+
+def test_entry_fields(app):
+    app.post_json("/items", {"name": "x"})
+    app.get("/not/a/route", status=404)
+    created, unmatched = requests(app)
+    assert created["status"] == 201 and created["ids"] == {"itemId": 1}
+    assert created["unmatched"] is False and created["seq"] < unmatched["seq"]
+    assert unmatched["unmatched"] is True and "operationId" not in unmatched
+    assert isinstance(created["durationMs"], float)
+
+
+def test_filters_and_cursor(app, wall):
+    for _ in range(3):
+        app.get("/counter")
+    wall.now += 60_000
+    app.post("/counter")
+    app.get("/items/5", status=404)
+    assert len(requests(app, "?operationId=getCounter")) == 3
+    assert [e["path"] for e in requests(app, "?status=404")] == ["/items/5"]
+    assert len(requests(app, "?limit=2")) == 2
+    assert requests(app, "?limit=2")[-1]["path"] == "/items/5"
+    assert len(requests(app, f"?since={wall.now}")) == 2
+    cursor = requests(app)[2]["seq"]
+    assert len(requests(app, f"?after={cursor}")) == 2
+    for bad, message in (("?status=abc", "status: expected an HTTP status"),
+                         ("?since=soon", "since: expected epoch ms or ISO-8601"),
+                         ("?limit=-1", "limit: expected a count")):
+        res = app.get("/__admin/requests" + bad, status=400)
+        assert res.json["error"]["message"] == message
+
+
+def test_scopes_and_clearing(app):
+    app.get("/counter", headers=ns("w1"))
+    app.get("/counter", headers=ns("w2"))
+    assert [e["namespace"] for e in requests(app, "?namespace=w1")] == ["w1"]
+    assert [e["namespace"] for e in requests(app, "?all=1")] == ["w1", "w2"]
+    app.delete("/__admin/requests?namespace=w1")
+    assert [e["namespace"] for e in requests(app, "?all=1")] == ["w2"]
+    app.delete("/__admin/requests?all=1")
+    assert requests(app, "?all=1") == []
+
+
+def test_admin_requests_are_not_journaled(app):
+    app.get("/__admin/health")
+    app.get("/__admin/clock")
+    assert requests(app) == []
+
+
+def test_journal_ring_keeps_newest(tmp_path):
+    from emulators.runtime.testing import test_app
+    from tests.emulators.runtime.counter_service import service
+    small = test_app(service, tmp_path / "ring.db", journal_size=5)
+    for _ in range(70):
+        small.get("/counter")
+    body = small.get("/__admin/requests").json
+    assert body["size"] == 5 and len(body["requests"]) == 5
+    seqs = [e["seq"] for e in body["requests"]]
+    assert seqs == sorted(seqs) and seqs[-1] == 70
+
+
+def test_metrics_global_and_per_namespace(app):
+    app.get("/counter", headers=ns("w1"))
+    app.get("/counter", headers=ns("w2"))
+    app.get("/nope", headers=ns("w2"), status=404)
+    app.get("/nope", headers=ns("w2"), status=404)
+    app.post_json("/__admin/faults?namespace=w1", {"status": 500, "count": 1})
+    app.get("/counter", headers=ns("w1"), status=500)
+    metrics = app.get("/__admin/metrics").json
+    assert metrics["requests"] == 5 and metrics["faults"] == 1
+    assert metrics["byOperation"] == {"(unmatched) 404": 2, "getCounter 200": 2,
+                                      "getCounter 500": 1}
+    assert metrics["unmatched"] == [{"method": "GET", "path": "/nope", "count": 2}]
+    assert app.get("/__admin/metrics?namespace=w1").json["requests"] == 2
+    app.delete("/__admin/metrics?namespace=w1")
+    assert app.get("/__admin/metrics").json["requests"] == 3
+    app.delete("/__admin/metrics")
+    assert app.get("/__admin/metrics").json["requests"] == 0
