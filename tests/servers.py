@@ -48,7 +48,7 @@ def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_pa
                 answer = requests.get(url + ready_path, timeout=1)
                 if ready_status is None or answer.status_code == ready_status:
                     break
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.Timeout):
                 pass
             if time.monotonic() > deadline:
                 raise ServerFailed(f"gunicorn not ready after {timeout}s:\n{_read(log.name)}")
