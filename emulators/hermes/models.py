@@ -8,7 +8,7 @@ import math
 
 from . import canonical, schemas
 from .errors import (
-    ApprovalNotActive, ApprovalNotPending, IdempotencyConflict, InvalidApprovalChoice,
+    ApprovalNotActive, HermesError, ApprovalNotPending, IdempotencyConflict, InvalidApprovalChoice,
     InvalidApprovalRequest, InvalidIdempotencyKey, InvalidRequest, InvalidSessionKey,
     InvalidSteerInput, RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun, Throttled,
     Unsupported)
@@ -282,27 +282,21 @@ class HermesBackend:
         key = (submission.key_header or "").strip()
         if not submission.raw:
             raise InvalidRequest("Invalid JSON")
-        with self.instance.transaction():
-            self._tick()
         try:
-            body = canonical.parse_strict(canonical.decode_body(submission.raw))
-        except canonical.InvalidJSONText:
-            raise InvalidRequest("Invalid JSON") from None
-        if key and not valid_idempotency_key(key):
-            raise InvalidIdempotencyKey()
-        validate_submission(body)
-        scope = self.scope()
-        fingerprint = None
-        if key:
-            try:
-                fingerprint = canonical.fingerprint(body, memory_key)
-            except canonical.LoneSurrogate:
-                raise Unsupported(
-                    "lone Unicode surrogates cannot be fingerprinted by the pinned provider") from None
+            body, fingerprint = self._validated(submission.raw, key, memory_key)
+        except HermesError:
             with self.instance.transaction():
+                self._tick()  # the sweep tick happens even when validation then fails (§3.1)
+            raise
+        scope = self.scope()
+        if key:
+            with self.instance.transaction():  # committed on its own: survives a 409 (§10.3)
+                self._tick()
                 self._prune()
         with self.instance.transaction():
-            if key:
+            if not key:
+                self._tick()
+            else:
                 reservation = self.store.reservation(scope, key)
                 if reservation is not None:
                     if reservation["fingerprint"] != fingerprint:
@@ -315,6 +309,24 @@ class HermesBackend:
                 raise Throttled()
             record = self._create(body, scope, key, fingerprint)
         return Admission(record["run_id"], "started", replayed=False, memory_key=memory_key)
+
+    @staticmethod
+    def _validated(raw, key, memory_key):
+        """Steps 6-9 of §3.1: parse, key rules, body rules, fingerprint; no side effects."""
+        try:
+            body = canonical.parse_strict(canonical.decode_body(raw))
+        except canonical.InvalidJSONText:
+            raise InvalidRequest("Invalid JSON") from None
+        if key and not valid_idempotency_key(key):
+            raise InvalidIdempotencyKey()
+        validate_submission(body)
+        if not key:
+            return body, None
+        try:
+            return body, canonical.fingerprint(body, memory_key)
+        except canonical.LoneSurrogate:
+            raise Unsupported(
+                "lone Unicode surrogates cannot be fingerprinted by the pinned provider") from None
 
     def _create(self, body, scope, key, fingerprint):
         now = self.now_s()
@@ -336,6 +348,12 @@ class HermesBackend:
 
     def get(self, run_id):
         """Return the visible run record (§5)."""
+        due = self.store.next_sweep()
+        if due is not None and self.now_s() < due:
+            # Fast path without the write lock: nothing to sweep and the run is cached here.
+            record, owner = self.store.run(run_id), self.store.owner(run_id)
+            if record is not None and owner is not None and owner["scope"] == self.scope():
+                return ordered(record)
         with self.instance.transaction():
             self._tick()
             record, _ = self._hydrate(run_id, self.scope())
