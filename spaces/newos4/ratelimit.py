@@ -9,7 +9,7 @@ import secrets
 import filelock
 
 from . import errors
-from .files import atomic_write, tmp_name
+from .files import tmp_name
 
 
 def retry_after_s(hits, now_ms, limit, window_ms):
@@ -54,9 +54,10 @@ class IpWindows:
                 recorded = []
                 yield lambda: recorded.append(now_ms)
                 if recorded:
-                    live = [h for h in hits if h > now_ms - self.window_ms] + recorded
-                    # Losing a window to a crash only forgets recent hits: no fsync needed.
-                    atomic_write(path, json.dumps({"hits": live}).encode(), durable=False)
+                    # Only the newest `limit` hits can ever decide a later request.
+                    live = sorted(h for h in hits if h > now_ms - self.window_ms)
+                    live = (live + recorded)[-self.limit:]
+                    _rewrite(path, json.dumps({"hits": live}).encode())
         except filelock.Timeout:
             raise errors.StoreBusy()
 
@@ -85,6 +86,17 @@ class IpWindows:
         if self._key is None:
             self._key = _load_or_create_key(self.folder / ".key")
         return hmac.new(self._key, address.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def _rewrite(path, data):
+    """Overwrite in place: every reader holds the lock, so no reader sees a partial write, and
+    a crash mid-write only forgets recent hits (an unreadable window counts as empty)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o640)
+    try:
+        os.write(fd, data)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
 
 
 def _load_hits(path):

@@ -42,8 +42,10 @@ class ChatPoll:
 
     def on_get(self, req, resp):
         thread = thread_of(req.get_header("X-Chat-Token"))
-        query = schemas.load(schemas.POLL_QUERY, _last_values(req.params))
-        resp.media = self.service.poll(thread, int(query["since"]))
+        since = req.params.get("since")
+        if isinstance(since, list):
+            since = since[-1]  # PHP keeps the last of repeated query parameters
+        resp.media = self.service.poll(thread, schemas.parse_since(since))
 
     def on_options(self, req, resp):
         raise falcon.HTTPMethodNotAllowed(["GET"])
@@ -82,8 +84,3 @@ def read_body(req, max_body, max_text):
         if size > max_body:
             raise errors.TooLarge(max_text)
     return b"".join(chunks)
-
-
-def _last_values(params):
-    """PHP keeps the last of repeated query parameters; so do we."""
-    return {k: (v[-1] if isinstance(v, list) else v) for k, v in params.items()}
