@@ -49,9 +49,9 @@ class RunsResource:
 
     @staticmethod
     def read_body(req):
-        raw_length = req.get_header("Content-Length")
-        if raw_length is not None:
-            if not raw_length.strip().isdigit():
+        raw_length = (req.get_header("Content-Length") or "").strip()
+        if raw_length:  # WSGI servers pass an empty CONTENT_LENGTH when the header is absent
+            if not raw_length.isdigit():
                 raise InvalidContentLength()
             if int(raw_length) > MAX_BODY:
                 raise BodyTooLarge()

@@ -143,3 +143,17 @@ def test_client_going_away_releases_the_stream(server):
                        timeout=5).status_code != 404:
         assert time.monotonic() < deadline, "the abandoned stream was never released"
         time.sleep(KEEPALIVE_S)
+
+
+def test_stop_without_content_length_as_curl_sends_it(server):
+    import socket
+    run_id = Consumer(server.url).submit({"input": "x"}, "k")[0].json()["run_id"]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        sock.sendall(f"POST /v1/runs/{run_id}/stop HTTP/1.1\r\nHost: x\r\n"
+                     "Connection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.0 200") and json.loads(body) == {
+        "run_id": run_id, "status": "stopping"}
