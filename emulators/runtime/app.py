@@ -159,6 +159,7 @@ class Runtime:
             status, headers, body, namespace = self.admin.handle(
                 environ, path[len(self.admin_prefix):] or "/",
                 header_ns if header_ns is not None else carrier_ns)
+            headers.append(("content-length", str(len(body))))
             headers.append(("x-mockingbird", self.stamp(namespace)))
             start_response(status, headers)
             return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
@@ -188,7 +189,8 @@ class Runtime:
                 entry["request"] = _request_meta(environ)
             if journal:
                 self._log(entry, started)
-            start_response(status, [*headers, *echo, ("x-mockingbird", self.stamp(namespace))])
+            start_response(status, [*headers, ("content-length", str(len(body))), *echo,
+                                    ("x-mockingbird", self.stamp(namespace))])
             return [] if method == "HEAD" else [body]
 
         if not NAMESPACE.match(namespace):

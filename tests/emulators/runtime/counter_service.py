@@ -1,5 +1,5 @@
 """A test-only key-value/counter service that exercises every part of the runtime contract."""
-import json
+import os
 
 import falcon
 
@@ -88,8 +88,15 @@ class Boom:
         raise RuntimeError("secret internal detail")
 
 
+class WorkerPid:
+    """Tell which process answered (the gunicorn tests prove state crosses workers)."""
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        resp.set_header("x-worker-pid", str(os.getpid()))
+
+
 def provider_app():
-    app = falcon.App()
+    app = falcon.App(middleware=[WorkerPid()])
     app.add_route("/items", Items())
     app.add_route("/items/{item_id}", Item())
     app.add_route("/counter", Counter())

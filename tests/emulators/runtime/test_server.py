@@ -1,0 +1,120 @@
+"""serve(): a real socket, drops that close it, unbuffered streams, no tracebacks; the CLI."""
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import requests
+
+from emulators.runtime import serve
+from emulators.runtime.cli import main
+from tests.emulators.runtime.counter_service import service
+from tests.servers import REPO
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve(service) as running:
+        yield running
+
+
+def test_serve_gives_url_and_context_manager(tmp_path):
+    with serve(service, db=str(tmp_path / "s.db")) as running:
+        assert running.url.startswith("http://127.0.0.1:")
+        assert requests.get(running.url + "/counter").json() == {"value": 0}
+        url = running.url
+    with pytest.raises(requests.ConnectionError):
+        requests.get(url + "/counter", timeout=2)
+
+
+def test_drop_closes_the_socket_without_an_answer(server):
+    server.reset()
+    requests.post(server.admin_url + "/faults", json={"operationId": "getCounter", "drop": True,
+                                                      "count": 1})
+    with pytest.raises(requests.ConnectionError):
+        requests.get(server.url + "/counter", timeout=5)
+    assert requests.get(server.url + "/counter").status_code == 200
+    journal = requests.get(server.admin_url + "/requests").json()["requests"]
+    assert [e["status"] for e in journal] == [0, 200]
+
+
+def test_stream_chunks_arrive_before_the_stream_ends(server):
+    started = time.monotonic()
+    with requests.get(server.url + "/stream?n=3&wait=1", stream=True, timeout=10) as res:
+        assert res.headers["content-type"].startswith("text/event-stream")
+        lines = res.iter_lines(chunk_size=1)
+        first = next(lines)
+        first_at = time.monotonic() - started
+        rest = list(lines)
+    assert first == b"data: 0" and b"data: 2" in rest
+    assert first_at < 0.3 < time.monotonic() - started  # unbuffered: 1st before the sleeps
+
+
+def test_unhandled_error_is_500_without_traceback(server):
+    res = requests.get(server.url + "/boom")
+    assert res.status_code == 500
+    assert res.json() == {"error": {"type": "mockingbird_internal", "message": "internal error"}}
+    assert "secret internal detail" not in res.text and "Traceback" not in res.text
+
+
+def test_concurrent_clients(server):
+    server.reset()
+    results = []
+
+    def worker():
+        for _ in range(5):
+            results.append(requests.post(server.url + "/counter").status_code)
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [200] * 30
+    assert requests.get(server.url + "/counter").json()["value"] == 30
+
+
+def test_cli_help_explains_itself():
+    out = subprocess.run([sys.executable, "-m", "emulators", "serve", "--help"], cwd=REPO,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0
+    for needle in ("--port", "--host", "--db", "EMULATORS_ADMIN_KEY", "hermes", "github"):
+        assert needle in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "emulators", "serve", "nope"], cwd=REPO,
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2
+
+
+def test_cli_serves_until_signalled(tmp_path, capsys):
+    from tests.servers import unused_port
+    port = unused_port()
+    done = {}
+    # Signals can only be installed on the main thread: capture the handler and call it.
+    import signal
+    captured = {}
+    real_signal = signal.signal
+
+    def fake_signal(signum, handler):
+        captured[signum] = handler
+    signal.signal = fake_signal
+    try:
+        thread = threading.Thread(target=lambda: done.setdefault("rc", main(
+            ["serve", "hermes", "--port", str(port), "--db", str(tmp_path / "c.db")],
+            environ={}, loader=lambda name: service)))
+        thread.start()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        assert requests.get(f"http://127.0.0.1:{port}/__admin/health").json()["service"] == \
+            "counter"
+        captured[signal.SIGTERM]()
+        thread.join(timeout=10)
+    finally:
+        signal.signal = real_signal
+    assert done["rc"] == 0
+    assert f"counter emulator listening on http://127.0.0.1:{port}" in capsys.readouterr().out
