@@ -8,7 +8,7 @@ import logging
 
 import falcon
 
-from emulators.runtime.service import Service
+from emulators.runtime import Service
 
 from . import errors, resources
 from .openapi import DOCUMENT

@@ -2,7 +2,7 @@
 
 Models and schemas raise these; the provider app and the admin handlers serialise them once.
 """
-from emulators.runtime.errors import EmulatorError
+from emulators.runtime import EmulatorError
 
 API_VERSION = "2026-03-10"
 

@@ -5,7 +5,7 @@ report their ids to the journal and honour the `github.accepted_drop` effect (co
 """
 from urllib.parse import parse_qsl
 
-from emulators.runtime.instance import instance_of
+from emulators.runtime import instance_of
 
 from . import context, errors, schemas
 from .models import GitHubBackend
