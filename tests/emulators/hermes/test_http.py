@@ -157,3 +157,13 @@ def test_stop_without_content_length_as_curl_sends_it(server):
     head, _, body = answer.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.0 200") and json.loads(body) == {
         "run_id": run_id, "status": "stopping"}
+
+
+def test_python_first_serve_api(tmp_path):
+    import emulators.hermes
+    with emulators.hermes.serve(db=str(tmp_path / "s.sqlite3")) as hermes:
+        res = requests.post(hermes.url + "/v1/runs", json={"input": "x"}, timeout=5)
+        assert res.status_code == 202
+        health = requests.get(hermes.url + "/__admin/health", timeout=5).json()
+        assert health["service"] == "hermes" and health["unsupported"] == []
+        assert len(health["operations"]) == 6
