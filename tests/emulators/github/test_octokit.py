@@ -1,0 +1,45 @@
+"""@octokit/rest, unmodified, under Node against the served emulator (root and mounted).
+
+Skipped with a reason when `node`/`npm` are missing or the package cannot be installed; it is
+installed into the git-ignored `var/octokit/` on first use.
+"""
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .test_pygithub import served  # noqa: F401  (the same served emulators)
+
+REPO = Path(__file__).resolve().parents[3]
+HERE = Path(__file__).resolve().parent
+FOLDER = REPO / "var" / "octokit"
+PACKAGE = "@octokit/rest@22.0.1"
+
+
+@pytest.fixture(scope="session")
+def octokit_folder():
+    if not shutil.which("node") or not shutil.which("npm"):
+        pytest.skip("node and npm are not on this machine")
+    if not (FOLDER / "node_modules" / "@octokit" / "rest").is_dir():
+        FOLDER.mkdir(parents=True, exist_ok=True)
+        if not (FOLDER / "package.json").exists():
+            (FOLDER / "package.json").write_text('{"name":"octokit-consumer","private":true}\n')
+        try:
+            done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", PACKAGE],
+                                  cwd=FOLDER, capture_output=True, text=True, timeout=240)
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"npm install {PACKAGE} timed out")
+        if done.returncode:
+            pytest.skip(f"npm install {PACKAGE} failed: {done.stderr[-500:]}")
+    # ESM resolves packages from the script's folder, so the script runs from there
+    shutil.copy(HERE / "octokit_flow.mjs", FOLDER / "octokit_flow.mjs")
+    return FOLDER
+
+
+def test_octokit_full_flow(served, octokit_folder):  # noqa: F811
+    base, admin = served
+    done = subprocess.run(["node", "octokit_flow.mjs", base, admin], cwd=octokit_folder,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "octokit flow ok" in done.stdout
