@@ -41,8 +41,8 @@ def test_only_app_and_resources_import_falcon_and_only_schemas_import_marshmallo
 
 
 def test_chat_layers_point_down():
-    order = ["app", "resources", "schemas", "service", "ratelimit", "store", "files", "errors",
-             "settings", "clock"]
+    order = ["app", "resources", "schemas", "relay", "service", "ratelimit", "store",
+             "hermes_client", "files", "errors", "settings", "clock"]
     for path in python_files("spaces/newos4"):
         if path.stem not in order:
             continue

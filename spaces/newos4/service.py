@@ -98,15 +98,55 @@ class ChatService:
                 raise errors.ThreadNotFound(f"no such thread: {thread}")
             if rate_limited:
                 self._check_thread_window(messages, now)
-            epoch = max(now, messages[-1]["epoch"] + 1) if messages else now
-            message = {"id": self._message_id(epoch), "epoch": epoch, "ts": iso_ts(epoch),
-                       "author": author, "text": text}
-            doc["messages"] = self._retain(messages + [message], now)
-            appended.update(message)
+            appended.update(self._new_message(messages, text, author, now))
+            doc["messages"] = self._retain(messages + [appended], now)
             return doc
 
         self.store.update(thread, change, max_threads=self.settings.max_threads)
         return appended
+
+    def _new_message(self, messages, text, author, now):
+        """A message whose epoch is strictly after every message before it."""
+        epoch = max(now, messages[-1]["epoch"] + 1) if messages else now
+        return {"id": self._message_id(epoch), "epoch": epoch, "ts": iso_ts(epoch),
+                "author": author, "text": text}
+
+    def deliver(self, thread, question_id, parts):
+        """Append Hermes' answer to `question_id` as `parts`, all in one write, exactly once.
+
+        Returns "delivered", "already delivered" (a retry after a crash), "superseded" (a newer
+        browser message came after the question, or the question is gone) or "answered"
+        (somebody else replied as hermes first). Only "delivered" writes.
+        """
+        for part in parts:
+            self.check_text(part)
+        now = self.clock.now_ms()
+        outcome = []
+
+        def change(doc):
+            messages = doc["messages"]
+            ids = [m["id"] for m in messages]
+            if question_id not in ids:
+                outcome.append("superseded")
+                return None
+            after = messages[ids.index(question_id) + 1:]
+            if any(m["author"] != "hermes" for m in after):
+                outcome.append("superseded")
+                return None
+            delivered = [m["text"] for m in after]
+            if delivered != list(parts[:len(delivered)]):
+                outcome.append("answered")
+                return None
+            if len(delivered) == len(parts):
+                outcome.append("already delivered")
+                return None
+            for part in parts[len(delivered):]:
+                messages = messages + [self._new_message(messages, part, "hermes", now)]
+            outcome.append("delivered")
+            return {**doc, "messages": self._retain(messages, now)}
+
+        self.store.update(thread, change)
+        return outcome[0]
 
     def _check_thread_window(self, messages, now):
         """Per-thread window, counted from the thread itself under its lock: exact across workers."""
@@ -156,7 +196,7 @@ class ChatService:
             if not doc or not doc["messages"]:
                 continue
             last = doc["messages"][-1]
-            row = {"thread": thread, "messages": len(doc["messages"]),
+            row = {"thread": thread, "messages": len(doc["messages"]), "last_id": last["id"],
                    "awaiting": last["author"] != "hermes", "last_epoch": last["epoch"],
                    "last_ts": last["ts"], "last_author": last["author"]}
             if row["awaiting"] or not awaiting_only:

@@ -26,6 +26,15 @@ class Settings:
     keep_messages: int = 200
     keep_days: int = 30
     poll_limit: int = 50
+    # The relay (cron/relay.py): where Hermes is and how hard to try.
+    hermes_api_url: str = ""
+    hermes_api_key: str = ""
+    relay_budget_s: int = 45
+    relay_max_in_flight: int = 4
+    relay_max_attempts: int = 5
+    relay_history: int = 20
+    relay_run_timeout_s: int = 1800
+    relay_http_timeout_s: int = 10
 
     @property
     def chat_dir(self):
@@ -53,6 +62,13 @@ class Settings:
                     raise SettingsError(
                         f"NEWOS4_TRUSTED_PROXIES: {proxy!r} is not an IP address or network")
             values["trusted_proxies"] = proxies
+        if environ.get("HERMES_API_URL"):
+            url = environ["HERMES_API_URL"].strip().rstrip("/")
+            if not url.startswith(("http://", "https://")):
+                raise SettingsError(f"HERMES_API_URL: expected an http(s) URL, got {url!r}")
+            values["hermes_api_url"] = url
+        if environ.get("HERMES_API_KEY"):
+            values["hermes_api_key"] = environ["HERMES_API_KEY"].strip()
         for field, minimum in _LIMITS.items():
             name = "NEWOS4_" + field.upper()
             raw = environ.get(name)
@@ -68,4 +84,6 @@ class Settings:
 _LIMITS = {
     "max_text": 1, "max_body": 1, "rate_thread": 1, "rate_ip": 1, "rate_window_s": 1,
     "max_threads": 1, "keep_messages": 1, "keep_days": 1, "poll_limit": 1,
+    "relay_budget_s": 1, "relay_max_in_flight": 1, "relay_max_attempts": 1, "relay_history": 0,
+    "relay_run_timeout_s": 1, "relay_http_timeout_s": 1,
 }

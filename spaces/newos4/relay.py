@@ -1,0 +1,291 @@
+"""The relay: hand waiting chat threads to Hermes' runs API and write its answers back.
+
+One invocation (a cron tick) polls the runs it has in flight, delivers finished answers, then
+submits newly waiting threads, within a time budget; it never waits in a loop. Its state
+(thread -> question, run, attempts, next retry) lives in `$NEWOS4_DATA_DIR/relay/state.json`,
+written atomically. Every submission carries an Idempotency-Key derived from the thread, the
+question's message id and a generation counter, so a crash between submit and record, or a
+lost response, replays the same run instead of starting a second one.
+"""
+import json
+import time
+
+import filelock
+
+from . import errors
+from .files import atomic_write
+from .hermes_client import HermesUnreachable
+
+ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
+FAILED = {"failed", "cancelled", "interrupted"}
+MAX_BACKOFF_S = 3600
+
+
+class RelayBusy(Exception):
+    """Another relay invocation holds the lock."""
+
+
+def split_text(text, limit):
+    """Cut `text` into parts of at most `limit` code points whose concatenation is `text`.
+
+    Cuts after a paragraph break, else a line break, else a space, else hard at the limit.
+    """
+    parts = []
+    while len(text) > limit:
+        window = text[:limit]
+        cut = 0
+        for separator in ("\n\n", "\n", " "):
+            position = window.rfind(separator)
+            if position > 0:
+                cut = position + len(separator)
+                break
+        cut = cut or limit
+        parts.append(text[:cut])
+        text = text[cut:]
+    if text:
+        parts.append(text)
+    return parts
+
+
+class RelayState:
+    """Per-thread relay records in one JSON file, replaced atomically after every change."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self.threads = json.loads(path.read_text())["threads"]
+        except FileNotFoundError:
+            self.threads = {}
+
+    def save(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.path, json.dumps({"threads": self.threads}, indent=1,
+                                           sort_keys=True).encode())
+
+
+class Relay:
+    """One relay invocation over `service` (the chat rules) and `client` (a HermesClient)."""
+
+    def __init__(self, service, client, *, log, monotonic=time.monotonic):
+        self.service = service
+        self.settings = service.settings
+        self.client = client
+        self.log = log
+        self.monotonic = monotonic
+        self.state = RelayState(self.settings.data_dir / "relay" / "state.json")
+        self.problems = 0
+
+    def run(self):
+        """Poll in-flight runs, then submit waiting threads; return the number of problems."""
+        deadline = self.monotonic() + self.settings.relay_budget_s
+        waiting = {row["thread"]: row for row in self.service.summaries(awaiting_only=True)}
+        for thread in sorted(self.state.threads):
+            if self.monotonic() > deadline:
+                self._say("time budget spent; the rest waits for the next run", problem=False)
+                return self.problems
+            self._follow(thread, waiting.get(thread))
+        # Delivering changed which threads wait: look again before submitting.
+        waiting = self.service.summaries(awaiting_only=True)
+        for row in sorted(waiting, key=lambda r: r["last_epoch"]):
+            if self.monotonic() > deadline:
+                self._say("time budget spent; the rest waits for the next run", problem=False)
+                break
+            if not self._submit(row):
+                break
+        return self.problems
+
+    # -- in-flight runs ------------------------------------------------------------------
+
+    def _follow(self, thread, waiting_row):
+        entry = self.state.threads[thread]
+        if waiting_row is None:
+            self._stop_quietly(entry)
+            self._forget(thread, "answered or gone; dropping its relay record")
+            return
+        if waiting_row["last_id"] != entry["question"]:
+            self._stop_quietly(entry)
+            self._say(f"thread={thread} got a newer message {waiting_row['last_id']}: "
+                      f"superseding run={entry.get('run_id')} for {entry['question']}",
+                      problem=False)
+            del self.state.threads[thread]
+            self.state.save()
+            return
+        if not entry.get("run_id"):
+            return  # submitted but unconfirmed: _submit replays it with the same key
+        try:
+            answer = self.client.get_run(entry["run_id"])
+        except HermesUnreachable as exc:
+            self._say(f"thread={thread} poll run={entry['run_id']} failed: {exc}")
+            return
+        run = answer.body if isinstance(answer.body, dict) else {}
+        status = run.get("status")
+        if answer.status == 404:
+            self._failed(thread, entry, f"run {entry['run_id']} is unknown to Hermes (404)")
+        elif answer.status != 200:
+            self._say(f"thread={thread} poll run={entry['run_id']}: {answer.error_text()}")
+        elif status == "completed":
+            self._deliver(thread, entry, run)
+        elif status in FAILED:
+            self._failed(thread, entry, f"run {entry['run_id']} {status}: "
+                                        f"{run.get('error') or run.get('last_event')}")
+        elif self._now() - entry["submitted_ms"] > self.settings.relay_run_timeout_s * 1000:
+            self._stop_quietly(entry)
+            self._failed(thread, entry, f"run {entry['run_id']} still {status} after "
+                                        f"{self.settings.relay_run_timeout_s}s; stopped it")
+
+    def _deliver(self, thread, entry, run):
+        output = run.get("output")
+        if not isinstance(output, str) or output == "":
+            self._failed(thread, entry, f"run {entry['run_id']} completed with no output")
+            return
+        parts = split_text(output, self.settings.max_text)
+        outcome = self.service.deliver(thread, entry["question"], parts)
+        if outcome == "superseded":
+            self._say(f"thread={thread} run={entry['run_id']} answered {entry['question']} "
+                      "but a newer message came first; its output is discarded", problem=False)
+            del self.state.threads[thread]
+            self.state.save()
+            return
+        split = f" in {len(parts)} parts (over {self.settings.max_text} chars)" \
+            if len(parts) > 1 else ""
+        self._forget(thread, f"run={entry['run_id']} {outcome}{split}")
+
+    def _failed(self, thread, entry, why):
+        entry["attempts"] += 1
+        entry["generation"] += 1
+        entry["run_id"] = None
+        delay_s = min(MAX_BACKOFF_S, 60 * 2 ** (entry["attempts"] - 1))
+        entry["next_ms"] = self._now() + delay_s * 1000
+        self.state.save()
+        if entry["attempts"] >= self.settings.relay_max_attempts:
+            self._say(f"GAVE UP thread={thread} question={entry['question']} after "
+                      f"{entry['attempts']} attempts ({why}); it stays waiting until a new "
+                      "message arrives or someone replies with scripts/chat.py")
+        else:
+            self._say(f"thread={thread} {why}; retry {entry['attempts'] + 1} in {delay_s}s "
+                      "with a fresh key")
+
+    def _stop_quietly(self, entry):
+        if entry.get("run_id"):
+            try:
+                self.client.stop_run(entry["run_id"])
+            except HermesUnreachable:
+                pass  # best effort: the run's output will be ignored anyway
+
+    def _forget(self, thread, why):
+        del self.state.threads[thread]
+        self.state.save()
+        self._say(f"thread={thread} {why}", problem=False)
+
+    # -- submissions ---------------------------------------------------------------------
+
+    def _submit(self, row):
+        """Submit (or replay) `row`'s question; False when no more may start this run."""
+        thread = row["thread"]
+        entry = self.state.threads.get(thread)
+        if entry is None:
+            entry = {"question": row["last_id"], "generation": 0, "attempts": 0,
+                     "run_id": None, "next_ms": 0, "submitted_ms": None}
+        if entry.get("run_id"):
+            return True
+        if entry["attempts"] >= self.settings.relay_max_attempts:
+            self._say(f"thread={thread} waits: gave up after {entry['attempts']} attempts",
+                      problem=False)
+            return True
+        if entry["next_ms"] > self._now():
+            return True
+        in_flight = sum(1 for e in self.state.threads.values() if e.get("run_id"))
+        if in_flight >= self.settings.relay_max_in_flight:
+            self._say(f"{in_flight} runs in flight (max {self.settings.relay_max_in_flight}); "
+                      "later threads wait", problem=False)
+            return False
+        key = f"newos4-{thread}-{entry['question']}-{entry['generation']}"
+        entry["key"] = key
+        self.state.threads[thread] = entry
+        self.state.save()  # before submitting: a crash now replays with the same key
+        body = self._run_body(thread, entry["question"])
+        if body is None:
+            del self.state.threads[thread]
+            self.state.save()
+            return True
+        answer = None
+        for attempt in (1, 2):  # one immediate replay recovers a lost response
+            try:
+                answer = self.client.submit_run(body, idempotency_key=key)
+                break
+            except HermesUnreachable as exc:
+                self._say(f"thread={thread} submit key={key} got no answer ({exc})"
+                          + ("; replaying" if attempt == 1 else "; will replay next run"))
+        if answer is None:
+            return True
+        if answer.status == 202 and isinstance(answer.body, dict) and answer.body.get("run_id"):
+            entry["run_id"] = answer.body["run_id"]
+            entry["submitted_ms"] = self._now()
+            self.state.save()
+            replayed = " (replayed)" if answer.body.get("replayed") else ""
+            self._say(f"thread={thread} question={entry['question']} submitted "
+                      f"run={entry['run_id']}{replayed}", problem=False)
+        elif answer.status in (429, 503):
+            wait_s = max(1, answer.retry_after_s(60))
+            entry["generation"] += 1
+            entry["next_ms"] = self._now() + wait_s * 1000
+            self.state.save()
+            self._say(f"thread={thread} Hermes is busy ({answer.error_text()}); retry after "
+                      f"{wait_s}s with a fresh key", problem=False)
+            return False
+        elif answer.status == 409:
+            entry["generation"] += 1
+            self.state.save()
+            self._say(f"thread={thread} key={key} conflicts ({answer.error_text()}); the next "
+                      "run uses a fresh key")
+        else:
+            self._failed(thread, entry, f"submit refused: {answer.error_text()}")
+        return True
+
+    def _run_body(self, thread, question_id):
+        """The run request: the question as input, earlier messages as history."""
+        try:
+            messages = self.service.history(thread)
+        except errors.ThreadNotFound:
+            return None
+        ids = [m["id"] for m in messages]
+        if question_id not in ids:
+            return None
+        at = ids.index(question_id)
+        earlier = messages[max(0, at - self.settings.relay_history):at] \
+            if self.settings.relay_history else []
+        return {
+            "input": messages[at]["text"],
+            "conversation_history": [
+                {"role": "assistant" if m["author"] == "hermes" else "user",
+                 "content": m["text"]} for m in earlier],
+            "session_id": f"newos4-{thread}",
+        }
+
+    def _now(self):
+        return self.service.clock.now_ms()
+
+    def _say(self, line, *, problem=True):
+        if problem:
+            self.problems += 1
+        self.log(("relay: PROBLEM " if problem else "relay: ") + line, problem)
+
+
+def cron_tick(service, *, sweep_only, log, client=None):
+    """What cron runs each minute, under the relay lock: the retention sweep, then the relay.
+
+    Returns the number of problems; raises RelayBusy when another invocation holds the lock.
+    """
+    settings = service.settings
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with filelock.FileLock(settings.data_dir / "relay.lock", timeout=0):
+            log("relay: sweep " + json.dumps(service.sweep(), sort_keys=True), False)
+            if sweep_only:
+                return 0
+            if client is None:
+                log("relay: HERMES_API_URL is not set: swept only", False)
+                return 0
+            return Relay(service, client, log=log).run()
+    except filelock.Timeout:
+        raise RelayBusy()
