@@ -235,6 +235,18 @@ class Runtime:
 
         instance = Instance(self, namespace, branch, key, method=method,
                             base_url=public_base(environ), hits=hits)
+        if method in MUTATING and scratch is None:
+            # One write transaction for the handler's writes, the checkpoint and the journal:
+            # a single commit per mutation. Committed even when the handler raises or drops.
+            with self.db.transaction(commit_on_error=True):
+                return self._dispatch(environ, start_response, instance, entry, echo, started,
+                                      scratch, answer)
+        return self._dispatch(environ, start_response, instance, entry, echo, started, scratch,
+                              answer)
+
+    def _dispatch(self, environ, start_response, instance, entry, echo, started, scratch,
+                  answer):
+        namespace, branch, method = instance.namespace, instance.branch, instance.method
         env = dict(environ)
         env["emulators.instance"] = instance
         captured = {}
@@ -259,18 +271,18 @@ class Runtime:
         headers = _rebase_location(captured["headers"], env.get("SCRIPT_NAME", ""))
         code = int(status.split()[0])
         entry["status"] = code
-        checkpoint = None
+        commit = None
         if method in MUTATING and 200 <= code < 400 and scratch is None:
             if instance.accepted and instance.writes == instance.accepted_at_writes:
-                checkpoint = instance.accepted
+                headers.append(("x-mockingbird-checkpoint", instance.accepted))
             else:
-                checkpoint = self.timeline.commit(namespace, branch)["id"]
-            headers.append(("x-mockingbird-checkpoint", checkpoint))
+                commit = branch
         self._finish_accepted(instance, entry)
         if code >= 400 and "faultId" not in entry:
             entry["request"] = _request_meta(environ)
-        instance.in_flight = False
-        self._log(entry, started)
+        checkpoint = self._log(entry, started, commit=commit)
+        if checkpoint:
+            headers.append(("x-mockingbird-checkpoint", checkpoint))
         start_response(status, [*headers, *echo, ("x-mockingbird", self.stamp(namespace))])
         if isinstance(result, (list, tuple)) and scratch is None:
             return [*captured.get("early", ()), *result]
@@ -286,12 +298,19 @@ class Runtime:
             entry["accepted"] = True
             entry["checkpoint"] = instance.accepted
 
-    def _log(self, entry, started):
+    def _log(self, entry, started, commit=None):
+        """Journal and count the request; commit a checkpoint of branch `commit` in the same
+        transaction (one write per request for both). Return the checkpoint id or None."""
         entry["durationMs"] = round((time.perf_counter() - started) * 1000, 2)
         namespace = entry["namespace"]
-        at = self.clocks.now_ms(namespace) if NAMESPACE.match(namespace) else wall_ms()
-        with self.db.transaction() as conn:
-            self.journal.record(conn, entry, at)
+        valid = NAMESPACE.match(namespace)
+        checkpoint = None
+        with self.db.transaction(savepoint=False) as conn:
+            clock = self.clocks.state(namespace) if valid else {"now": wall_ms()}
+            if commit is not None:
+                checkpoint = self.timeline.commit(namespace, commit, clock)["id"]
+            self.journal.record(conn, entry, clock["now"])
+        return checkpoint
 
     def _cleanup(self, scratch):
         if scratch is not None:

@@ -11,46 +11,47 @@ from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS namespaces (
-    service TEXT NOT NULL, namespace TEXT NOT NULL, PRIMARY KEY (service, namespace));
+    service TEXT NOT NULL, namespace TEXT NOT NULL,
+    PRIMARY KEY (service, namespace)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS records (
     service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
     collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,
-    PRIMARY KEY (service, key, collection, id));
+    PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_seq ON records (service, key, collection, seq);
-CREATE INDEX IF NOT EXISTS records_ns ON records (service, namespace);
 CREATE TABLE IF NOT EXISTS sequences (
     service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
-    value INTEGER NOT NULL, PRIMARY KEY (service, key, name));
-CREATE INDEX IF NOT EXISTS sequences_ns ON sequences (service, namespace);
+    value INTEGER NOT NULL, PRIMARY KEY (service, key, name)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS rngs (
     service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, state INTEGER NOT NULL,
-    PRIMARY KEY (service, key));
-CREATE INDEX IF NOT EXISTS rngs_ns ON rngs (service, namespace);
+    PRIMARY KEY (service, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS clocks (
     service TEXT NOT NULL, namespace TEXT NOT NULL, frozen INTEGER NOT NULL,
-    now_ms INTEGER NOT NULL, offset_ms INTEGER NOT NULL, PRIMARY KEY (service, namespace));
+    now_ms INTEGER NOT NULL, offset_ms INTEGER NOT NULL,
+    PRIMARY KEY (service, namespace)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS fault_ids (n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT);
 CREATE TABLE IF NOT EXISTS faults (
     service TEXT NOT NULL, namespace TEXT NOT NULL, id TEXT NOT NULL, ord INTEGER NOT NULL,
     rule TEXT NOT NULL, remaining INTEGER, hits INTEGER NOT NULL DEFAULT 0,
-    seen INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (service, namespace, id));
+    seen INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (service, namespace, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
     at_ms INTEGER NOT NULL, operation TEXT, status INTEGER NOT NULL, entry TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS journal_ns ON journal (service, namespace, seq);
 CREATE TABLE IF NOT EXISTS metrics (
     service TEXT NOT NULL, namespace TEXT NOT NULL, operation TEXT NOT NULL,
     method TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL,
     count INTEGER NOT NULL, faults INTEGER NOT NULL, duration_ms REAL NOT NULL,
-    PRIMARY KEY (service, namespace, operation, method, path, status));
-CREATE TABLE IF NOT EXISTS checkpoints (
+    PRIMARY KEY (service, namespace, operation, method, path, status)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS timeline_nodes (
     n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
     branch TEXT NOT NULL, parent TEXT, at_ms INTEGER NOT NULL, pinned INTEGER NOT NULL DEFAULT 0,
-    value TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS checkpoints_ns ON checkpoints (service, namespace, n);
+    sequences TEXT NOT NULL, rng INTEGER, clock_now INTEGER NOT NULL,
+    clock_frozen INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS timeline_records (
+    n INTEGER NOT NULL, namespace TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL,
+    seq INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY (n, collection, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS branches (
     service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL, head TEXT NOT NULL,
-    PRIMARY KEY (service, namespace, branch));
+    PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
 """
 
 
@@ -80,7 +81,7 @@ class Database:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                    timeout=self.busy_timeout_ms / 1000)
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA synchronous=OFF")
         conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
         with self._schema_lock:
             if not self._schema_ready:
@@ -113,15 +114,34 @@ class Database:
         return conn
 
     @contextlib.contextmanager
-    def transaction(self):
-        """Run the block as one `BEGIN IMMEDIATE` transaction; nested blocks join the outer one."""
+    def transaction(self, *, commit_on_error=False, savepoint=True):
+        """Run the block as one `BEGIN IMMEDIATE` transaction.
+
+        A nested block is a SAVEPOINT of the outer one (rolled back alone when it raises).
+        `commit_on_error` keeps what the block wrote even when it raises (the runtime's batch
+        around a mutating request: a handler's writes persist as they would without it).
+        `savepoint=False` joins an outer transaction without a savepoint (runtime blocks that
+        cannot fail halfway).
+        """
         conn = self.conn
-        if self._local.depth:
-            self._local.depth += 1
+        depth = self._local.depth
+        if depth and not savepoint:
+            yield conn
+            return
+        if depth:
+            name = f"sp{depth}"
+            conn.execute(f"SAVEPOINT {name}")
+            self._local.depth = depth + 1
             try:
                 yield conn
+            except BaseException:
+                if not commit_on_error:
+                    conn.execute(f"ROLLBACK TO {name}")
+                conn.execute(f"RELEASE {name}")
+                raise
             finally:
-                self._local.depth -= 1
+                self._local.depth = depth
+            conn.execute(f"RELEASE {name}")
             return
         conn.execute("BEGIN IMMEDIATE")
         self._local.depth = 1
@@ -129,7 +149,7 @@ class Database:
             yield conn
         except BaseException:
             self._local.depth = 0
-            conn.execute("ROLLBACK")
+            conn.execute("COMMIT" if commit_on_error else "ROLLBACK")
             raise
         self._local.depth = 0
         conn.execute("COMMIT")

@@ -41,34 +41,38 @@ class Timeline:
         self.max_checkpoints = max_checkpoints
 
     # -- capture and restore ------------------------------------------------------------
-    def capture(self, conn, namespace, key):
-        """Return the value of a checkpoint: rows, sequences, clock and RNG of a key."""
-        rows = conn.execute("SELECT collection, id, seq, value FROM records WHERE service=? AND"
-                            " key=? ORDER BY collection, seq", (self._service, key)).fetchall()
-        sequences = dict(conn.execute("SELECT name, value FROM sequences WHERE service=? AND"
-                                      " key=?", (self._service, key)).fetchall())
-        rng = conn.execute("SELECT state FROM rngs WHERE service=? AND key=?",
-                           (self._service, key)).fetchone()
-        clock = self._clocks.state(namespace)
-        return {"records": [list(row) for row in rows], "sequences": sequences,
-                "rng": self._seed_state if rng is None else rng[0],
-                "clock": {"now": clock["now"], "frozen": clock["frozen"]}}
+    # Checkpoint rows are copied inside SQLite (INSERT … SELECT): no Python round trip per row.
+    def _capture(self, conn, namespace, branch, parent, clock):
+        key = storage_key(namespace, branch)
+        service = self._service
+        n = conn.execute(
+            "INSERT INTO timeline_nodes (service, namespace, branch, parent, at_ms, sequences,"
+            " rng, clock_now, clock_frozen) VALUES (?, ?, ?, ?, ?, (SELECT"
+            " coalesce(json_group_object(name, value), '{}') FROM sequences WHERE service=? AND"
+            " key=?), (SELECT state FROM rngs WHERE service=? AND key=?), ?, ?)",
+            (service, namespace, branch, parent, clock["now"], service, key, service, key,
+             clock["now"], int(clock["frozen"]))).lastrowid
+        count = conn.execute(
+            "INSERT INTO timeline_records (n, namespace, collection, id, seq, value) SELECT ?,"
+            " namespace, collection, id, seq, value FROM records WHERE service=? AND key=?",
+            (n, service, key)).rowcount
+        return n, count
 
-    def restore_storage(self, conn, namespace, key, value):
-        """Replace a key's rows, sequences and RNG with a checkpoint value."""
+    def restore_storage(self, conn, namespace, key, node):
+        """Replace a key's rows, sequences and RNG with those of a checkpoint node."""
         service = self._service
         conn.execute("DELETE FROM records WHERE service=? AND key=?", (service, key))
         conn.execute("DELETE FROM sequences WHERE service=? AND key=?", (service, key))
-        conn.executemany(
-            "INSERT INTO records (service, namespace, key, collection, id, seq, value) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?)",
-            [(service, namespace, key, c, i, s, v) for c, i, s, v in value["records"]])
+        conn.execute("INSERT INTO records (service, namespace, key, collection, id, seq, value)"
+                     " SELECT ?, ?, ?, collection, id, seq, value FROM timeline_records WHERE"
+                     " n=?", (service, namespace, key, node["n"]))
         conn.executemany(
             "INSERT INTO sequences (service, namespace, key, name, value) VALUES (?, ?, ?, ?, ?)",
-            [(service, namespace, key, name, n) for name, n in value["sequences"].items()])
+            [(service, namespace, key, name, v) for name, v in node["sequences"].items()])
         conn.execute("INSERT INTO rngs (service, namespace, key, state) VALUES (?, ?, ?, ?)"
                      " ON CONFLICT (service, key) DO UPDATE SET state=excluded.state",
-                     (service, namespace, key, value["rng"]))
+                     (service, namespace, key,
+                      self._seed_state if node["rng"] is None else node["rng"]))
 
     def drop_storage(self, key):
         """Delete a scratch key's rows."""
@@ -84,16 +88,20 @@ class Timeline:
                                  " namespace=? ORDER BY branch", (self._service, namespace)))
 
     def find(self, conn, namespace, cp_id):
-        """Return (id, branch, parent, at_ms, value) of a checkpoint of this namespace, or 409."""
+        """Return the node of a checkpoint of this namespace, or raise 409."""
         match = CP.match(cp_id) if isinstance(cp_id, str) else None
         row = None
         if match:
-            row = conn.execute("SELECT n, branch, parent, at_ms, value FROM checkpoints WHERE"
-                               " n=? AND service=? AND namespace=?",
+            row = conn.execute("SELECT n, branch, parent, at_ms, sequences, rng, clock_now,"
+                               " clock_frozen FROM timeline_nodes WHERE n=? AND service=? AND"
+                               " namespace=?",
                                (int(match.group(1), 36), self._service, namespace)).fetchone()
         if row is None:
             raise TimelineError(f"no checkpoint {cp_id}")
-        return (checkpoint_id(row[0]), row[1], row[2], row[3], json.loads(row[4]))
+        n, branch, parent, at, sequences, rng, now, frozen = row
+        return {"id": checkpoint_id(n), "n": n, "branch": branch, "parent": parent, "at": at,
+                "sequences": json.loads(sequences), "rng": rng,
+                "clock": {"now": now, "frozen": bool(frozen)}}
 
     def _ensure(self, conn, namespace):
         """Create the namespace timeline lazily: its first checkpoint is the current main state."""
@@ -103,47 +111,52 @@ class Timeline:
             heads = self.heads(conn, namespace)
         return heads
 
-    def _commit(self, conn, namespace, branch, parent):
-        key = storage_key(namespace, branch)
-        at = self._clocks.now_ms(namespace)
-        value = self.capture(conn, namespace, key)
-        n = conn.execute("INSERT INTO checkpoints (service, namespace, branch, parent, at_ms,"
-                         " value) VALUES (?, ?, ?, ?, ?, ?)",
-                         (self._service, namespace, branch, parent, at,
-                          json.dumps(value, separators=(",", ":")))).lastrowid
+    def _commit(self, conn, namespace, branch, parent, clock=None):
+        clock = clock or self._clocks.state(namespace)
+        n, count = self._capture(conn, namespace, branch, parent, clock)
         cp = checkpoint_id(n)
         conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES (?, ?, ?, ?)"
                      " ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head",
                      (self._service, namespace, branch, cp))
         if n % 16 == 0:
             self._prune(conn, namespace)
-        return {"id": cp, "branch": branch, "parent": parent, "at": at,
-                "records": len(value["records"])}
+        return {"id": cp, "branch": branch, "parent": parent, "at": clock["now"],
+                "records": count}
 
     def _prune(self, conn, namespace):
-        heads = set(self.heads(conn, namespace).values())
-        rows = conn.execute("SELECT n FROM checkpoints WHERE service=? AND namespace=? AND"
-                            " pinned=0 ORDER BY n", (self._service, namespace)).fetchall()
-        total = conn.execute("SELECT count(*) FROM checkpoints WHERE service=? AND namespace=?",
-                             (self._service, namespace)).fetchone()[0]
-        excess = total - self.max_checkpoints
-        doomed = [n for (n,) in rows if checkpoint_id(n) not in heads][:max(excess, 0)]
-        conn.executemany("DELETE FROM checkpoints WHERE n=?", [(n,) for n in doomed])
+        """Evict the oldest unpinned checkpoints beyond the limit; branch heads always stay."""
+        row = conn.execute("SELECT n FROM timeline_nodes WHERE service=? AND namespace=? ORDER"
+                           " BY n DESC LIMIT 1 OFFSET ?",
+                           (self._service, namespace, self.max_checkpoints)).fetchone()
+        if row is None:
+            return
+        heads = [int(CP.match(head).group(1), 36)
+                 for head in self.heads(conn, namespace).values()]
+        marks = ",".join("?" * len(heads)) or "NULL"
+        doomed = [r[0] for r in conn.execute(
+            f"SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND pinned=0 AND n<=?"
+            f" AND n NOT IN ({marks})", (self._service, namespace, row[0], *heads))]
+        conn.executemany("DELETE FROM timeline_nodes WHERE n=?", [(n,) for n in doomed])
+        conn.executemany("DELETE FROM timeline_records WHERE n=?", [(n,) for n in doomed])
 
-    def commit(self, namespace, branch=MAIN):
+    def commit(self, namespace, branch=MAIN, clock=None):
         """Commit the current state of a branch (forking it from main first when new)."""
-        with self._db.transaction() as conn:
+        with self._db.transaction(savepoint=False) as conn:
+            row = conn.execute("SELECT head FROM branches WHERE service=? AND namespace=? AND"
+                               " branch=?", (self._service, namespace, branch)).fetchone()
+            if row is not None:  # the common case: one query, no timeline bookkeeping
+                return self._commit(conn, namespace, branch, row[0], clock)
             heads = self._ensure(conn, namespace)
             if branch not in heads:
                 self._fork(conn, namespace, branch, heads[MAIN])
                 heads = self.heads(conn, namespace)
-            return self._commit(conn, namespace, branch, heads[branch])
+            return self._commit(conn, namespace, branch, heads[branch], clock)
 
     def _fork(self, conn, namespace, branch, at):
-        cp, _, _, _, value = self.find(conn, namespace, at)
-        self.restore_storage(conn, namespace, storage_key(namespace, branch), value)
+        node = self.find(conn, namespace, at)
+        self.restore_storage(conn, namespace, storage_key(namespace, branch), node)
         conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES (?, ?, ?, ?)",
-                     (self._service, namespace, branch, cp))
+                     (self._service, namespace, branch, node["id"]))
 
     def branch(self, namespace, branch, at=None):
         """Return the head of a branch, forking it from `at` (default main's fresh head) if new.
@@ -161,17 +174,18 @@ class Timeline:
                 if at is None:
                     at = self._commit(conn, namespace, MAIN, heads[MAIN])["id"]
                 self._fork(conn, namespace, branch, at)
-            head = self.heads(conn, namespace)[branch]
-            cp, _, parent, at_ms, _ = self.find(conn, namespace, head)
-            return {"id": cp, "branch": branch, "parent": parent, "at": at_ms}
+            node = self.find(conn, namespace, self.heads(conn, namespace)[branch])
+            return {"id": node["id"], "branch": branch, "parent": node["parent"],
+                    "at": node["at"]}
 
     def checkout(self, namespace, branch, cp_id):
         """Move a branch head to a checkpoint; restore its storage, RNG and the namespace clock."""
         with self._db.transaction() as conn:
             self._ensure(conn, namespace)
-            cp, _, _, _, value = self.find(conn, namespace, cp_id)
-            self.restore_storage(conn, namespace, storage_key(namespace, branch), value)
-            self._clocks.restore(namespace, value["clock"])
+            node = self.find(conn, namespace, cp_id)
+            cp = node["id"]
+            self.restore_storage(conn, namespace, storage_key(namespace, branch), node)
+            self._clocks.restore(namespace, node["clock"])
             conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES"
                          " (?, ?, ?, ?) ON CONFLICT (service, namespace, branch) DO UPDATE SET"
                          " head=excluded.head", (self._service, namespace, branch, cp))
@@ -181,8 +195,7 @@ class Timeline:
         """Restore a checkpoint into a scratch key for one read-only historical request."""
         with self._db.transaction() as conn:
             self._ensure(conn, namespace)
-            _, _, _, _, value = self.find(conn, namespace, cp_id)
-            self.restore_storage(conn, namespace, scratch_key, value)
+            self.restore_storage(conn, namespace, scratch_key, self.find(conn, namespace, cp_id))
 
     def delete_branch(self, namespace, branch):
         """Remove a branch head and its storage (not main)."""
@@ -207,7 +220,7 @@ class Timeline:
         """Return `{branches, checkpoints}` oldest retained first."""
         with self._db.transaction() as conn:
             heads = self._ensure(conn, namespace)
-            rows = conn.execute("SELECT n, branch, parent, at_ms FROM checkpoints WHERE"
+            rows = conn.execute("SELECT n, branch, parent, at_ms FROM timeline_nodes WHERE"
                                 " service=? AND namespace=? ORDER BY n",
                                 (self._service, namespace)).fetchall()
         return {"branches": heads,
@@ -216,9 +229,10 @@ class Timeline:
 
     def reset(self, namespace=None):
         """Forget the timeline of a namespace, or of all (ids are never reused)."""
-        for table in ("checkpoints", "branches"):
-            if namespace is None:
-                self._db.execute(f"DELETE FROM {table} WHERE service=?", (self._service,))
-            else:
-                self._db.execute(f"DELETE FROM {table} WHERE service=? AND namespace=?",
-                                 (self._service, namespace))
+        where, params = "service=?", [self._service]
+        if namespace is not None:
+            where, params = "service=? AND namespace=?", [self._service, namespace]
+        self._db.execute(f"DELETE FROM timeline_records WHERE n IN (SELECT n FROM timeline_nodes"
+                         f" WHERE {where})", params)
+        for table in ("timeline_nodes", "branches"):
+            self._db.execute(f"DELETE FROM {table} WHERE {where}", params)

@@ -1,0 +1,75 @@
+"""Emulator runtime overhead: a mutating provider request through the full pipeline (namespace,
+fault check, dispatch, automatic checkpoint, journal, metrics, stamping) vs the same falcon
+handler called bare with a ready instance. Same SQLite file settings, one run, side by side."""
+import io
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from emulators.runtime import Runtime, Settings  # noqa: E402
+from tests.emulators.runtime.counter_service import service  # noqa: E402
+
+N = int(os.environ.get("BENCH_N", "2000"))
+TARGET = 0.5
+
+
+def environ(path, method="POST", namespace=None):
+    env = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": "",
+           "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80", "wsgi.url_scheme": "http",
+           "wsgi.input": io.BytesIO(b""), "CONTENT_LENGTH": "0", "wsgi.errors": sys.stderr,
+           "wsgi.version": (1, 0), "wsgi.multithread": False, "wsgi.multiprocess": False,
+           "wsgi.run_once": False, "SERVER_PROTOCOL": "HTTP/1.1"}
+    if namespace:
+        env["HTTP_X_MOCKINGBIRD_NAMESPACE"] = namespace
+    return env
+
+
+def start_response(status, headers, exc_info=None):
+    if not status.startswith("200"):
+        raise SystemExit(f"unexpected status {status}")
+
+
+def timed(call):
+    for _ in range(50):  # warm up connections, caches and the timeline
+        call()
+    started = time.perf_counter()
+    for _ in range(N):
+        call()
+    return (time.perf_counter() - started) / N
+
+
+def main():
+    folder = tempfile.mkdtemp(prefix="bench-runtime-")
+    runtime = Runtime(service, Settings(db=os.path.join(folder, "e.sqlite3")))
+    provider = runtime.provider
+    # A rule that matches nothing here, so fault evaluation does its real work per request.
+    runtime.faults.add({"id": "elsewhere", "namespace": "full", "operationId": "getInfo",
+                        "status": 500})
+
+    def bare():
+        env = environ("/counter")
+        env["emulators.instance"] = runtime.instance("bare", method="POST")
+        b"".join(provider(env, start_response))
+
+    def full():
+        b"".join(runtime(environ("/counter", namespace="full"), start_response))
+
+    bare_s = timed(bare)
+    full_s = timed(full)
+    ratio = bare_s / full_s
+    print(f"bare handler      {1 / bare_s:9.0f} req/s  {bare_s * 1e6:8.1f} us/req")
+    print(f"full pipeline     {1 / full_s:9.0f} req/s  {full_s * 1e6:8.1f} us/req")
+    print(f"ratio full/bare   {ratio:.2f}x (target >= {TARGET}x); overhead "
+          f"{(full_s - bare_s) * 1e6:.1f} us/request")
+    checkpoints = runtime.db.one("SELECT count(*) FROM timeline_nodes")[0]
+    journal = runtime.db.one("SELECT count(*) FROM journal")[0]
+    print(f"(checkpoints kept {checkpoints}, journal rows {journal}, n={N})")
+    return 0 if ratio >= TARGET else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
