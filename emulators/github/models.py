@@ -197,7 +197,8 @@ class GitHubBackend:
         repo_json = repo_json or self.repo_json(repo)
         head_sha, base_sha = pull["head_sha"], pull["base_sha"]
         if pull["state"] == "open":
-            tips = tips if tips is not None else self._tips(repo["key"])
+            if tips is None:
+                tips = self._tips(repo["key"], (pull["head_ref"], pull["base_ref"]))
             head_sha = tips.get(pull["head_ref"], head_sha)
             base_sha = tips.get(pull["base_ref"], base_sha)
         url = f"{repo_json['url']}/pulls/{pull['number']}"
@@ -235,10 +236,14 @@ class GitHubBackend:
         return {"label": f"{repo_json['owner']['login']}:{branch}", "ref": branch, "sha": sha,
                 "user": repo_json["owner"], "repo": repo_json}
 
-    def _tips(self, key):
-        """Map branch name -> tip sha for every `refs/heads/*` of a repository."""
-        return {ref["ref"][len("refs/heads/"):]: ref["sha"]
-                for ref in self.store.refs(key) if ref["kind"] == "heads"}
+    def _tips(self, key, branches):
+        """Map each existing branch among `branches` to its tip sha (one lookup per branch)."""
+        tips = {}
+        for branch in set(branches):
+            ref = self.store.ref(key, f"refs/heads/{branch}")
+            if ref is not None:
+                tips[branch] = ref["sha"]
+        return tips
 
     # seeding (§5) ------------------------------------------------------------------------
 
@@ -448,7 +453,7 @@ class GitHubBackend:
             raise errors.Unsupported(CROSS_REPO)
         head, base, key = parts[-1], body["base"], repo["key"]
         with self.transaction():
-            tips = self._tips(key)
+            tips = self._tips(key, (head, base))
             self._check_pair(key, login, head, base, tips, op, exclude=None)
             now = iso(self.now_ms())
             number = self.store.next_id(f"pull_numbers:{key}")
@@ -517,7 +522,9 @@ class GitHubBackend:
             return [], query.page, last
         pulls = self.store.pulls(where, order_by=f"{query.sort}_key", desc=query.direction == "desc",
                                  limit=query.per_page, offset=offset)
-        repo_json, tips = self.repo_json(repo), self._tips(key)
+        repo_json = self.repo_json(repo)
+        tips = self._tips(key, [p["head_ref"] for p in pulls if p["state"] == "open"]
+                          + [p["base_ref"] for p in pulls if p["state"] == "open"])
         return ([self.pull_json(repo, p, tips=tips, repo_json=repo_json) for p in pulls],
                 query.page, last)
 
@@ -540,7 +547,7 @@ class GitHubBackend:
                 raise errors.ValidationFailed(op, field="base")
             state = body.get("state", pull["state"])
             base = body.get("base", pull["base_ref"])
-            tips = self._tips(key)
+            tips = self._tips(key, (pull["head_ref"], base))
             if pull["head_ref"] not in tips or base not in tips:
                 raise errors.ValidationFailed(op, field="base/head")
             if state == "open" and (pull["state"] == "closed" or "base" in body):
