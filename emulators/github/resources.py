@@ -28,10 +28,14 @@ def _answer(resp, status, body):
 
 
 def _accepted(instance, **ids):
-    """Journal the written ids; under `github.accepted_drop`, commit and lose the response."""
+    """Journal a committed write as accepted (with its ids); under the effect, lose the answer.
+
+    Every successful write is accepted (spec §9.3: `accepted: true` and its checkpoint); the
+    runtime reuses that checkpoint for `x-mockingbird-checkpoint`.
+    """
     instance.report_ids(**ids)
+    instance.accept()
     if instance.fault_effect(ACCEPTED_DROP) is not None:
-        instance.accept()
         instance.drop()
 
 

@@ -147,3 +147,33 @@ def test_accepted_drop_is_spent_by_an_invalid_request(topic):
     entry = journal(topic, "pulls/create")[-1]
     assert entry["status"] == 422 and "accepted" not in entry
     assert topic.open_pull(status=201).json["number"] == 1  # preset spent: answered normally
+
+
+def test_every_successful_write_is_journaled_accepted_with_its_checkpoint(topic):
+    res = topic.open_pull(status=201)
+    entry = journal(topic, "pulls/create")[-1]
+    assert entry["accepted"] is True and entry["status"] == 201
+    assert entry["checkpoint"] == res.headers["x-mockingbird-checkpoint"]
+    assert entry["ids"] == {"pullNumber": "1"}
+    ref = journal(topic, "git/create-ref")[-1]
+    assert ref["accepted"] is True and ref["ids"] == {"ref": "refs/heads/topic"}
+    failed = topic.open_pull()
+    assert failed.status_int == 422
+    assert "accepted" not in journal(topic, "pulls/create")[-1]
+
+
+def test_a_history_branch_is_isolated_from_main(topic):
+    res = topic.post(PULLS, {"title": "t", "head": "topic", "base": "main"}, 201,
+                     headers={"x-mockingbird-branch": "experiment"})
+    assert res.headers["x-mockingbird-branch"] == "experiment"
+    assert topic.get(PULLS).json == []
+    listed = topic.get(PULLS, headers={"x-mockingbird-branch": "experiment"}).json
+    assert [p["number"] for p in listed] == [1]
+
+
+def test_refs_move_checkpoint_restores_the_moved_state(seeded):
+    moved = seeded.post("/__admin/github/refs/move", {
+        "owner": "synthetic-org", "repo": "example", "ref": "refs/heads/main", "sha": B}, 200)
+    seeded.patch(f"{REPO}/git/refs/heads/main", {"sha": C})
+    seeded.post("/__admin/branches/main/checkout", {"checkpoint": moved.json["checkpoint"]}, 200)
+    assert seeded.get(f"{REPO}/git/ref/heads/main").json["object"]["sha"] == B

@@ -120,8 +120,9 @@ def test_create_missing_repo_comes_first(gh):
 
 
 def test_duplicate_open_pair_is_refused_without_idempotency(topic):
-    topic.open_pull(status=201, headers={"Idempotency-Key": "k"})
-    res = topic.open_pull(headers={"Idempotency-Key": "k"})
+    body = {"title": "t", "head": "topic", "base": "main"}
+    topic.post(PULLS, body, 201, headers={"Idempotency-Key": "k"})
+    res = topic.post(PULLS, body, headers={"Idempotency-Key": "k"})
     assert res.status_int == 422
     assert res.json == custom_error("A pull request already exists for synthetic-org:topic.")
 
