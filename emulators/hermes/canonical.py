@@ -21,7 +21,7 @@ def _reject_constant(name):
 
 
 def decode_body(raw):
-    """Decode request bytes as the reference does: UTF-8, invalid bytes to U+FFFD, one BOM dropped."""
+    """Decode bytes as the reference does: UTF-8, bad bytes to U+FFFD, one BOM dropped."""
     text = raw.decode("utf-8", "replace")
     return text[1:] if text.startswith("\ufeff") else text
 

@@ -131,7 +131,8 @@ def validate_submission(body):
             raise InvalidRequest("'conversation_history' must be an array of message objects")
         for i, entry in enumerate(history):
             if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
-                raise InvalidRequest(f"conversation_history[{i}] must have 'role' and 'content' fields")
+                raise InvalidRequest(
+                    f"conversation_history[{i}] must have 'role' and 'content' fields")
 
 
 def valid_idempotency_key(key):
@@ -160,7 +161,8 @@ class HermesBackend:
         return self.instance.now_ms() / 1000
 
     def scope_setting(self):
-        return self.store.scope_setting() or {"profile": DEFAULT_PROFILE, "identity": DEFAULT_IDENTITY}
+        default = {"profile": DEFAULT_PROFILE, "identity": DEFAULT_IDENTITY}
+        return self.store.scope_setting() or default
 
     def scope(self):
         setting = self.scope_setting()
@@ -260,7 +262,8 @@ class HermesBackend:
                 self.store.put_owner(run_id, owner)
         if status == "waiting_for_approval" and (previous != status or "approval" in fields):
             approval = new.get("approval", {})
-            self._emit(run_id, "approval.request", {**approval, "choices": approval_choices(approval)})
+            self._emit(run_id, "approval.request",
+                       {**approval, "choices": approval_choices(approval)})
         if status in TERMINAL and previous not in TERMINAL:
             self._emit(run_id, f"run.{status}", terminal_fields(new), terminal=True)
         self.store.put_run(new)
@@ -440,7 +443,8 @@ class HermesBackend:
             if not pending or (request_id and not resolve_all and wanted not in (None, request_id)):
                 raise ApprovalNotPending(run_id)
             extra = {"request_id": request_id} if request_id else {}
-            self._mark(record, owner, "approval.responded", {"choice": choice, **extra, "resolved": 1})
+            self._mark(record, owner, "approval.responded",
+                       {"choice": choice, **extra, "resolved": 1})
         return {"object": "hermes.run.approval_response", "run_id": run_id, "choice": choice,
                 **extra, "resolved": 1}
 

@@ -26,8 +26,9 @@ PRESETS = {
         "description": "Answer the next run submission 503 gateway_draining with Retry-After: 1",
         "rules": [{"operationId": "RunCreate", "count": 1, "status": 503,
                    "headers": {"Retry-After": "1"},
-                   "body": {"error": {"message": "Gateway is draining existing work; retry shortly.",
-                                      "type": "invalid_request_error", "param": None,
-                                      "code": "gateway_draining"}}}],
+                   "body": {"error": {
+                       "message": "Gateway is draining existing work; retry shortly.",
+                       "type": "invalid_request_error", "param": None,
+                       "code": "gateway_draining"}}}],
     },
 }

@@ -136,7 +136,7 @@ class RunEvents(RunsResource):
         resp.stream = self.frames(backend, stream["run_id"])
 
     def frames(self, backend, run_id):
-        """Yield SSE frames until the terminal event, the transport is dropped, or the client goes."""
+        """Yield SSE frames until the terminal event, a dropped transport, or a gone client."""
         quiet_since = time.monotonic()
         try:
             while True:

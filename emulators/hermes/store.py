@@ -6,10 +6,11 @@ API see the same layout; the event buffers are ours (the reference has no events
 
 RUNS = "hermes-runs"                 # run cache: run_id -> public run record
 OWNERS = "hermes-owners"             # run_id -> {scope, keyed, local, alive} (+ live steer text)
-RESERVATIONS = "hermes-idempotency"  # "<scope>:<key>" -> {scope, key, fingerprint, runId, status, updatedAt, owner}
+# "<scope>:<key>" -> {scope, key, fingerprint, runId, status, updatedAt, owner}
+RESERVATIONS = "hermes-idempotency"
 SCOPE = "hermes-scope"               # "current" -> {profile, identity}
 RETENTION = "hermes-retention"       # "schedule" -> {nextSweep}
-STREAMS = "hermes-streams"           # run_id -> {run_id, created_at, subscribed, delivered, last_seq}
+STREAMS = "hermes-streams"           # run_id -> {run_id, created_at, subscribed, delivered, …}
 EVENTS = "hermes-events"             # "<run_id>:<seq>" -> {run_id, seq, frame, terminal}
 RUN_SEQUENCE = "run_"
 

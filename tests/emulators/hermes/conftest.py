@@ -1,4 +1,4 @@
-"""Fixtures for the Hermes emulator: the runtime around the service, driven in-process by webtest."""
+"""Fixtures for the Hermes emulator: the runtime around the service, in-process via webtest."""
 import pytest
 import webtest
 

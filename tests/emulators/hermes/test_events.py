@@ -36,7 +36,8 @@ def test_late_subscriber_replays_the_whole_buffer_then_stream_closes(client):
     assert res.content_type == "text/event-stream"
     assert res.headers["Cache-Control"] == "no-cache"
     assert res.headers["X-Accel-Buffering"] == "no"
-    assert res.text.startswith('data: {"event": "message.delta", "run_id": "%s", "timestamp": ' % run_id)
+    assert res.text.startswith(
+        'data: {"event": "message.delta", "run_id": "%s", "timestamp": ' % run_id)
     assert frames(res.text) == [
         ("data", {"event": "message.delta", "run_id": run_id, "timestamp": T0_S, "delta": "Hel"}),
         ("data", {"event": "message.delta", "run_id": run_id, "timestamp": T0_S, "delta": "lo"}),
@@ -80,7 +81,8 @@ def test_cancelled_after_stop_ends_the_stream(client):
         {"event": "message.delta", "delta": "partial"}]}, status=200)
     client.stop(run_id)
     client.observe(run_id, {"status": "cancelled"}, status=200)
-    assert [f[1]["event"] if f[0] == "data" else f[1] for f in frames(events(client, run_id).text)] == [
+    items = frames(events(client, run_id).text)
+    assert [f[1]["event"] if f[0] == "data" else f[1] for f in items] == [
         "message.delta", "run.cancelled", "stream closed"]
 
 
@@ -110,7 +112,8 @@ def test_approval_flow(client):
     record = client.run(run_id).json
     assert record["status"] == "running" and record["last_event"] == "approval.responded"
     assert "approval" not in record
-    assert client.approval(run_id, {"choice": "once"}).json["error"]["code"] == "approval_not_pending"
+    again = client.approval(run_id, {"choice": "once"})
+    assert again.json["error"]["code"] == "approval_not_pending"
     client.observe(run_id, {"status": "completed"}, status=200)
     assert frames(events(client, run_id).text)[:2] == [
         ("data", {"event": "approval.request", "run_id": run_id, "timestamp": T0_S,
@@ -201,4 +204,5 @@ def test_steer_on_foreign_owner_after_restart_is_409(client):
     client.observe(run_id, {"status": "running"}, status=200)
     client.admin("/hermes/restart", {"owner": "alive"}, status=200)
     assert client.steer(run_id, {"input": "x"}).status_int == 409
-    assert client.approval(run_id, {"choice": "once"}).json["error"]["code"] == "approval_not_active"
+    res = client.approval(run_id, {"choice": "once"})
+    assert res.json["error"]["code"] == "approval_not_active"

@@ -57,7 +57,8 @@ def test_blank_key_means_keyless(client):
 def test_invalid_keys_are_rejected(client, key):
     res = client.submit(headers={"Idempotency-Key": key})
     assert res.status_int == 400
-    assert res.json["error"] == {"message": "Idempotency-Key must be 1-255 visible ASCII characters",
+    assert res.json["error"] == {"message":
+                                 "Idempotency-Key must be 1-255 visible ASCII characters",
                                  "type": "invalid_request_error", "param": None,
                                  "code": "invalid_idempotency_key"}
 
@@ -69,7 +70,8 @@ def test_255_character_key_is_fine(client):
 def test_json_errors_win_over_key_errors_which_win_over_body_errors(client):
     bad = {"Idempotency-Key": "a b"}
     assert client.submit(raw=b"{", headers=bad).json["error"]["message"] == "Invalid JSON"
-    assert client.submit({"nope": 1}, headers=bad).json["error"]["code"] == "invalid_idempotency_key"
+    res = client.submit({"nope": 1}, headers=bad)
+    assert res.json["error"]["code"] == "invalid_idempotency_key"
 
 
 def test_validation_failures_reserve_nothing_and_keep_the_counter(client):

@@ -52,7 +52,8 @@ def test_terminal_runs_cannot_change(client):
      "approval requires waiting_for_approval and an object"),
     ({"status": "completed", "usage": {"input_tokens": 1, "output_tokens": 1}},
      "usage requires three nonnegative token counts"),
-    ({"status": "completed", "usage": {"input_tokens": True, "output_tokens": 1, "total_tokens": 2}},
+    ({"status": "completed",
+      "usage": {"input_tokens": True, "output_tokens": 1, "total_tokens": 2}},
      "usage requires three nonnegative token counts"),
     ({"status": "completed", "usage": {"input_tokens": -1, "output_tokens": 1, "total_tokens": 2}},
      "usage requires three nonnegative token counts"),
@@ -85,7 +86,8 @@ def test_last_event_rules(client):
     run_id = client.submit().json["run_id"]
     client.stop(run_id)
     assert client.observe(run_id, {"status": "running"}).json["last_event"] == "run.stopping"
-    waiting = client.observe(run_id, {"status": "waiting_for_approval", "approval": {"command": "rm"}})
+    waiting = client.observe(run_id, {"status": "waiting_for_approval",
+                                      "approval": {"command": "rm"}})
     assert waiting.json["last_event"] == "approval.request"
     assert waiting.json["approval"] == {"command": "rm"}
     back = client.observe(run_id, {"status": "running", "last_event": "tool.started"}).json

@@ -49,7 +49,8 @@ def locked(tmp_path):
     return webtest.TestApp(Runtime(service, Settings(db=str(tmp_path / "a.sqlite3"))))
 
 
-@pytest.mark.parametrize("header", [None, "Bearer wrong", "bearer " + "k" * 20, "Basic " + "k" * 20])
+@pytest.mark.parametrize("header", [None, "Bearer wrong", "bearer " + "k" * 20,
+                                    "Basic " + "k" * 20])
 def test_bearer_auth_when_a_key_is_configured(locked, header):
     headers = {"Authorization": header} if header else {}
     res = locked.post("/v1/runs", b"{", headers=headers, status=401)  # auth before JSON

@@ -49,9 +49,11 @@ def test_accepted_bodies(client, body):
 @pytest.mark.parametrize("raw,message", [
     (b"[1]", "non-object submission roots are outside the verified subset"),
     (b"null", "non-object submission roots are outside the verified subset"),
-    (b'{"input":"x","hosted_room_dispatch":null}', "hosted-room dispatch is outside the peer-run subset"),
+    (b'{"input":"x","hosted_room_dispatch":null}',
+     "hosted-room dispatch is outside the peer-run subset"),
     (b'{"_room_execution_policy":1}', "hosted-room dispatch is outside the peer-run subset"),
-    (b'{"input":[{"content":"x"},"y"]}', "malformed input elements are outside the verified subset"),
+    (b'{"input":[{"content":"x"},"y"]}',
+     "malformed input elements are outside the verified subset"),
 ])
 def test_mock_501s(client, raw, message):
     res = client.submit(raw=raw)
