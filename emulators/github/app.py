@@ -72,6 +72,7 @@ service = Service(
     openapi=DOCUMENT,
     provider_app=create_provider_app,
     presets=PRESETS,
+    describe=lambda instance: {"apiVersion": errors.API_VERSION},
     admin_routes=[
         ("POST", "/github/repositories", resources.seed_repository),
         ("POST", "/github/refs/move", resources.move_ref),

@@ -27,7 +27,7 @@ def octokit_folder():
             (FOLDER / "package.json").write_text('{"name":"octokit-consumer","private":true}\n')
         try:
             done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", PACKAGE],
-                                  cwd=FOLDER, capture_output=True, text=True, timeout=240)
+                                  cwd=FOLDER, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
             pytest.skip(f"npm install {PACKAGE} timed out")
         if done.returncode:

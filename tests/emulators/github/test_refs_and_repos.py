@@ -30,7 +30,8 @@ def test_missing_repo_is_the_basic_404(gh):
 
 @pytest.mark.parametrize("method,path", [
     ("DELETE", f"{REPO}/git/refs/heads/main"), ("GET", f"{REPO}/git/refs"), ("PUT", REPO),
-    ("GET", "/anything"), ("GET", f"{REPO}/"), ("POST", REPO)])
+    ("GET", "/anything"), ("GET", f"{REPO}/"), ("POST", REPO), ("GET", f"{REPO}/pulls/"),
+    ("GET", f"{REPO}/pulls/1/extra")])
 def test_unknown_routes_and_methods_are_the_generic_404(seeded, method, path):
     res = seeded.app.request(path, method=method, expect_errors=True)
     assert res.status_int == 404
@@ -284,3 +285,8 @@ def test_state_is_per_namespace_through_the_path_carrier(app, seeded):
     app.post_json("/__admin/ns/w2/__admin/github/repositories", graph_body(), status=201)
     res = app.get(f"/__admin/ns/w2{REPO}")
     assert res.json["url"] == f"{BASE}/__admin/ns/w2{REPO}"
+
+
+def test_health_names_the_service_and_api_version(gh):
+    health = gh.get("/__admin/health").json
+    assert (health["service"], health["apiVersion"]) == ("github", "2026-03-10")
