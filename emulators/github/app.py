@@ -33,6 +33,17 @@ class ApiVersion:
             resp.set_header("x-github-api-version-selected", errors.API_VERSION)
 
 
+class EmptySegments:
+    """Treat an empty path parameter (`/pulls/`, `/git/ref/`) as an unknown route (§1.1).
+
+    Only matching-refs takes an empty tail (`/git/matching-refs/` lists every ref).
+    """
+
+    def process_resource(self, req, resp, resource, params):
+        if not isinstance(resource, resources.MatchingRefs) and "" in params.values():
+            raise errors.NotFound("repos/get")
+
+
 def _github_error(req, resp, exc, params):
     resp.status = exc.status
     resp.media = exc.body()
@@ -55,7 +66,7 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the nine operations at the root."""
-    app = falcon.App(middleware=[ApiVersion()])
+    app = falcon.App(middleware=[ApiVersion(), EmptySegments()])
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in resources.ROUTES:
         app.add_route(path, resource)

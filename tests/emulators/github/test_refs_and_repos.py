@@ -31,7 +31,8 @@ def test_missing_repo_is_the_basic_404(gh):
 @pytest.mark.parametrize("method,path", [
     ("DELETE", f"{REPO}/git/refs/heads/main"), ("GET", f"{REPO}/git/refs"), ("PUT", REPO),
     ("GET", "/anything"), ("GET", f"{REPO}/"), ("POST", REPO), ("GET", f"{REPO}/pulls/"),
-    ("GET", f"{REPO}/pulls/1/extra")])
+    ("GET", f"{REPO}/pulls/1/extra"), ("GET", f"{REPO}/git/ref/"),
+    ("PATCH", f"{REPO}/git/refs/"), ("GET", "/repos/synthetic-org/")])
 def test_unknown_routes_and_methods_are_the_generic_404(seeded, method, path):
     res = seeded.app.request(path, method=method, expect_errors=True)
     assert res.status_int == 404
