@@ -5,6 +5,7 @@ the bare round trip is two small-JSON GETs on the bare Falcon app. Both over one
 connection per client, several clients in parallel.
 """
 import concurrent.futures
+import os
 import http.client
 import json
 import sys
@@ -16,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.servers import gunicorn  # noqa: E402
 
-SECONDS = 3.0
-CLIENTS = 4
+SECONDS = float(os.environ.get("BENCH_SECONDS", "3"))
+CLIENTS = int(os.environ.get("BENCH_CLIENTS", "4"))
 ROUNDS = 3
 SERVER = {"workers": 2, "threads": 4, "extra_args": ("--access-logfile", "/dev/null")}
 HERMES = "tests.emulators.hermes.gunicorn_app:application"
