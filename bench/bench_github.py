@@ -1,4 +1,4 @@
-"""GitHub emulator under gunicorn: pulls/list paging cost and a create/get round trip; prints ratios.
+"""GitHub emulator under gunicorn: pulls/list paging cost, a create/get round trip; prints ratios.
 
 (a) `GET /repos/o/r/pulls?per_page=10` latency in a repository with 1000 PRs (first, middle and
     last page) vs one with 10 PRs: filtering, sorting and paging run in SQL, so a page should

@@ -1,4 +1,5 @@
-"""GitHub emulator errors: each carries its status and the wire body GitHub (or the reference) sends.
+"""GitHub emulator errors: each carries its status and the wire body GitHub (or the reference)
+sends.
 
 Models and schemas raise these; the provider app and the admin handlers serialise them once.
 """

@@ -253,7 +253,8 @@ class GitHubBackend:
             raise errors.SeedInvalid(message, status)
 
         if not isinstance(body, dict) or not all(
-                isinstance(body.get(k), str) and SEGMENT.match(body[k]) and body[k] not in (".", "..")
+                isinstance(body.get(k), str) and SEGMENT.match(body[k])
+                and body[k] not in (".", "..")
                 for k in ("owner", "name")):
             fail("Synthetic owner and name must be nonempty path segments")
         owner, name = body["owner"], body["name"]
@@ -274,8 +275,10 @@ class GitHubBackend:
             graph = {}
             for commit in commits:
                 if not (isinstance(commit, dict) and isinstance(commit.get("sha"), str)
-                        and SHA_LOWER.match(commit["sha"]) and isinstance(commit.get("parents"), list)
-                        and all(isinstance(p, str) and SHA_LOWER.match(p) for p in commit["parents"])):
+                        and SHA_LOWER.match(commit["sha"])
+                        and isinstance(commit.get("parents"), list)
+                        and all(isinstance(p, str) and SHA_LOWER.match(p)
+                                for p in commit["parents"])):
                     fail("Commit requires a lowercase 40-hex SHA and parent SHAs")
                 if commit["sha"] in graph:
                     fail("Duplicate synthetic commit")
@@ -409,7 +412,7 @@ class GitHubBackend:
         return ref
 
     def move_ref(self, body):
-        """The intervening actor of `refs/move`: a non-forced update, errors in the control shape."""
+        """Play the intervening actor of `refs/move`: a non-forced update, control-shaped errors."""
         shape = "Expected owner, repo, full branch ref and seeded 40-hex sha"
         if not (isinstance(body, dict) and isinstance(body.get("owner"), str)
                 and isinstance(body.get("repo"), str) and isinstance(body.get("ref"), str)
@@ -520,8 +523,9 @@ class GitHubBackend:
         offset = (query.page - 1) * query.per_page
         if offset >= total:
             return [], query.page, last
-        pulls = self.store.pulls(where, order_by=f"{query.sort}_key", desc=query.direction == "desc",
-                                 limit=query.per_page, offset=offset)
+        pulls = self.store.pulls(where, order_by=f"{query.sort}_key",
+                                 desc=query.direction == "desc", limit=query.per_page,
+                                 offset=offset)
         repo_json = self.repo_json(repo)
         tips = self._tips(key, [p["head_ref"] for p in pulls if p["state"] == "open"]
                           + [p["base_ref"] for p in pulls if p["state"] == "open"])

@@ -27,7 +27,8 @@ PRESETS = {
     "github_ref_create_accepted_drop": _accepted_drop("git/create-ref"),
     "github_ref_update_accepted_drop": _accepted_drop("git/update-ref"),
     "github_unavailable": {
-        "description": "Reject one request per supported mutation operation before writing, with503",
+        "description": "Reject one request per supported mutation operation before writing, "
+                       "with503",
         "rules": _each_mutation(503, {"message": "Service Unavailable",
                                       "documentation_url": TROUBLESHOOTING, "status": "503"}),
     },

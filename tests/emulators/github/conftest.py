@@ -1,4 +1,4 @@
-"""Fixtures for the GitHub emulator: the runtime around the service, driven in-process by webtest."""
+"""Fixtures for the GitHub emulator: the runtime around the service, driven in-process (webtest)."""
 import pytest
 import webtest
 

@@ -1,4 +1,4 @@
-"""The GitHub emulator's layers point down (app -> resources -> models -> store), walked with ast."""
+"""The GitHub emulator's layers point down (app -> resources -> models -> store), per ast."""
 from pathlib import Path
 
 from tests.test_layering import imports_of

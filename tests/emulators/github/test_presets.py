@@ -1,4 +1,4 @@
-"""The seven GitHub presets: exact canned answers, one shot per write, accepted-then-dropped writes."""
+"""The seven GitHub presets: exact canned answers, one shot per write, accepted-then-dropped."""
 import pytest
 
 from emulators.github.presets import PRESETS

@@ -1,4 +1,7 @@
-"""Pull requests over the wire: create, get, list (filters, sort, paging, Link), update (§6.8–6.11)."""
+"""Pull requests over the wire: create, get, list (filters, sort, paging, Link), update.
+
+Spec github.md §6.8–§6.11.
+"""
 import re
 
 import pytest
@@ -76,8 +79,10 @@ CREATE_CASES = [
      "Mockingbird does not model cross-repository heads"),
     ({"title": "t", "head": "nothing", "base": "main"}, 422, "base/head"),
     ({"title": "t", "head": "topic", "base": "nothing"}, 422, "base/head"),
-    ({"title": "t", "head": "main", "base": "topic"}, 422, "custom:No commits between topic and main"),
-    ({"title": "t", "head": "main", "base": "main"}, 422, "custom:No commits between main and main"),
+    ({"title": "t", "head": "main", "base": "topic"}, 422,
+     "custom:No commits between topic and main"),
+    ({"title": "t", "head": "main", "base": "main"}, 422,
+     "custom:No commits between main and main"),
 ]
 
 
