@@ -1,0 +1,45 @@
+"""Imports point down: app -> resources -> models -> store; falcon and marshmallow stay in place."""
+import ast
+from pathlib import Path
+
+import emulators.hermes
+
+HERE = Path(emulators.hermes.__file__).parent
+FALCON_OK = {"app", "resources"}
+MARSHMALLOW_OK = {"schemas"}
+# What each module may import from this package (by module name).
+ALLOWED = {
+    "app": {"resources", "errors", "models", "openapi", "presets", "settings"},
+    "resources": {"errors", "models"},
+    "models": {"canonical", "schemas", "errors", "store"},
+    "presets": {"models"},
+    "schemas": {"errors"},
+    "store": set(), "canonical": set(), "errors": set(), "openapi": set(), "settings": set(),
+    "__init__": {"app"},
+}
+
+
+def imports_of(path):
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = ("." * node.level) + (node.module or "")
+            found |= {base} if node.module else {"." + alias.name for alias in node.names}
+    return found
+
+
+def test_every_module_imports_only_downwards():
+    for path in HERE.glob("*.py"):
+        name = path.stem
+        for target in imports_of(path):
+            top = target.split(".")[0]
+            if target.startswith("."):
+                assert target[1:].split(".")[0] in ALLOWED[name], f"{name} imports {target}"
+            elif top == "emulators":
+                assert target.startswith("emulators.runtime"), f"{name} imports {target}"
+            assert top != "falcon" or name in FALCON_OK, f"{name} imports falcon"
+            assert top != "marshmallow" or name in MARSHMALLOW_OK, f"{name} imports marshmallow"
+            assert top != "spaces", f"{name} imports the chat service"
