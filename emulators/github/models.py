@@ -11,9 +11,9 @@ from urllib.parse import quote
 from . import errors, schemas
 from .store import GitHubStore, repo_key
 
-SHA_ANY_CASE = re.compile(r"^[a-fA-F0-9]{40}$")
-SHA_LOWER = re.compile(r"^[a-f0-9]{40}$")
-SEGMENT = re.compile(r"^[a-zA-Z0-9_.-]+$")
+SHA_ANY_CASE = re.compile(r"^[a-fA-F0-9]{40}\Z")
+SHA_LOWER = re.compile(r"^[a-f0-9]{40}\Z")
+SEGMENT = re.compile(r"^[a-zA-Z0-9_.-]+\Z")
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 
 # §6.6: characters Git refuses anywhere in a ref name

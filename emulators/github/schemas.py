@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from . import errors
 
-_POSITIVE = re.compile(r"^[1-9][0-9]*$")
+_POSITIVE = re.compile(r"^[1-9][0-9]*\Z")
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 
 

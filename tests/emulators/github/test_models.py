@@ -162,3 +162,13 @@ def test_seed_handles_a_100k_commit_chain(backend):
     backend.seed(seed_body(commits=commits, branches={"main": shas[0]}))
     ref = backend.update_ref("synthetic-org", "example", "heads/main", {"sha": shas[-1]})
     assert ref["object"]["sha"] == shas[-1]
+
+
+def test_patterns_do_not_accept_a_trailing_newline(backend):
+    with pytest.raises(errors.SeedInvalid):
+        backend.seed(seed_body(owner="synthetic-org\n"))
+    with pytest.raises(errors.SeedInvalid):
+        backend.seed(seed_body(commits=[{"sha": A + "\n", "parents": []}]))
+    backend.seed(seed_body())
+    with pytest.raises(errors.Unprocessable):
+        backend.update_ref("synthetic-org", "example", "heads/main", {"sha": B + "\n"})
