@@ -5,6 +5,9 @@ import pytest
 
 from .conftest import T0_S
 
+# A stream that never ends would otherwise hang the suite until the global timeout.
+pytestmark = pytest.mark.timeout(30)
+
 
 def frames(text):
     """Split an SSE body into ("data", payload) and ("comment", text) items."""

@@ -8,7 +8,7 @@ import requests
 
 from tests.servers import gunicorn
 
-pytestmark = pytest.mark.gunicorn
+pytestmark = [pytest.mark.gunicorn, pytest.mark.timeout(60)]
 APP = "tests.emulators.hermes.gunicorn_app:application"
 
 

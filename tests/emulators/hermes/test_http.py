@@ -13,6 +13,9 @@ from emulators.runtime import serve
 
 KEEPALIVE_S = 0.3
 
+# A stream that never ends would otherwise hang the suite until the global timeout.
+pytestmark = pytest.mark.timeout(30)
+
 
 @pytest.fixture
 def server(tmp_path):
