@@ -40,12 +40,14 @@ def validate_rule(raw, default_namespace):
         rule.setdefault("delayMs", rule.pop("latencyMs"))
         rule.pop("latencyMs", None)
     checks = [
-        ("id", lambda v: isinstance(v, str) and RULE_ID.match(v), f"a string matching {RULE_ID.pattern}"),
+        ("id", lambda v: isinstance(v, str) and RULE_ID.match(v),
+         f"a string matching {RULE_ID.pattern}"),
         ("operationId", lambda v: isinstance(v, str) and v, "a non-empty string"),
         ("method", lambda v: isinstance(v, str) and v.upper() in HTTP_METHODS,
          "one of " + ", ".join(sorted(HTTP_METHODS))),
         ("path", lambda v: isinstance(v, str) and v.startswith("/"), "a path starting with /"),
-        ("pathPrefix", lambda v: isinstance(v, str) and v.startswith("/"), "a path starting with /"),
+        ("pathPrefix", lambda v: isinstance(v, str) and v.startswith("/"),
+         "a path starting with /"),
         ("namespace", lambda v: isinstance(v, str) and (v == "*" or NAME.match(v)),
          f'"*" or a name matching {NAME.pattern}'),
         ("status", lambda v: _int(v) and 100 <= v <= 599, "an HTTP status (100-599)"),
@@ -161,7 +163,7 @@ class Faults:
                 for rule, remaining, hits, seen in rows]
 
     def delete(self, namespace, rule_id=None, *, everywhere=False):
-        """Delete one rule (visible to the namespace) or all of a namespace's rules; return count."""
+        """Delete one rule visible to the namespace, or all of its own rules; return the count."""
         if everywhere:
             sql, params = "DELETE FROM faults WHERE service=?", [self._service]
             if rule_id is not None:

@@ -65,7 +65,7 @@ class Records:
                 sql += " AND json(json_extract(value, ?)) = json(?)"
                 params += [path, _dumps(value)]
             else:
-                # JSON booleans come back from json_extract as 1/0, which is what True/False bind as.
+                # json_extract gives JSON booleans as 1/0, which is how True/False bind.
                 sql += " AND json_extract(value, ?) = ?"
                 params += [path, value]
         return sql, params

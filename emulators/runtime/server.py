@@ -14,6 +14,8 @@ class _Handler(WSGIRequestHandler):
 
     def get_environ(self):
         environ = super().get_environ()
+        if self.headers.get("content-type") is None:
+            environ.pop("CONTENT_TYPE", None)  # wsgiref invents text/plain; report the truth
         environ["emulators.socket"] = self.connection
         return environ
 

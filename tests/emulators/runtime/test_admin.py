@@ -22,8 +22,8 @@ def test_health_reports_builtins_that_describe_cannot_shadow(app):
 
 def test_unknown_admin_route_gets_envelope(app):
     res = app.post("/__admin/nothing", status=404)
-    assert res.json == {"error": {"type": "mockingbird_admin",
-                                  "message": "no admin route POST /nothing; GET /__admin lists them"}}
+    message = "no admin route POST /nothing; GET /__admin lists them"
+    assert res.json == {"error": {"type": "mockingbird_admin", "message": message}}
     assert res.headers["x-mockingbird"] == "counter@1.2.3; ns=default"
 
 
