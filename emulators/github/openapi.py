@@ -1,9 +1,8 @@
 """OpenAPI 3 document of the GitHub provider routes (served at `/__admin/openapi.json`).
 
 `{ref}` parameters carry a slash-bearing tail (`heads/topic/nested`), as on GitHub, flagged
-`x-slash-bearing: true`. The runtime's operation matcher takes one segment per parameter, so the
-document also lists each ref route with extra tail segments (`{ref}/{ref_2}`…, marked
-`x-tail-of`), under the same operationId: fault rules by operationId then match nested refs.
+`x-slash-bearing: true`: the runtime's operation matcher lets such a parameter span segments,
+so fault rules by operationId match nested refs too.
 """
 from .errors import API_VERSION
 
@@ -146,28 +145,6 @@ DOCUMENT = {
 }
 
 
-MAX_REF_DEPTH = 12  # segments after git/ref(s)/ that fault matching resolves
-
-
-def _with_ref_tails(document):
-    """Add `{ref}/{ref_2}/…` variants of every slash-bearing route (see module docstring)."""
-    paths = dict(document["paths"])
-    for template, item in document["paths"].items():
-        if not template.endswith("/{ref}"):
-            continue
-        for depth in range(2, MAX_REF_DEPTH + 1):
-            tail = "".join(f"/{{ref_{n}}}" for n in range(2, depth + 1))
-            paths[template + tail] = {
-                method: {**op, "x-tail-of": template,
-                         "parameters": [*op["parameters"],
-                                        *({"name": f"ref_{n}", "in": "path", "required": True,
-                                           "schema": {"type": "string"}}
-                                          for n in range(2, depth + 1))]}
-                for method, op in item.items()}
-    return {**document, "paths": paths}
-
-
 DOCUMENT["paths"]["/repos/{owner}/{repo}/git/matching-refs"] = {
     "get": {**DOCUMENT["paths"]["/repos/{owner}/{repo}/git/matching-refs/{ref}"]["get"],
             "parameters": [*_OWNER_REPO, _VERSION]}}
-DOCUMENT = _with_ref_tails(DOCUMENT)

@@ -146,9 +146,13 @@ class Admin:
         result = handler(AdminCall(instance, request.params, request.body, request.query))
         code, payload = result[0], result[1]
         headers = list((result[2] if len(result) > 2 else {}).items())
-        if request.method != "GET" and 200 <= code < 400 and instance.writes:
-            checkpoint = runtime.timeline.commit(request.namespace)["id"]
-            headers.append(("x-mockingbird-checkpoint", checkpoint))
+        if request.method != "GET" and 200 <= code < 400:
+            # Reuse the handler's own `instance.checkpoint()` when nothing was written since.
+            checkpoint = instance.fresh_checkpoint()
+            if checkpoint is None and instance.writes:
+                checkpoint = instance.checkpoint()
+            if checkpoint is not None:
+                headers.append(("x-mockingbird-checkpoint", checkpoint))
         return code, payload, headers
 
     # -- standard routes --------------------------------------------------------------------

@@ -273,8 +273,9 @@ class Runtime:
         entry["status"] = code
         commit = None
         if method in MUTATING and 200 <= code < 400 and scratch is None:
-            if instance.accepted and instance.writes == instance.accepted_at_writes:
-                headers.append(("x-mockingbird-checkpoint", instance.accepted))
+            fresh = instance.fresh_checkpoint()
+            if fresh is not None:
+                headers.append(("x-mockingbird-checkpoint", fresh))
             else:
                 commit = branch
         self._finish_accepted(instance, entry)

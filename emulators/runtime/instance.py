@@ -2,6 +2,7 @@
 from .errors import ConnectionDropped
 from .records import Records
 from .rng import Rng
+from .timeline import storage_key
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -30,7 +31,7 @@ class Instance:
         self.ids = {}
         self.writes = 0
         self.accepted = None
-        self.accepted_at_writes = None
+        self._checkpoint = None  # (id, writes when it was committed)
         self.in_flight = True
         self.records = Records(runtime.db, runtime.name, namespace, key, on_write=self._wrote)
         self.rng = Rng(runtime.db, runtime.name, namespace, key, seed=runtime.settings.seed)
@@ -53,11 +54,31 @@ class Instance:
                 return dict(hit.params)
         return None
 
+    def checkpoint(self):
+        """Commit a checkpoint of this branch now and return its id.
+
+        The runtime's own checkpoint after the request (provider mutation or writing admin
+        route) reuses this one when nothing was written since, so a body that quotes the id
+        agrees with the `x-mockingbird-checkpoint` header.
+        """
+        if self.key != storage_key(self.namespace, self.branch):
+            raise RuntimeError("a historical (x-mockingbird-at) view cannot commit a checkpoint")
+        fresh = self.fresh_checkpoint()
+        if fresh is None:
+            fresh = self._runtime.timeline.commit(self.namespace, self.branch)["id"]
+            self._checkpoint = (fresh, self.writes)
+        return fresh
+
+    def fresh_checkpoint(self):
+        """Return the id of this request's checkpoint if nothing was written since, else None."""
+        if self._checkpoint is not None and self._checkpoint[1] == self.writes:
+            return self._checkpoint[0]
+        return None
+
     def accept(self):
         """Mark the mutation durably accepted: commit a checkpoint now (once per request)."""
         if self.accepted is None and self.in_flight and self.method in MUTATING:
-            self.accepted = self._runtime.timeline.commit(self.namespace, self.branch)["id"]
-            self.accepted_at_writes = self.writes
+            self.accepted = self.checkpoint()
         return self.accepted
 
     def drop(self):

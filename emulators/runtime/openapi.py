@@ -5,23 +5,32 @@ METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 
 
 class OperationMatcher:
-    """Match (method, path) to an operationId; fewer path parameters win, trailing / optional."""
+    """Match (method, path) to an operationId; fewer path parameters win, trailing / optional.
+
+    A path parameter flagged `x-slash-bearing: true` (on the parameter or its schema, declared
+    on the operation or the path item) matches one or more whole segments (`heads/feature/x`);
+    every other parameter matches exactly one. Templates without such a parameter win ties.
+    """
 
     def __init__(self, document):
-        self.has_document = bool(document and document.get("paths"))
+        document = document or {}
+        self.has_document = bool(document.get("paths"))
         entries = []
-        for template, item in (document or {}).get("paths", {}).items():
+        for template, item in document.get("paths", {}).items():
+            if not isinstance(item, dict):
+                continue
+            shared = _slash_bearing(document, item.get("parameters"))
             params = template.count("{")
-            pattern = re.escape(template.rstrip("/") or "/")
-            pattern = re.sub(r"\\\{[^/]+?\\\}", "[^/]+", pattern)
-            regex = re.compile("^" + pattern + "/?$")
             for method, operation in item.items():
-                if method in METHODS and isinstance(operation, dict):
-                    entries.append((params, template, method.upper(), regex,
-                                    operation.get("operationId")))
-        entries.sort(key=lambda entry: (entry[0], entry[1]))
+                if method not in METHODS or not isinstance(operation, dict):
+                    continue
+                greedy = shared | _slash_bearing(document, operation.get("parameters"))
+                regex = re.compile("^" + _pattern(template, greedy) + "/?$")
+                entries.append(((params, len(greedy), template), method.upper(), regex,
+                                operation.get("operationId")))
+        entries.sort(key=lambda entry: entry[0])
         self._by_method = {}
-        for _, _, method, regex, operation_id in entries:
+        for _, method, regex, operation_id in entries:
             self._by_method.setdefault(method, []).append((regex, operation_id))
 
     def match(self, method, path):
@@ -30,6 +39,43 @@ class OperationMatcher:
             if regex.match(path):
                 return operation_id
         return None
+
+
+def _slash_bearing(document, parameters):
+    """Return the names of path parameters flagged `x-slash-bearing: true`."""
+    names = set()
+    for parameter in parameters or ():
+        if isinstance(parameter, dict) and "$ref" in parameter:
+            parameter = _resolve(document, parameter["$ref"])
+        if not isinstance(parameter, dict) or parameter.get("in") != "path":
+            continue
+        schema = parameter.get("schema") if isinstance(parameter.get("schema"), dict) else {}
+        if parameter.get("x-slash-bearing") is True or schema.get("x-slash-bearing") is True:
+            names.add(parameter.get("name"))
+    return names
+
+
+def _resolve(document, ref):
+    """Follow a local `#/...` reference; anything else resolves to None."""
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return None
+    node = document
+    for part in ref[2:].split("/"):
+        node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, dict) \
+            else None
+    return node
+
+
+def _pattern(template, greedy):
+    """Turn a path template into a regex body: `{name}` is one segment, or several if greedy."""
+    out, position = [], 0
+    base = template.rstrip("/") or "/"
+    for match in re.finditer(r"\{([^/{}]+)\}", base):
+        out.append(re.escape(base[position:match.start()]))
+        out.append(".+" if match.group(1) in greedy else "[^/]+")
+        position = match.end()
+    out.append(re.escape(base[position:]))
+    return "".join(out)
 
 
 def admin_document(runtime):

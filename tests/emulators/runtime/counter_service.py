@@ -88,6 +88,11 @@ class Boom:
         raise RuntimeError("secret internal detail")
 
 
+def files_sink(req, resp):
+    """`GET /files/{path}`: the path is slash-bearing (`a/b/c`)."""
+    resp.media = {"path": req.path[len("/files/"):]}
+
+
 class WorkerPid:
     """Tell which process answered (the gunicorn tests prove state crosses workers)."""
 
@@ -103,6 +108,7 @@ def provider_app():
     app.add_route("/info", Info())
     app.add_route("/stream", Stream())
     app.add_route("/boom", Boom())
+    app.add_sink(files_sink, prefix="/files/")
     return app
 
 
@@ -112,6 +118,18 @@ def seed_counter(call):
         raise EmulatorError("value must be an integer", status=400)
     call.instance.records.put("counter", "c", {"value": body["value"]})
     return 200, {"value": body["value"]}
+
+
+def bump_counter(call):
+    """Write, commit a checkpoint quoted in the body, then (`{"again": true}`) write once more."""
+    records = call.instance.records
+    value = (records.get("counter", "c") or {"value": 0})["value"] + 1
+    records.put("counter", "c", {"value": value})
+    checkpoint = call.instance.checkpoint()
+    if (call.body or {}).get("again"):
+        value += 1
+        records.put("counter", "c", {"value": value})
+    return 200, {"value": value, "checkpoint": checkpoint}
 
 
 def read_counter(call):
@@ -133,6 +151,10 @@ OPENAPI = {
         "/info": {"get": _op("getInfo")},
         "/stream": {"get": _op("stream")},
         "/boom": {"get": _op("boom")},
+        "/files/{path}": {"get": {**_op("getFile"), "parameters": [
+            {"name": "path", "in": "path", "required": True, "x-slash-bearing": True,
+             "schema": {"type": "string"}}]}},
+        "/files/{folder}/meta": {"get": _op("getFolderMeta")},
     },
 }
 
@@ -148,6 +170,7 @@ PRESETS = {
 service = Service(
     name="counter", version="1.2.3", default_port=8899, openapi=OPENAPI,
     provider_app=provider_app, presets=PRESETS,
-    admin_routes=[("POST", "/counter/seed", seed_counter), ("GET", "/counter", read_counter)],
+    admin_routes=[("POST", "/counter/seed", seed_counter), ("POST", "/counter/bump", bump_counter),
+                  ("GET", "/counter", read_counter)],
     describe=lambda instance: {"status": "shadowed?", "flavour": "counter"},
 )

@@ -91,3 +91,20 @@ def test_service_route_may_not_override_a_standard_one(tmp_path):
 def test_admin_prefix_is_validated(tmp_path):
     with pytest.raises(ValueError, match="adminPrefix"):
         Runtime(Service(name="x"), Settings(db=str(tmp_path / "x.db"), admin_prefix="/a/"))
+
+
+def test_admin_checkpoint_quoted_in_body_is_the_header_checkpoint(app):
+    res = app.post("/__admin/counter/bump")
+    assert res.json["checkpoint"] == res.headers["x-mockingbird-checkpoint"]
+    timeline = app.get("/__admin/timeline").json
+    assert timeline["branches"]["main"] == res.json["checkpoint"]
+    assert app.get("/counter", headers={"x-mockingbird-at": res.json["checkpoint"]}).json == {
+        "value": 1}
+
+
+def test_admin_write_after_its_checkpoint_gets_a_newer_one(app):
+    res = app.post_json("/__admin/counter/bump", {"again": True})
+    header, quoted = res.headers["x-mockingbird-checkpoint"], res.json["checkpoint"]
+    assert header != quoted
+    assert app.get("/counter", headers={"x-mockingbird-at": quoted}).json == {"value": 1}
+    assert app.get("/counter", headers={"x-mockingbird-at": header}).json == {"value": 2}
