@@ -10,6 +10,9 @@ bind = "127.0.0.1:8000"
 workers = min(4, multiprocessing.cpu_count() * 2 + 1)
 worker_class = "gthread"
 threads = 8
+# A gthread worker otherwise keeps accepting connections while event streams hold all of its
+# threads, and those requests wait; refusing them lets another worker take them.
+worker_connections = threads
 timeout = 60
 graceful_timeout = 10
 # Only the local reverse proxy may set X-Forwarded-Proto; the chat app reads X-Forwarded-For

@@ -35,6 +35,7 @@ def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_pa
     log = tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False)
     cmd = [sys.executable, "-m", "gunicorn", "-c", str(REPO / "gunicorn.conf.py"),
            "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", str(threads),
+           "--worker-connections", str(threads),
            "--access-logfile", "-", *extra_args, app]
     proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})},
                             stdout=log, stderr=subprocess.STDOUT)

@@ -2,6 +2,8 @@
 import os
 import secrets
 
+import filelock
+
 TMP_SUFFIX = ".tmp"
 
 
@@ -41,3 +43,25 @@ def fsync_dir(folder):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+class Locks:
+    """Reusable `FileLock`s by path: building one costs as much as taking it.
+
+    filelock keeps lock state per thread by default, so one object serves every thread of a
+    gthread worker safely.
+    """
+
+    def __init__(self, timeout_s, size=4096):
+        self.timeout_s = timeout_s
+        self._size = size
+        self._locks = {}
+
+    def __call__(self, path):
+        key = str(path)
+        lock = self._locks.get(key)
+        if lock is None:
+            if len(self._locks) >= self._size:
+                self._locks.pop(next(iter(self._locks)))
+            lock = self._locks[key] = filelock.FileLock(key, timeout=self.timeout_s)
+        return lock

@@ -9,7 +9,7 @@ import secrets
 import filelock
 
 from . import errors
-from .files import tmp_name
+from .files import Locks, tmp_name
 
 
 def retry_after_s(hits, now_ms, limit, window_ms):
@@ -32,7 +32,7 @@ class IpWindows:
         self.folder = folder
         self.limit = limit
         self.window_ms = window_ms
-        self._lock_timeout_s = lock_timeout_s
+        self._locks = Locks(lock_timeout_s)
         self._key = None
 
     @contextlib.contextmanager
@@ -44,7 +44,7 @@ class IpWindows:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{self._hash(address)}.json"
         try:
-            with filelock.FileLock(f"{path}.lock", timeout=self._lock_timeout_s):
+            with self._locks(f"{path}.lock"):
                 hits = _load_hits(path)
                 wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
                 if wait is not None:
@@ -72,7 +72,7 @@ class IpWindows:
             if not name.endswith(".json"):
                 continue
             path = self.folder / name
-            with filelock.FileLock(f"{path}.lock", timeout=self._lock_timeout_s):
+            with self._locks(f"{path}.lock"):
                 hits = _load_hits(path)
                 if not any(h > now_ms - self.window_ms for h in hits):
                     try:

@@ -11,7 +11,7 @@ import time
 import filelock
 
 from . import errors
-from .files import TMP_SUFFIX, atomic_write
+from .files import TMP_SUFFIX, Locks, atomic_write
 
 THREAD_RE = re.compile(r"\A[0-9a-f]{16}\Z")
 THREAD_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\Z")
@@ -32,8 +32,8 @@ class ThreadStore:
 
     def __init__(self, chat_dir, *, create_lock_path, lock_timeout_s=10.0):
         self.chat_dir = chat_dir
-        self._create_lock = filelock.FileLock(create_lock_path, timeout=lock_timeout_s)
-        self._lock_timeout_s = lock_timeout_s
+        self._locks = Locks(lock_timeout_s)
+        self._create_lock_path = create_lock_path
         self._cache = {}
 
     def path(self, thread):
@@ -70,7 +70,7 @@ class ThreadStore:
         path = self.path(thread)
         self.chat_dir.mkdir(parents=True, exist_ok=True)
         try:
-            with filelock.FileLock(f"{path}.lock", timeout=self._lock_timeout_s):
+            with self._locks(f"{path}.lock"):
                 try:
                     with open(path, "rb") as handle:
                         current = _parse(handle.read(), path)
@@ -86,7 +86,7 @@ class ThreadStore:
                     return None
                 data = json.dumps(new, ensure_ascii=False, separators=(",", ":")).encode()
                 if current is None:
-                    with self._create_lock:
+                    with self._locks(self._create_lock_path):
                         if max_threads is not None and self.count() >= max_threads:
                             raise errors.ThreadLimitReached()
                         atomic_write(path, data)

@@ -88,7 +88,7 @@ def test_a_failed_change_leaves_the_file_as_it_was(client, settings, service):
 def test_a_held_lock_times_out_as_busy_and_writes_nothing(client, settings, clock):
     client.say("x")
     service = ChatService(settings, clock=clock)
-    service.store._lock_timeout_s = 0.2
+    service.store._locks.timeout_s = 0.2
     path = settings.chat_dir / f"{client.thread}.json"
     with filelock.FileLock(f"{path}.lock"):
         result = {}
