@@ -1,15 +1,14 @@
 """Sliding windows of accepted messages, shared by every worker through small files on disk."""
 import contextlib
+import fcntl
 import hashlib
 import hmac
 import json
 import os
 import secrets
 
-import filelock
-
 from . import errors
-from .files import Locks, tmp_name
+from .files import tmp_name
 
 
 def retry_after_s(hits, now_ms, limit, window_ms):
@@ -24,15 +23,16 @@ def retry_after_s(hits, now_ms, limit, window_ms):
 class IpWindows:
     """Per-IP windows: one file per hashed address, so unrelated clients never share a lock.
 
-    Addresses are stored only as keyed hashes (the key lives beside the windows), so the files
-    cannot be reversed by hashing the IPv4 space.
+    Each window file is its own lock (`flock` on it, rewritten in place, never replaced): one
+    open per post instead of a sidecar lock and a temporary file. Addresses are stored only as
+    keyed hashes (the key lives beside the windows), so the files cannot be reversed by hashing
+    the IPv4 space.
     """
 
-    def __init__(self, folder, *, limit, window_ms, lock_timeout_s=10.0):
+    def __init__(self, folder, *, limit, window_ms):
         self.folder = folder
         self.limit = limit
         self.window_ms = window_ms
-        self._locks = Locks(lock_timeout_s)
         self._key = None
 
     @contextlib.contextmanager
@@ -42,24 +42,19 @@ class IpWindows:
         Calling `record()` counts one accepted message; the window is saved on exit only then.
         """
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / f"{self._hash(address)}.json"
-        try:
-            with self._locks(f"{path}.lock"):
-                hits = _load_hits(path)
-                wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
-                if wait is not None:
-                    raise errors.RateLimited(
-                        f"rate limit: at most {self.limit} messages per IP per "
-                        f"{describe_window(self.window_ms)}", wait)
-                recorded = []
-                yield lambda: recorded.append(now_ms)
-                if recorded:
-                    # Only the newest `limit` hits can ever decide a later request.
-                    live = sorted(h for h in hits if h > now_ms - self.window_ms)
-                    live = (live + recorded)[-self.limit:]
-                    _rewrite(path, json.dumps({"hits": live}).encode())
-        except filelock.Timeout:
-            raise errors.StoreBusy()
+        with _locked(self.folder / f"{self._hash(address)}.json") as fd:
+            hits = _read_hits(fd)
+            wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
+            if wait is not None:
+                raise errors.RateLimited(
+                    f"rate limit: at most {self.limit} messages per IP per "
+                    f"{describe_window(self.window_ms)}", wait)
+            recorded = []
+            yield lambda: recorded.append(now_ms)
+            if recorded:
+                # Only the newest `limit` hits can ever decide a later request.
+                live = sorted(h for h in hits if h > now_ms - self.window_ms)
+                _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]}).encode())
 
     def sweep(self, now_ms):
         """Delete windows with no hit left inside them; return how many."""
@@ -71,15 +66,10 @@ class IpWindows:
         for name in names:
             if not name.endswith(".json"):
                 continue
-            path = self.folder / name
-            with self._locks(f"{path}.lock"):
-                hits = _load_hits(path)
-                if not any(h > now_ms - self.window_ms for h in hits):
-                    try:
-                        os.unlink(path)
-                        removed += 1
-                    except FileNotFoundError:
-                        pass
+            with _locked(self.folder / name) as fd:
+                if not any(h > now_ms - self.window_ms for h in _read_hits(fd)):
+                    os.unlink(self.folder / name)
+                    removed += 1
         return removed
 
     def _hash(self, address):
@@ -88,23 +78,34 @@ class IpWindows:
         return hmac.new(self._key, address.encode(), hashlib.sha256).hexdigest()[:32]
 
 
-def _rewrite(path, data):
+@contextlib.contextmanager
+def _locked(path):
+    """Open `path` and hold an exclusive flock on it; retry when the sweep unlinked it while we
+    waited, so a hit is never written into a deleted window. A holder never waits on anything
+    longer than the thread lock's timeout, so blocking here is bounded."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if os.fstat(fd).st_nlink:
+                yield fd
+                return
+        finally:
+            os.close(fd)
+
+
+def _rewrite(fd, data):
     """Overwrite in place: every reader holds the lock, so no reader sees a partial write, and
     a crash mid-write only forgets recent hits (an unreadable window counts as empty)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o640)
-    try:
-        os.write(fd, data)
-        os.ftruncate(fd, len(data))
-    finally:
-        os.close(fd)
+    os.pwrite(fd, data, 0)
+    os.ftruncate(fd, len(data))
 
 
-def _load_hits(path):
+def _read_hits(fd):
     try:
-        with open(path, "rb") as handle:
-            doc = json.loads(handle.read())
+        doc = json.loads(os.pread(fd, 1 << 20, 0) or b"{}")
         return [h for h in doc.get("hits", []) if isinstance(h, int)]
-    except (FileNotFoundError, ValueError, AttributeError):
+    except (ValueError, AttributeError):
         return []
 
 

@@ -119,3 +119,26 @@ def test_thread_cap_counts_only_thread_files(make_app, settings):
     (settings.chat_dir / ".0123456789abcdef.json.1.2.tmp").write_text("{}")
     ChatClient(testapp).say("first thread fits")
     ChatClient(testapp).post(status=507)
+
+
+def test_a_window_swept_while_a_post_waits_is_recreated_not_written_into_the_void(settings):
+    from spaces.newos4 import ratelimit
+    windows = ratelimit.IpWindows(settings.data_dir / "ip", limit=5, window_ms=600_000)
+    with windows.hold("198.51.100.1", 1000) as record:
+        record()
+    path = next((settings.data_dir / "ip").glob("*.json"))
+    entered = threading.Event()
+
+    def post():
+        with windows.hold("198.51.100.1", 2000) as record:
+            entered.set()
+            record()
+
+    with ratelimit._locked(path):
+        waiter = threading.Thread(target=post)
+        waiter.start()
+        assert not entered.wait(0.2)  # blocked on the flock we hold
+        os.unlink(path)  # what the sweep does to an idle window
+    waiter.join(5)
+    assert entered.is_set()
+    assert json.loads(path.read_text()) == {"hits": [2000]}
