@@ -7,6 +7,7 @@ import json
 import os
 import re
 import time
+from pathlib import Path
 
 import filelock
 
@@ -32,14 +33,16 @@ class ThreadStore:
 
     def __init__(self, chat_dir, *, create_lock_path, lock_timeout_s=10.0):
         self.chat_dir = chat_dir
+        self._chat_prefix = os.path.join(chat_dir, "")
         self._locks = Locks(lock_timeout_s)
         self._create_lock_path = create_lock_path
         self._cache = {}
 
     def path(self, thread):
+        """The thread's file, as a string: polling builds it on every request."""
         if not is_thread_name(thread):
             raise ValueError(f"not a thread name: {thread!r}")
-        return self.chat_dir / f"{thread}.json"
+        return f"{self._chat_prefix}{thread}.json"
 
     def read(self, thread):
         """The thread's document, or None when it has no file. Never writes, never locks."""
@@ -89,9 +92,9 @@ class ThreadStore:
                     with self._locks(self._create_lock_path):
                         if max_threads is not None and self.count() >= max_threads:
                             raise errors.ThreadLimitReached()
-                        atomic_write(path, data)
+                        atomic_write(Path(path), data)
                 else:
-                    atomic_write(path, data)
+                    atomic_write(Path(path), data)
                 return new
         except filelock.Timeout:
             raise errors.StoreBusy()

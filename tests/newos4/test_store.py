@@ -61,7 +61,7 @@ def test_a_recently_written_file_is_not_trusted_from_the_cache(settings, clock):
     path = settings.chat_dir / "00000000000000aa.json"
     os.utime(path, ns=(0, 0))
     service.poll("00000000000000aa")
-    assert path in service.store._cache
+    assert str(path) in service.store._cache
 
 
 def test_update_returning_none_writes_nothing(settings, clock):
