@@ -1,6 +1,8 @@
 """Property test of post.php and poll.php: arbitrary headers, bodies and query strings never
 give a 5xx, a traceback, a non-JSON answer, or a file for a rejected request."""
+import atexit
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -35,6 +37,7 @@ extra_headers = st.dictionaries(
     header_text, max_size=3)
 
 DATA = Path(tempfile.mkdtemp(prefix="chat-fuzz-"))
+atexit.register(shutil.rmtree, DATA, True)
 APP = webtest.TestApp(create_app(Settings(data_dir=DATA, max_threads=5), clock=FixedClock(T0)),
                       lint=False)
 
