@@ -295,7 +295,10 @@ class Admin:
         if not isinstance(branch, str) or not NAMESPACE.match(branch):
             raise TimelineError(f"bad branch name {json.dumps(branch)}")
         self.runtime.touch(request.namespace)
-        return 201, self.runtime.timeline.commit(request.namespace, branch)
+        timeline = self.runtime.timeline
+        with self.runtime.db.transaction():
+            checkpoint = timeline.commit(request.namespace, branch)
+            return 201, {**checkpoint, "records": timeline.count(request.namespace, branch)}
 
     def branch(self, request):
         body = request.body if request.body is not None else {}

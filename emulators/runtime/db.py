@@ -45,14 +45,63 @@ CREATE TABLE IF NOT EXISTS timeline_nodes (
     n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
     branch TEXT NOT NULL, parent TEXT, at_ms INTEGER NOT NULL, pinned INTEGER NOT NULL DEFAULT 0,
     sequences TEXT NOT NULL, rng INTEGER, clock_now INTEGER NOT NULL,
-    clock_frozen INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS timeline_records (
-    n INTEGER NOT NULL, namespace TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL,
-    seq INTEGER NOT NULL, value TEXT NOT NULL, PRIMARY KEY (n, collection, id)) WITHOUT ROWID;
+    clock_frozen INTEGER NOT NULL, base INTEGER, delta INTEGER,
+    evicted INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX IF NOT EXISTS timeline_nodes_ns ON timeline_nodes (service, namespace, evicted, n);
+CREATE INDEX IF NOT EXISTS timeline_nodes_base ON timeline_nodes (base) WHERE base IS NOT NULL;
+CREATE TABLE IF NOT EXISTS timeline_deltas (
+    delta INTEGER NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER,
+    value TEXT, PRIMARY KEY (delta, collection, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS record_changes (
+    service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, collection TEXT NOT NULL,
+    id TEXT NOT NULL, PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS branches (
     service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL, head TEXT NOT NULL,
     PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
 """
+
+
+# Note every record row written or deleted since its key's branch head (timeline.py); `@` marks
+# the scratch keys of historical reads, which never commit. ON CONFLICT DO NOTHING, not OR IGNORE:
+# an outer upsert's conflict policy would override a trigger's OR IGNORE.
+TRIGGERS = [f"""
+CREATE TRIGGER IF NOT EXISTS records_noted_{event.lower()} AFTER {event} ON records
+WHEN instr({row}.key, '@') = 0 BEGIN
+    INSERT INTO record_changes (service, namespace, key, collection, id)
+    VALUES ({row}.service, {row}.namespace, {row}.key, {row}.collection, {row}.id)
+    ON CONFLICT DO NOTHING;
+END""" for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))]
+
+SCHEMA_VERSION = 2  # 2: checkpoints as deltas (timeline_deltas, record_changes)
+
+
+def _old_tables(conn):
+    """Tell whether the database holds version 1 tables (full copy per checkpoint)."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND"
+                        " name='timeline_records'").fetchone() is not None
+
+
+def _migrate_columns(conn):
+    """Version 1 → 2, before the schema: the new columns of timeline_nodes."""
+    for column in ("base INTEGER", "delta INTEGER", "evicted INTEGER NOT NULL DEFAULT 0"):
+        conn.execute(f"ALTER TABLE timeline_nodes ADD COLUMN {column}")
+
+
+def _migrate_rows(conn):
+    """Version 1 → 2, after the schema: each old full copy becomes a root node's row set (so old
+    ids stay restorable), and each branch key notes every row that may differ from its head."""
+    conn.execute("INSERT INTO timeline_deltas (delta, collection, id, seq, value) SELECT n,"
+                 " collection, id, seq, value FROM timeline_records")
+    conn.execute("DROP TABLE timeline_records")
+    for service, namespace, branch, head in conn.execute(
+            "SELECT service, namespace, branch, head FROM branches").fetchall():
+        key = namespace if branch == "main" else f"{namespace}~{branch}"
+        conn.execute("INSERT OR IGNORE INTO record_changes (service, namespace, key, collection,"
+                     " id) SELECT ?, ?, ?, collection, id FROM timeline_deltas WHERE delta=?",
+                     (service, namespace, key, int(head[3:], 36)))
+        conn.execute("INSERT OR IGNORE INTO record_changes (service, namespace, key, collection,"
+                     " id) SELECT service, namespace, key, collection, id FROM records WHERE"
+                     " service=? AND key=?", (service, key))
 
 
 class Database:
@@ -87,9 +136,17 @@ class Database:
             if not self._schema_ready:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
+                    old = _old_tables(conn)
+                    if old:
+                        _migrate_columns(conn)
                     for statement in SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+                    for statement in TRIGGERS:
+                        conn.execute(statement)
+                    if old:
+                        _migrate_rows(conn)
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")

@@ -1,5 +1,26 @@
-"""Checkpoints and branches as rows. Ids come from an AUTOINCREMENT column: unique for the life
-of the database, so a stale or foreign id is a clean 409, never someone else's state."""
+"""Checkpoints and branches as rows, stored as deltas so a commit costs what changed, not the
+namespace. Ids come from an AUTOINCREMENT column: unique for the life of the database, so a
+stale or foreign id is a clean 409, never someone else's state.
+
+Design (why each piece exists):
+
+- A trigger on `records` notes every written or deleted `(key, collection, id)` in
+  `record_changes` (scratch keys of `x-mockingbird-at` reads excluded). Since every way a key's
+  rows change outside a request (commit, fork, checkout) also moves its branch head, the live rows
+  of a key are always "its branch head + the noted changes".
+- A checkpoint node stores its full sequences, RNG and clock (a few values) and, in
+  `timeline_deltas`, only the rows noted since its `base` (the node its key's state derived from:
+  the branch head at commit time) — the row's value, or NULL for a deletion. Then the notes are
+  cleared. A node without a base (the first of a namespace) holds every row.
+- Restore walks the base chain newest first and takes, per `(collection, id)`, the nearest entry
+  (one recursive SQL statement); a NULL value means absent.
+- Retention evicts the oldest nodes beyond `max_checkpoints` (branch heads and pinned nodes
+  stay): an evicted node is no longer listed nor restorable, but its rows remain while a retained
+  node builds on it. An evicted node with one dependant is merged into it (the dependant's few
+  rows are upserted into the evicted node's row set, which it then adopts: cost of the newer
+  delta, never of the namespace); one with none is deleted; a fork point with several stays as
+  hidden storage until its dependants shrink to one.
+"""
 import json
 import re
 
@@ -25,6 +46,11 @@ def checkpoint_id(n):
     return "cp_" + text.rjust(8, "0")
 
 
+def number(cp_id):
+    """Return the row number of a well-formed checkpoint id."""
+    return int(CP.match(cp_id).group(1), 36)
+
+
 def storage_key(namespace, branch=MAIN):
     """Return the storage key of a namespace's branch (main is the namespace itself)."""
     return namespace if branch == MAIN else f"{namespace}~{branch}"
@@ -41,31 +67,48 @@ class Timeline:
         self.max_checkpoints = max_checkpoints
 
     # -- capture and restore ------------------------------------------------------------
-    # Checkpoint rows are copied inside SQLite (INSERT … SELECT): no Python round trip per row.
+    # Rows move inside SQLite (INSERT … SELECT): no Python round trip per row.
     def _capture(self, conn, namespace, branch, parent, clock):
         key = storage_key(namespace, branch)
         service = self._service
+        base = number(parent) if parent else None
         n = conn.execute(
             "INSERT INTO timeline_nodes (service, namespace, branch, parent, at_ms, sequences,"
-            " rng, clock_now, clock_frozen) VALUES (?, ?, ?, ?, ?, (SELECT"
+            " rng, clock_now, clock_frozen, base) VALUES (?, ?, ?, ?, ?, (SELECT"
             " coalesce(json_group_object(name, value), '{}') FROM sequences WHERE service=? AND"
-            " key=?), (SELECT state FROM rngs WHERE service=? AND key=?), ?, ?)",
+            " key=?), (SELECT state FROM rngs WHERE service=? AND key=?), ?, ?, ?)",
             (service, namespace, branch, parent, clock["now"], service, key, service, key,
-             clock["now"], int(clock["frozen"]))).lastrowid
-        count = conn.execute(
-            "INSERT INTO timeline_records (n, namespace, collection, id, seq, value) SELECT ?,"
-            " namespace, collection, id, seq, value FROM records WHERE service=? AND key=?",
-            (n, service, key)).rowcount
-        return n, count
+             clock["now"], int(clock["frozen"]), base)).lastrowid
+        if base is None:
+            conn.execute("INSERT INTO timeline_deltas (delta, collection, id, seq, value) SELECT"
+                         " ?, collection, id, seq, value FROM records WHERE service=? AND key=?",
+                         (n, service, key))
+        elif conn.execute(
+                "INSERT INTO timeline_deltas (delta, collection, id, seq, value) SELECT ?,"
+                " c.collection, c.id, r.seq, r.value FROM record_changes c LEFT JOIN records r"
+                " ON r.service=c.service AND r.key=c.key AND r.collection=c.collection AND"
+                " r.id=c.id WHERE c.service=? AND c.key=?", (n, service, key)).rowcount == 0:
+            return n
+        conn.execute("DELETE FROM record_changes WHERE service=? AND key=?", (service, key))
+        return n
 
     def restore_storage(self, conn, namespace, key, node):
         """Replace a key's rows, sequences and RNG with those of a checkpoint node."""
         service = self._service
         conn.execute("DELETE FROM records WHERE service=? AND key=?", (service, key))
         conn.execute("DELETE FROM sequences WHERE service=? AND key=?", (service, key))
-        conn.execute("INSERT INTO records (service, namespace, key, collection, id, seq, value)"
-                     " SELECT ?, ?, ?, collection, id, seq, value FROM timeline_records WHERE"
-                     " n=?", (service, namespace, key, node["n"]))
+        conn.execute(
+            "WITH RECURSIVE chain (n, delta, base, depth) AS (SELECT n, coalesce(delta, n), base,"
+            " 0 FROM timeline_nodes WHERE n=? UNION ALL SELECT t.n, coalesce(t.delta, t.n),"
+            " t.base, chain.depth + 1 FROM timeline_nodes t JOIN chain ON t.n=chain.base)"
+            " INSERT INTO records (service, namespace, key, collection, id, seq, value)"
+            " SELECT ?, ?, ?, collection, id, seq, value FROM (SELECT d.collection, d.id, d.seq,"
+            " d.value, row_number() OVER (PARTITION BY d.collection, d.id ORDER BY chain.depth)"
+            " AS nearest FROM chain JOIN timeline_deltas d ON d.delta=chain.delta)"
+            " WHERE nearest=1 AND value IS NOT NULL",
+            (node["n"], service, namespace, key))
+        # The trigger noted the rewrite; the key now equals the node exactly.
+        conn.execute("DELETE FROM record_changes WHERE service=? AND key=?", (service, key))
         conn.executemany(
             "INSERT INTO sequences (service, namespace, key, name, value) VALUES (?, ?, ?, ?, ?)",
             [(service, namespace, key, name, v) for name, v in node["sequences"].items()])
@@ -77,7 +120,7 @@ class Timeline:
     def drop_storage(self, key):
         """Delete a scratch key's rows."""
         with self._db.transaction() as conn:
-            for table in ("records", "sequences", "rngs"):
+            for table in ("records", "sequences", "rngs", "record_changes"):
                 conn.execute(f"DELETE FROM {table} WHERE service=? AND key=?",
                              (self._service, key))
 
@@ -94,7 +137,7 @@ class Timeline:
         if match:
             row = conn.execute("SELECT n, branch, parent, at_ms, sequences, rng, clock_now,"
                                " clock_frozen FROM timeline_nodes WHERE n=? AND service=? AND"
-                               " namespace=?",
+                               " namespace=? AND evicted=0",
                                (int(match.group(1), 36), self._service, namespace)).fetchone()
         if row is None:
             raise TimelineError(f"no checkpoint {cp_id}")
@@ -113,31 +156,63 @@ class Timeline:
 
     def _commit(self, conn, namespace, branch, parent, clock=None):
         clock = clock or self._clocks.state(namespace)
-        n, count = self._capture(conn, namespace, branch, parent, clock)
+        n = self._capture(conn, namespace, branch, parent, clock)
         cp = checkpoint_id(n)
-        conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES (?, ?, ?, ?)"
-                     " ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head",
-                     (self._service, namespace, branch, cp))
+        if parent is None:
+            conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES"
+                         " (?, ?, ?, ?) ON CONFLICT (service, namespace, branch) DO UPDATE SET"
+                         " head=excluded.head", (self._service, namespace, branch, cp))
+        else:
+            conn.execute("UPDATE branches SET head=? WHERE service=? AND namespace=? AND"
+                         " branch=?", (cp, self._service, namespace, branch))
         if n % 16 == 0:
             self._prune(conn, namespace)
-        return {"id": cp, "branch": branch, "parent": parent, "at": clock["now"],
-                "records": count}
+        return {"id": cp, "branch": branch, "parent": parent, "at": clock["now"]}
 
     def _prune(self, conn, namespace):
         """Evict the oldest unpinned checkpoints beyond the limit; branch heads always stay."""
-        row = conn.execute("SELECT n FROM timeline_nodes WHERE service=? AND namespace=? ORDER"
-                           " BY n DESC LIMIT 1 OFFSET ?",
+        row = conn.execute("SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND"
+                           " evicted=0 ORDER BY n DESC LIMIT 1 OFFSET ?",
                            (self._service, namespace, self.max_checkpoints)).fetchone()
         if row is None:
             return
-        heads = [int(CP.match(head).group(1), 36)
-                 for head in self.heads(conn, namespace).values()]
+        heads = [number(head) for head in self.heads(conn, namespace).values()]
         marks = ",".join("?" * len(heads)) or "NULL"
         doomed = [r[0] for r in conn.execute(
-            f"SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND pinned=0 AND n<=?"
-            f" AND n NOT IN ({marks})", (self._service, namespace, row[0], *heads))]
-        conn.executemany("DELETE FROM timeline_nodes WHERE n=?", [(n,) for n in doomed])
-        conn.executemany("DELETE FROM timeline_records WHERE n=?", [(n,) for n in doomed])
+            f"SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND evicted=0 AND"
+            f" pinned=0 AND n<=? AND n NOT IN ({marks})",
+            (self._service, namespace, row[0], *heads))]
+        conn.executemany("UPDATE timeline_nodes SET evicted=1 WHERE n=?", [(n,) for n in doomed])
+        self._collect(conn, doomed)
+
+    @staticmethod
+    def _collect(conn, candidates):
+        """Drop or merge evicted nodes so only storage some retained node needs is kept."""
+        pending = sorted(set(candidates))
+        while pending:
+            n = pending.pop()
+            row = conn.execute("SELECT base, coalesce(delta, n) FROM timeline_nodes WHERE n=?"
+                               " AND evicted=1", (n,)).fetchone()
+            if row is None:
+                continue
+            base, delta = row
+            children = conn.execute("SELECT n, coalesce(delta, n) FROM timeline_nodes WHERE"
+                                    " base=? LIMIT 2", (n,)).fetchall()
+            if not children:
+                conn.execute("DELETE FROM timeline_deltas WHERE delta=?", (delta,))
+                conn.execute("DELETE FROM timeline_nodes WHERE n=?", (n,))
+                if base is not None:
+                    pending.append(base)  # its base may now have one dependant, or none
+            elif len(children) == 1:
+                # The dependant's (newer) rows win; it adopts the merged row set and the base.
+                child, child_delta = children[0]
+                conn.execute("INSERT OR REPLACE INTO timeline_deltas (delta, collection, id, seq,"
+                             " value) SELECT ?, collection, id, seq, value FROM timeline_deltas"
+                             " WHERE delta=?", (delta, child_delta))
+                conn.execute("DELETE FROM timeline_deltas WHERE delta=?", (child_delta,))
+                conn.execute("UPDATE timeline_nodes SET base=?, delta=? WHERE n=?",
+                             (base, delta, child))
+                conn.execute("DELETE FROM timeline_nodes WHERE n=?", (n,))
 
     def commit(self, namespace, branch=MAIN, clock=None):
         """Commit the current state of a branch (forking it from main first when new)."""
@@ -207,7 +282,7 @@ class Timeline:
             if not gone:
                 raise TimelineError(f"no branch {branch}", status=404)
             key = storage_key(namespace, branch)
-            for table in ("records", "sequences", "rngs"):
+            for table in ("records", "sequences", "rngs", "record_changes"):
                 conn.execute(f"DELETE FROM {table} WHERE service=? AND key=?",
                              (self._service, key))
 
@@ -221,18 +296,23 @@ class Timeline:
         with self._db.transaction() as conn:
             heads = self._ensure(conn, namespace)
             rows = conn.execute("SELECT n, branch, parent, at_ms FROM timeline_nodes WHERE"
-                                " service=? AND namespace=? ORDER BY n",
+                                " service=? AND namespace=? AND evicted=0 ORDER BY n",
                                 (self._service, namespace)).fetchall()
         return {"branches": heads,
                 "checkpoints": [{"id": checkpoint_id(n), "branch": b, "parent": p, "at": at}
                                 for n, b, p, at in rows]}
+
+    def count(self, namespace, branch=MAIN):
+        """Return how many records a branch holds now (for the admin checkpoint answer)."""
+        return self._db.one("SELECT count(*) FROM records WHERE service=? AND key=?",
+                            (self._service, storage_key(namespace, branch)))[0]
 
     def reset(self, namespace=None):
         """Forget the timeline of a namespace, or of all (ids are never reused)."""
         where, params = "service=?", [self._service]
         if namespace is not None:
             where, params = "service=? AND namespace=?", [self._service, namespace]
-        self._db.execute(f"DELETE FROM timeline_records WHERE n IN (SELECT n FROM timeline_nodes"
-                         f" WHERE {where})", params)
-        for table in ("timeline_nodes", "branches"):
+        self._db.execute(f"DELETE FROM timeline_deltas WHERE delta IN (SELECT coalesce(delta, n)"
+                         f" FROM timeline_nodes WHERE {where})", params)
+        for table in ("timeline_nodes", "branches", "record_changes"):
             self._db.execute(f"DELETE FROM {table} WHERE {where}", params)

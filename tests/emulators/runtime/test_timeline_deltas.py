@@ -1,0 +1,180 @@
+"""Checkpoints stored as deltas: exact restores over big namespaces, eviction that keeps every
+retained node restorable, bounded storage, and the version 1 database migration."""
+import random
+import sqlite3
+
+from emulators.runtime.db import Database
+from emulators.runtime.testing import test_app
+from tests.emulators.runtime.counter_service import service
+
+
+def state(app, headers=None):
+    """Every record of the key a request sees, as {id: value} (through the provider route)."""
+    return {item["id"]: item for item in app.get("/items", headers=headers or {}).json["items"]}
+
+
+def rows(db, sql, params=()):
+    return sqlite3.connect(db).execute(sql, params).fetchall()
+
+
+def seed(app, count, namespace="default"):
+    """Write `count` items in one transaction (fast) and commit a checkpoint."""
+    instance = app.runtime.instance(namespace, method="POST")
+    with instance.transaction():
+        for _ in range(count):
+            item_id = instance.records.next_id("items")
+            instance.records.put("items", item_id, {"id": item_id, "name": f"i{item_id}",
+                                                    "tag": None, "created": 0})
+    return app.post(f"/__admin/checkpoints?namespace={namespace}").json["id"]
+
+
+def mutate(app, rng, live):
+    """One random provider mutation (create, delete, or bump the counter's sibling via put)."""
+    choice = rng.random()
+    if choice < 0.4 or not live:
+        res = app.post_json("/items", {"name": f"n{rng.random():.6f}"})
+    elif choice < 0.7:
+        res = app.delete(f"/items/{rng.choice(sorted(live))}")
+    else:
+        instance = app.runtime.instance(method="POST")
+        victim = rng.choice(sorted(live))
+        with instance.transaction():
+            instance.records.put("items", victim, {**live[victim], "name": "edited"})
+            return instance.checkpoint()
+    return res.headers["x-mockingbird-checkpoint"]
+
+
+def test_many_checkpoints_over_a_large_namespace_restore_exactly(tmp_path):
+    app = test_app(service, tmp_path / "e.db")
+    first = seed(app, 600)
+    history = [(first, state(app))]
+    rng = random.Random(7)
+    for _ in range(60):
+        cp = mutate(app, rng, history[-1][1])
+        history.append((cp, state(app)))
+    for cp, expected in history:
+        assert state(app, {"x-mockingbird-at": cp}) == expected, cp
+    for cp, expected in rng.sample(history, 8):
+        app.post_json("/__admin/branches/main/checkout", {"checkpoint": cp})
+        assert state(app) == expected
+    # A commit after a checkout stores what changed since the checked-out node only.
+    app.post_json("/items", {"name": "after-checkout"})
+    assert state(app, {"x-mockingbird-at": app.get("/__admin/timeline").json["branches"][
+        "main"]}) == state(app)
+
+
+def test_a_commit_stores_only_the_rows_changed_since_its_parent(tmp_path):
+    db = tmp_path / "e.db"
+    app = test_app(service, db)
+    seed(app, 2000)
+    before = rows(db, "SELECT count(*) FROM timeline_deltas")[0][0]
+    app.post("/counter")
+    app.post_json("/items", {"name": "x"})
+    app.delete("/items/5")
+    assert rows(db, "SELECT count(*) FROM timeline_deltas")[0][0] - before == 3
+    assert rows(db, "SELECT count(*) FROM record_changes") == [(0,)]
+    deleted = rows(db, "SELECT value FROM timeline_deltas WHERE collection='items' AND id='5'"
+                       " ORDER BY delta")
+    assert deleted[-1] == (None,)  # a deletion is a NULL entry, not a missing one
+
+
+def test_evicting_parents_keeps_children_restorable(tmp_path):
+    db = tmp_path / "e.db"
+    app = test_app(service, db, max_checkpoints=5)
+    seed(app, 300)
+    early = app.post_json("/items", {"name": "fork-here"}).headers["x-mockingbird-checkpoint"]
+    fork_state = state(app)
+    app.post_json("/__admin/branches/side", {"at": early}, status=201)
+    side = {"x-mockingbird-branch": "side"}
+    app.post_json("/items", {"name": "on-side"}, headers=side)
+    rng = random.Random(3)
+    expected = {}
+    for _ in range(80):
+        cp = mutate(app, rng, state(app))
+        expected[cp] = state(app)
+    timeline = app.get("/__admin/timeline").json
+    listed = [c["id"] for c in timeline["checkpoints"]]
+    assert early not in listed and len(listed) <= 5 + 16 + 1
+    app.get("/items", headers={"x-mockingbird-at": early}, status=409)  # evicted: never wrong
+    for cp in listed:
+        if cp in expected:
+            assert state(app, {"x-mockingbird-at": cp}) == expected[cp]
+    side_head = timeline["branches"]["side"]
+    side_state = state(app, {"x-mockingbird-at": side_head})
+    assert side_state == state(app, side)
+    assert "on-side" in {v["name"] for v in side_state.values()}
+    assert {k: v for k, v in side_state.items() if v["name"] != "on-side"} == fork_state
+    # Storage stays bounded: evicted nodes are merged away, except the hidden fork point.
+    assert rows(db, "SELECT count(*) FROM timeline_nodes")[0][0] <= len(listed) + 2
+    app.delete("/__admin/branches/side")
+    for _ in range(40):
+        mutate(app, rng, state(app))
+    listed = [c["id"] for c in app.get("/__admin/timeline").json["checkpoints"]]
+    assert rows(db, "SELECT count(*) FROM timeline_nodes WHERE evicted=1")[0][0] <= 2
+    head = app.get("/__admin/timeline").json["branches"]["main"]
+    assert state(app, {"x-mockingbird-at": head}) == state(app)
+
+
+def test_writing_one_row_twice_between_commits_is_one_change(app):
+    instance = app.runtime.instance(method="POST")
+    with instance.transaction():
+        instance.records.put("items", 1, {"id": 1, "name": "a"})
+        instance.records.put("items", 1, {"id": 1, "name": "b"})
+        instance.records.delete("items", 1)
+        instance.records.put("items", 1, {"id": 1, "name": "c"})
+    cp = instance.checkpoint()
+    assert [i["name"] for i in state(app, {"x-mockingbird-at": cp}).values()] == ["c"]
+
+
+def test_reset_clears_deltas_and_change_notes(tmp_path):
+    db = tmp_path / "e.db"
+    app = test_app(service, db)
+    seed(app, 50, "w1")
+    app.post_json("/items", {"name": "x"}, headers={"x-mockingbird-namespace": "w1"})
+    app.post("/__admin/reset?namespace=w1")
+    assert rows(db, "SELECT count(*) FROM timeline_deltas") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM record_changes") == [(0,)]
+    app.post_json("/items", {"name": "y"}, headers={"x-mockingbird-namespace": "w1"})
+    cp = app.post("/__admin/checkpoints?namespace=w1").json
+    assert cp["records"] == 1
+
+
+V1 = """
+CREATE TABLE records (service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
+    collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
+CREATE TABLE timeline_nodes (n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL,
+    namespace TEXT NOT NULL, branch TEXT NOT NULL, parent TEXT, at_ms INTEGER NOT NULL,
+    pinned INTEGER NOT NULL DEFAULT 0, sequences TEXT NOT NULL, rng INTEGER,
+    clock_now INTEGER NOT NULL, clock_frozen INTEGER NOT NULL);
+CREATE TABLE timeline_records (n INTEGER NOT NULL, namespace TEXT NOT NULL,
+    collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (n, collection, id)) WITHOUT ROWID;
+CREATE TABLE sequences (service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
+    name TEXT NOT NULL, value INTEGER NOT NULL, PRIMARY KEY (service, key, name)) WITHOUT ROWID;
+INSERT INTO sequences VALUES ('counter', 'default', 'default', 'items', 2);
+CREATE TABLE branches (service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL,
+    head TEXT NOT NULL, PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
+INSERT INTO timeline_nodes VALUES (7, 'counter', 'default', 'main', NULL, 0, 0, '{"items":2}',
+    NULL, 0, 0);
+INSERT INTO timeline_records VALUES (7, 'default', 'items', '1', 1, '{"id":1,"name":"a"}'),
+    (7, 'default', 'items', '2', 2, '{"id":2,"name":"b"}');
+INSERT INTO branches VALUES ('counter', 'default', 'main', 'cp_00000007');
+INSERT INTO records VALUES ('counter', 'default', 'default', 'items', '1', 1,
+    '{"id":1,"name":"a"}');
+"""
+
+
+def test_a_version_1_database_is_migrated_on_start(tmp_path):
+    db = tmp_path / "old.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(V1)  # item 2 deleted after the checkpoint, not yet committed
+    app = test_app(service, db)
+    assert [i["name"] for i in state(app, {"x-mockingbird-at": "cp_00000007"}).values()] == [
+        "a", "b"]
+    created = app.post_json("/items", {"name": "c"})
+    cp = created.headers["x-mockingbird-checkpoint"]
+    assert cp > "cp_00000007"  # ids keep counting up
+    assert [i["name"] for i in state(app, {"x-mockingbird-at": cp}).values()] == ["a", "c"]
+    assert created.json["id"] == 3
+    assert Database(db).one("PRAGMA user_version")[0] == 2
