@@ -1,8 +1,8 @@
-"""The Hermes service: provider routes (runs API), Hermes admin controls and presets.
+"""The Hermes service: provider routes (runs API and the OpenAI-compatible surface), Hermes
+admin controls and presets.
 
 The runtime wraps `service` with namespaces, clock, faults, journal and timeline; this module
-only wires routes. The OpenAI-compatible routes (chat completions, responses, models) can be
-added to `provider_app` beside the runs routes.
+only wires routes.
 """
 import os
 
@@ -11,6 +11,7 @@ import falcon
 from emulators.runtime import Service
 
 from . import resources
+from .compat import CompatBackend
 from .errors import HermesError
 from .models import HermesBackend
 from .openapi import DOCUMENT
@@ -18,8 +19,18 @@ from .presets import PRESETS
 from .settings import HermesSettings
 
 VERSION = "0.1.0"
-OPERATIONS = ("RunCreate", "RunGet", "RunStop", "RunEvents", "RunApproval", "RunSteer")
+OPERATIONS = ("RunCreate", "RunGet", "RunStop", "RunEvents", "RunApproval", "RunSteer",
+              "Health", "HealthV1", "HealthDetailed", "ModelList", "Capabilities",
+              "ChatCompletionCreate", "ResponseCreate", "ResponseGet", "ResponseDelete")
 ROUTES = (  # path, resource class
+    ("/health", resources.Health),
+    ("/v1/health", resources.Health),
+    ("/health/detailed", resources.HealthDetailed),
+    ("/v1/models", resources.Models),
+    ("/v1/capabilities", resources.Capabilities),
+    ("/v1/chat/completions", resources.ChatCompletions),
+    ("/v1/responses", resources.Responses),
+    ("/v1/responses/{response_id}", resources.Response),
     ("/v1/runs", resources.Runs),
     ("/v1/runs/{run_id}", resources.Run),
     ("/v1/runs/{run_id}/stop", resources.RunStop),
@@ -49,9 +60,22 @@ def _method_not_allowed(req, resp, error, params):
     resp.set_header("Allow", ", ".join(allowed))
 
 
+class ProviderApp(falcon.App):
+    """A falcon app that can also answer with no Content-Type at all, as upstream's CORS
+    middleware does (falcon otherwise fills in its default media type)."""
+
+    def __call__(self, env, start_response):
+        def start(status, headers, exc_info=None):
+            if any(name.lower() == resources.BARE for name, _ in headers):
+                headers = [(name, value) for name, value in headers
+                           if name.lower() not in (resources.BARE, "content-type")]
+            return start_response(status, headers, exc_info)
+        return super().__call__(env, start)
+
+
 def create_provider_app(settings):
     """Return the falcon app of the Hermes provider routes."""
-    app = falcon.App(media_type=falcon.MEDIA_JSON)
+    app = ProviderApp(media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings)])
     for path, resource in ROUTES:
         app.add_route(path, resource(settings))
     app.add_error_handler(falcon.HTTPNotFound, _not_found)
@@ -92,8 +116,34 @@ def _sweep(backend, call):
     return backend.sweep()
 
 
+def _replies(settings, action):
+    """Wrap a scripted-replies control over CompatBackend (Hermes envelopes on errors)."""
+    def handler(call):
+        try:
+            return 200, action(CompatBackend(call.instance, settings), call)
+        except HermesError as error:
+            return error.status, error.body(), dict(error.headers)
+    handler.__doc__ = action.__doc__
+    return handler
+
+
+def _queue_replies(backend, call):
+    """Queue scripted replies for the next chat completions / responses of the namespace."""
+    return backend.queue_replies(call.body)
+
+
+def _list_replies(backend, call):
+    """List the queued scripted replies."""
+    return backend.queued()
+
+
+def _clear_replies(backend, call):
+    """Drop every queued scripted reply."""
+    return backend.clear_replies()
+
+
 def describe(instance):
-    """Health extras: which runs operations the emulator serves (all six)."""
+    """Health extras: every provider operation the emulator serves (none unsupported)."""
     return {"operations": list(OPERATIONS), "unsupported": []}
 
 
@@ -106,7 +156,10 @@ def create_service(settings=None):
         admin_routes=[("POST", "/hermes/runs/:id/observe", _admin(_observe)),
                       ("POST", "/hermes/scope", _admin(_scope)),
                       ("POST", "/hermes/restart", _admin(_restart)),
-                      ("POST", "/hermes/sweep", _admin(_sweep))])
+                      ("POST", "/hermes/sweep", _admin(_sweep)),
+                      ("POST", "/hermes/replies", _replies(settings, _queue_replies)),
+                      ("GET", "/hermes/replies", _replies(settings, _list_replies)),
+                      ("DELETE", "/hermes/replies", _replies(settings, _clear_replies))])
 
 
 # The registry (`emulators.load`) imports this module once per process; HERMES_* settings are read

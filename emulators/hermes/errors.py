@@ -131,6 +131,9 @@ class Throttled(HermesError):
     code = "rate_limit_exceeded"
     headers = {"Retry-After": "1"}
 
+    def __init__(self, limit=10):
+        super().__init__(f"Too many concurrent runs (max {limit})")
+
 
 class BodyTooLarge(HermesError):
     status = 413
@@ -156,3 +159,70 @@ class InternalError(HermesError):
     status = 500
     type = "server_error"
     message = "Internal server error"
+
+
+# The OpenAI-compatible surface (hermes-real-server.md §6, §7). Upstream builds several of these
+# errors inline with only `message` and `type` (oracle: chat_completions_missing_messages,
+# chat_completions_only_system, chat_completions_session_id_unsafe, responses_invalid_json).
+
+
+class MessageTypeOnly(HermesError):
+    """A 400 whose upstream body has only `message` and `type`."""
+
+    fields = ("message", "type")
+
+
+class InvalidMessages(MessageTypeOnly):
+    message = "Missing or invalid 'messages' field"
+
+
+class NoUserMessage(MessageTypeOnly):
+    message = "No user message found in messages"
+
+
+class InvalidSessionId(MessageTypeOnly):
+    message = "Invalid session ID"
+
+
+class SessionIdTooLong(MessageTypeOnly):
+    message = "Session ID too long"
+
+
+class ResponseNotFound(HermesError):
+    status = 404
+
+    def __init__(self, response_id):
+        super().__init__(f"Response not found: {response_id}")
+
+
+class PreviousResponseNotFound(HermesError):
+    status = 404
+
+    def __init__(self, response_id):
+        super().__init__(f"Previous response not found: {response_id}")
+
+
+class AgentIncomplete(HermesError):
+    """502 of a chat completion whose scripted run failed without any text (§6 Failures)."""
+
+    status = 502
+    type = "server_error"
+    message = "Agent run did not produce a response."
+    code = "agent_incomplete"
+
+    def __init__(self, message, *, completed, partial, failed, headers):
+        super().__init__(message or None)
+        self.flags = {"completed": completed, "partial": partial, "failed": failed}
+        self.headers = headers
+
+    def body(self):
+        body = super().body()
+        body["error"]["hermes"] = self.flags
+        return body
+
+
+class AgentCrashed(InternalError):
+    """500 of a scripted exception: upstream says "Internal server error: <exception>"."""
+
+    def __init__(self, detail):
+        super().__init__(f"Internal server error: {detail}")

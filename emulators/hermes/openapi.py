@@ -1,6 +1,11 @@
-"""OpenAPI 3 document of the Hermes runs routes the emulator serves (operationIds as reference)."""
+"""OpenAPI 3 document of the Hermes routes the emulator serves (runs operationIds as reference;
+the OpenAI-compatible operations are named by us)."""
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
+_RESPONSE_ID = {"name": "response_id", "in": "path", "required": True,
+                "schema": {"type": "string"}}
+_OBJECT = {"type": "object"}
+_SSE = {"text/event-stream": {"schema": {"type": "string"}}}
 _RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
 
 
@@ -14,8 +19,58 @@ def _errors(*statuses):
 
 DOCUMENT = {
     "openapi": "3.0.3",
-    "info": {"title": "Hermes Agent runs API (emulator)", "version": "v2026.8.31"},
+    "info": {"title": "Hermes Agent API server (emulator)", "version": "v2026.8.31"},
     "paths": {
+        "/health": {"get": {
+            "operationId": "Health", "summary": "Liveness (no auth)",
+            "responses": {"200": _json(_OBJECT, "status, platform, version")}}},
+        "/v1/health": {"get": {
+            "operationId": "HealthV1", "summary": "Liveness (no auth)",
+            "responses": {"200": _json(_OBJECT, "status, platform, version")}}},
+        "/health/detailed": {"get": {
+            "operationId": "HealthDetailed", "summary": "Readiness and gateway state",
+            "responses": {"200": _json(_OBJECT, "readiness"), **_errors(401)}}},
+        "/v1/models": {"get": {
+            "operationId": "ModelList", "summary": "The advertised model",
+            "responses": {"200": _json(_OBJECT, "object: list"), **_errors(401)}}},
+        "/v1/capabilities": {"get": {
+            "operationId": "Capabilities", "summary": "Features and endpoints served",
+            "responses": {"200": _json(_OBJECT, "hermes.api_server.capabilities"),
+                          **_errors(401)}}},
+        "/v1/chat/completions": {"post": {
+            "operationId": "ChatCompletionCreate", "summary": "OpenAI chat completion",
+            "parameters": [
+                {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
+                {"name": "X-Hermes-Session-Id", "in": "header", "schema": {"type": "string"}},
+                {"name": "X-Hermes-Session-Key", "in": "header", "schema": {"type": "string"}}],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["messages"], "properties": {
+                    "messages": {"type": "array", "items": _OBJECT}, "model": {},
+                    "stream": {}, "tools": {}, "tool_choice": {}}}}}},
+            "responses": {"200": {"description": "chat.completion, or SSE chunks",
+                                  "content": {"application/json": {"schema": _OBJECT}, **_SSE}},
+                          **_errors(400, 401, 413, 429, 500, 501, 502)}}},
+        "/v1/responses": {"post": {
+            "operationId": "ResponseCreate", "summary": "OpenAI Responses create",
+            "parameters": [
+                {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
+                {"name": "X-Hermes-Session-Key", "in": "header", "schema": {"type": "string"}}],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["input"], "properties": {
+                    "input": {"oneOf": [{"type": "string"}, {"type": "array"}]},
+                    "instructions": {}, "previous_response_id": {}, "conversation": {},
+                    "conversation_history": {}, "store": {}, "stream": {}, "model": {},
+                    "truncation": {}}}}}},
+            "responses": {"200": {"description": "response, or SSE events",
+                                  "content": {"application/json": {"schema": _OBJECT}, **_SSE}},
+                          **_errors(400, 401, 404, 413, 429, 500, 501)}}},
+        "/v1/responses/{response_id}": {
+            "get": {"operationId": "ResponseGet", "summary": "A stored response",
+                    "parameters": [_RESPONSE_ID],
+                    "responses": {"200": _json(_OBJECT, "response"), **_errors(401, 404)}},
+            "delete": {"operationId": "ResponseDelete", "summary": "Delete a stored response",
+                       "parameters": [_RESPONSE_ID],
+                       "responses": {"200": _json(_OBJECT, "deleted"), **_errors(401, 404)}}},
         "/v1/runs": {"post": {
             "operationId": "RunCreate",
             "summary": "Admit a run (202) or replay an idempotent delivery",

@@ -22,6 +22,15 @@ PRESETS = {
                        " Retry-After: 1 (replays of admitted keys still succeed)",
         "rules": [{"operationId": "RunCreate", "count": 1, "effect": EFFECT_THROTTLE}],
     },
+    # One cap is shared by chat, responses and runs upstream (hermes-real-server.md §1); the
+    # effect answers 429 after auth and before the body is parsed, as upstream orders it (§6).
+    "hermes_chat_throttled": {
+        "description": "Answer the next chat completion and the next response 429"
+                       " rate_limit_exceeded (\"Too many concurrent runs (max 10)\"),"
+                       " Retry-After: 1",
+        "rules": [{"operationId": "ChatCompletionCreate", "count": 1, "effect": EFFECT_THROTTLE},
+                  {"operationId": "ResponseCreate", "count": 1, "effect": EFFECT_THROTTLE}],
+    },
     "hermes_draining": {
         "description": "Answer the next run submission 503 gateway_draining with Retry-After: 1",
         "rules": [{"operationId": "RunCreate", "count": 1, "status": 503,

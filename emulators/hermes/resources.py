@@ -1,6 +1,8 @@
-"""Falcon resources of the Hermes runs API: thin responders over HermesBackend.
+"""Falcon resources of the Hermes provider routes: thin responders over HermesBackend (runs)
+and CompatBackend (health, models, capabilities, chat completions, responses).
 
-Auth runs first in every responder (after routing, as aiohttp answers 404/405 before auth).
+Auth runs first in every responder (after routing, as aiohttp answers 404/405 before auth);
+CORS runs before routing, as upstream's outermost middleware.
 """
 import hmac
 import json
@@ -8,6 +10,7 @@ import time
 
 from emulators.runtime import instance_of
 
+from .compat import CompatBackend
 from .errors import BodyTooLarge, InvalidContentLength, RunNotFound, Unauthorized
 from .models import EFFECT_DROP, HermesBackend, Submission
 
@@ -32,20 +35,75 @@ def send_json(resp, status, body, headers=None):
     resp.set_headers({**SECURITY_HEADERS, **(headers or {})})
 
 
-class RunsResource:
-    """Shared plumbing: settings, auth, bounded body reads, the backend of the request."""
+BARE = "x-hermes-bare"  # tells the app to send this answer without any Content-Type
+SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+# Upstream _CORS_HEADERS plus Max-Age (hermes-real-server.md §3).
+CORS_HEADERS = {"Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
+                "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key"}
+
+
+class Cors:
+    """Upstream cors_middleware: a request with a disallowed Origin, and any OPTIONS without an
+    allowed one, get 403 with an empty body before routing (oracle get_with_origin_not_allowed,
+    options_preflight_*); allowed origins get the CORS headers."""
+
+    def __init__(self, settings):
+        self.origins = settings.cors_origins
+
+    def headers_for(self, origin):
+        if not origin or not self.origins:
+            return None
+        if "*" in self.origins:
+            return {**CORS_HEADERS, "Access-Control-Allow-Origin": "*",
+                    "Access-Control-Max-Age": "600"}
+        if origin not in self.origins:
+            return None
+        return {**CORS_HEADERS, "Access-Control-Allow-Origin": origin, "Vary": "Origin",
+                "Access-Control-Max-Age": "600"}
+
+    def process_request(self, req, resp):
+        origin = req.get_header("Origin") or ""
+        allowed = not origin or "*" in self.origins or origin in self.origins
+        headers = self.headers_for(origin)
+        if not allowed or (req.method == "OPTIONS" and headers is None):
+            resp.status = 403
+            resp.data = b""
+            resp.set_header(BARE, "1")
+            resp.complete = True
+        elif req.method == "OPTIONS":
+            resp.status = 200
+            resp.data = b""
+            resp.set_headers({**headers, BARE: "1"})
+            resp.complete = True
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        headers = self.headers_for(req.get_header("Origin") or "")
+        if headers is not None and resp.status not in (403, "403 Forbidden"):
+            resp.set_headers(headers)
+
+
+class HermesResource:
+    """Shared plumbing: settings, auth, bounded body reads, the backends of the request."""
 
     def __init__(self, settings):
         self.settings = settings
 
-    def backend(self, req):
+    def authorize(self, req):
+        """Upstream _check_auth: exact "Bearer " prefix, stripped token, constant-time compare."""
         key = self.settings.api_key
         if key is not None:
             header = req.get_header("Authorization") or ""
             token = header[len("Bearer "):].strip() if header.startswith("Bearer ") else None
             if token is None or not hmac.compare_digest(token.encode(), key.encode()):
                 raise Unauthorized()
+
+    def backend(self, req):
+        self.authorize(req)
         return HermesBackend(instance_of(req))
+
+    def compat(self, req):
+        self.authorize(req)
+        return CompatBackend(instance_of(req), self.settings)
 
     @staticmethod
     def read_body(req):
@@ -61,7 +119,7 @@ class RunsResource:
         return data
 
 
-class Runs(RunsResource):
+class Runs(HermesResource):
     """POST /v1/runs (RunCreate)."""
 
     def on_post(self, req, resp):
@@ -79,14 +137,14 @@ class Runs(RunsResource):
         send_json(resp, 202, admission.body, admission.headers)
 
 
-class Run(RunsResource):
+class Run(HermesResource):
     """GET /v1/runs/{run_id} (RunGet)."""
 
     def on_get(self, req, resp, run_id):
         send_json(resp, 200, self.backend(req).get(run_id))
 
 
-class RunStop(RunsResource):
+class RunStop(HermesResource):
     """POST /v1/runs/{run_id}/stop (RunStop); the body is ignored."""
 
     def on_post(self, req, resp, run_id):
@@ -98,7 +156,7 @@ class RunStop(RunsResource):
         send_json(resp, 200, body)
 
 
-class RunApproval(RunsResource):
+class RunApproval(HermesResource):
     """POST /v1/runs/{run_id}/approval (RunApproval)."""
 
     def on_post(self, req, resp, run_id):
@@ -106,7 +164,7 @@ class RunApproval(RunsResource):
         send_json(resp, 200, backend.approve(run_id, self.read_body(req)))
 
 
-class RunSteer(RunsResource):
+class RunSteer(HermesResource):
     """POST /v1/runs/{run_id}/steer (RunSteer)."""
 
     def on_post(self, req, resp, run_id):
@@ -114,7 +172,7 @@ class RunSteer(RunsResource):
         send_json(resp, 200, backend.steer(run_id, self.read_body(req)))
 
 
-class RunEvents(RunsResource):
+class RunEvents(HermesResource):
     """GET /v1/runs/{run_id}/events: the run's buffered and live events as SSE.
 
     The stream polls the shared store, so any worker can serve it; it sends keepalive comments
@@ -157,3 +215,98 @@ class RunEvents(RunsResource):
                 time.sleep(self.settings.poll_s)
         finally:
             backend.close_stream(run_id)
+
+
+def open_stream(resp, headers, frames):
+    """Start an SSE answer; upstream flushes its headers without the security headers (§2)."""
+    resp.status = 200
+    resp.content_type = "text/event-stream"
+    resp.set_headers({**SSE_HEADERS, **headers})
+    resp.stream = frames
+
+
+def paced(frames, delay_s):
+    """Yield encoded frames, waiting `delay_s` between them (a scripted slow model)."""
+    for n, text in enumerate(frames):
+        if n and delay_s:
+            time.sleep(delay_s)
+        yield text.encode("utf-8")
+
+
+class Health(HermesResource):
+    """GET /health and GET /v1/health (Health, HealthV1): no auth, whatever the header says."""
+
+    def on_get(self, req, resp):
+        send_json(resp, 200, CompatBackend.health())
+
+
+class HealthDetailed(HermesResource):
+    """GET /health/detailed (HealthDetailed): authenticated."""
+
+    def on_get(self, req, resp):
+        send_json(resp, 200, self.compat(req).health_detailed())
+
+
+class Models(HermesResource):
+    """GET /v1/models (ModelList)."""
+
+    def on_get(self, req, resp):
+        send_json(resp, 200, self.compat(req).models())
+
+
+class Capabilities(HermesResource):
+    """GET /v1/capabilities (Capabilities)."""
+
+    def on_get(self, req, resp):
+        send_json(resp, 200, self.compat(req).capabilities())
+
+
+class ChatCompletions(HermesResource):
+    """POST /v1/chat/completions (ChatCompletionCreate): JSON, or SSE with `stream: true`."""
+
+    def on_post(self, req, resp):
+        backend = self.compat(req)
+        turn = backend.chat_turn(self.read_body(req),
+                                 session_key_header=req.get_header("X-Hermes-Session-Key"),
+                                 session_id_header=req.get_header("X-Hermes-Session-Id"))
+        if turn.stream:
+            headers, frames, delay_s = backend.chat_stream(turn)
+            open_stream(resp, headers, paced(frames, delay_s))
+            return
+        body, headers = backend.chat(turn, req.get_header("Idempotency-Key"))
+        send_json(resp, 200, body, headers)
+
+
+class Responses(HermesResource):
+    """POST /v1/responses (ResponseCreate): JSON, or SSE events with `stream: true`."""
+
+    def on_post(self, req, resp):
+        backend = self.compat(req)
+        turn = backend.response_turn(self.read_body(req),
+                                     session_key_header=req.get_header("X-Hermes-Session-Key"))
+        if turn.stream:
+            headers, events, delay_s = backend.response_stream(turn)
+            open_stream(resp, headers, paced(self.frames(backend, turn, events), delay_s))
+            return
+        body, headers = backend.respond(turn, req.get_header("Idempotency-Key"))
+        backend.instance.report_ids(responseId=body["id"])
+        send_json(resp, 200, body, headers)
+
+    @staticmethod
+    def frames(backend, turn, events):
+        """Number the events from 0; store the terminal snapshot before sending it (upstream)."""
+        for number, (name, data) in enumerate(events):
+            if number == len(events) - 1:
+                final = data["response"]
+                backend.save(turn, final, final["output"][-1]["content"][0]["text"])
+            yield f"event: {name}\ndata: {json.dumps({**data, 'sequence_number': number})}\n\n"
+
+
+class Response(HermesResource):
+    """GET and DELETE /v1/responses/{response_id} (ResponseGet, ResponseDelete)."""
+
+    def on_get(self, req, resp, response_id):
+        send_json(resp, 200, self.compat(req).get_response(response_id))
+
+    def on_delete(self, req, resp, response_id):
+        send_json(resp, 200, self.compat(req).delete_response(response_id))

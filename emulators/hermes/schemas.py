@@ -135,3 +135,74 @@ def restart(body):
         return _Restart().load(body)["owner"]
     except ValidationError:
         raise InvalidRequest("restart: owner must be explicitly stale or alive") from None
+
+
+REPLY_FIELDS = frozenset({"text", "deltas", "reasoning", "usage", "failed", "partial",
+                          "completed", "error", "exception", "delay_ms"})
+TOOL_FIELDS = frozenset({"tool", "id", "arguments", "result", "emoji", "label"})
+USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+MAX_DELAY_MS = 10_000
+
+
+def _reply_bad(message):
+    return InvalidRequest("replies: " + message)
+
+
+def _tool_step(item, index):
+    if set(item) - TOOL_FIELDS or not isinstance(item.get("tool"), str) or not item["tool"]:
+        raise _reply_bad(f"deltas[{index}] must be a string or a tool object"
+                         " {tool, id?, arguments?, result?, emoji?, label?}")
+    for name in ("id", "emoji", "label"):
+        if name in item and not isinstance(item[name], str):
+            raise _reply_bad(f"deltas[{index}].{name} must be a string")
+    if "arguments" in item and not isinstance(item["arguments"], (dict, str)):
+        raise _reply_bad(f"deltas[{index}].arguments must be an object or a string")
+    return dict(item)
+
+
+def reply(body):
+    """Validate one scripted reply of the chat/responses surface; return a clean dict."""
+    if not isinstance(body, dict):
+        raise _reply_bad("a reply must be an object")
+    unknown = sorted(set(body) - REPLY_FIELDS)
+    if unknown:
+        raise _reply_bad("unsupported field(s): " + ", ".join(unknown))
+    for name in ("text", "reasoning", "error", "exception"):
+        if name in body and not isinstance(body[name], str):
+            raise _reply_bad(f"{name} must be a string")
+    for name in ("failed", "partial", "completed"):
+        if name in body and not isinstance(body[name], bool):
+            raise _reply_bad(f"{name} must be a boolean")
+    clean = dict(body)
+    if "deltas" in body:
+        if not isinstance(body["deltas"], list):
+            raise _reply_bad("deltas must be an array")
+        clean["deltas"] = []
+        for index, item in enumerate(body["deltas"]):
+            if isinstance(item, str):
+                clean["deltas"].append(item)
+            elif isinstance(item, dict):
+                clean["deltas"].append(_tool_step(item, index))
+            else:
+                raise _reply_bad(f"deltas[{index}] must be a string or a tool object")
+    if "usage" in body:
+        usage = body["usage"]
+        if (not isinstance(usage, dict) or set(usage) != set(USAGE_KEYS)
+                or any(_count(usage[key]) is None for key in USAGE_KEYS)):
+            raise _reply_bad("usage requires three nonnegative token counts")
+        clean["usage"] = {key: _count(usage[key]) for key in USAGE_KEYS}
+    if "delay_ms" in body:
+        delay = body["delay_ms"]
+        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not (
+                0 <= delay <= MAX_DELAY_MS):
+            raise _reply_bad(f"delay_ms must be a number between 0 and {MAX_DELAY_MS}")
+    return clean
+
+
+def replies(body):
+    """Validate a replies control body: one reply, or `{"replies": [reply, …]}`."""
+    if isinstance(body, dict) and set(body) == {"replies"}:
+        if not isinstance(body["replies"], list) or not body["replies"]:
+            raise _reply_bad("replies must be a non-empty array")
+        return [reply(item) for item in body["replies"]]
+    return [reply(body)]

@@ -2,19 +2,28 @@
 from dataclasses import dataclass
 
 
+def _origins(value):
+    """Split a comma-separated origin list, as upstream parses API_SERVER_CORS_ORIGINS."""
+    return tuple(item.strip() for item in (value or "").split(",") if item.strip())
+
+
 @dataclass(frozen=True)
 class HermesSettings:
-    """Provider auth and the timing of run event streams."""
+    """Provider auth, CORS, the advertised model and the timing of event streams."""
 
     api_key: str | None = None       # bearer key of the provider routes; None = auth off
     keepalive_s: float = 30.0        # idle seconds between `: keepalive` comments (upstream 30)
     events_wait_s: float = 1.0       # how long GET events waits for a buffer (upstream ~1 s)
     poll_s: float = 0.05             # how often an open stream looks for new events
+    cors_origins: tuple = ()         # allowed browser origins ("*" = any); empty = none
+    model_name: str | None = None    # advertised model; None = "hermes-agent" (upstream default)
 
     @classmethod
     def from_env(cls, environ):
-        """Build settings from HERMES_EMULATOR_API_KEY and HERMES_SSE_* variables."""
+        """Build settings from HERMES_EMULATOR_* and HERMES_SSE_* variables."""
         return cls(api_key=environ.get("HERMES_EMULATOR_API_KEY") or None,
                    keepalive_s=float(environ.get("HERMES_SSE_KEEPALIVE_SECONDS") or 30.0),
                    events_wait_s=float(environ.get("HERMES_EVENTS_WAIT_SECONDS") or 1.0),
-                   poll_s=float(environ.get("HERMES_SSE_POLL_SECONDS") or 0.05))
+                   poll_s=float(environ.get("HERMES_SSE_POLL_SECONDS") or 0.05),
+                   cors_origins=_origins(environ.get("HERMES_EMULATOR_CORS_ORIGINS")),
+                   model_name=(environ.get("HERMES_EMULATOR_MODEL_NAME") or "").strip() or None)

@@ -169,4 +169,4 @@ def test_python_first_serve_api(tmp_path):
         assert res.status_code == 202
         health = requests.get(hermes.url + "/__admin/health", timeout=5).json()
         assert health["service"] == "hermes" and health["unsupported"] == []
-        assert len(health["operations"]) == 6
+        assert len(health["operations"]) == 15  # six runs operations + the OpenAI surface

@@ -1,4 +1,5 @@
-"""Imports point down: app -> resources -> models -> store; falcon and marshmallow stay in place."""
+"""Imports point down: app -> resources -> compat -> models -> store; falcon and marshmallow stay
+in place."""
 import ast
 from pathlib import Path
 
@@ -9,8 +10,9 @@ FALCON_OK = {"app", "resources"}
 MARSHMALLOW_OK = {"schemas"}
 # What each module may import from this package (by module name).
 ALLOWED = {
-    "app": {"resources", "errors", "models", "openapi", "presets", "settings"},
-    "resources": {"errors", "models"},
+    "app": {"resources", "errors", "models", "compat", "openapi", "presets", "settings"},
+    "resources": {"errors", "models", "compat"},
+    "compat": {"canonical", "schemas", "errors", "store", "models"},
     "models": {"canonical", "schemas", "errors", "store"},
     "presets": {"models"},
     "schemas": {"errors"},
