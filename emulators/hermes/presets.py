@@ -24,12 +24,14 @@ PRESETS = {
     },
     # One cap is shared by chat, responses and runs upstream (hermes-real-server.md §1); the
     # effect answers 429 after auth and before the body is parsed, as upstream orders it (§6).
+    # The cap stays full until the rules are deleted: a one-shot rule would be spent by any
+    # matching request, even one that auth then refuses, which upstream never counts.
     "hermes_chat_throttled": {
-        "description": "Answer the next chat completion and the next response 429"
-                       " rate_limit_exceeded (\"Too many concurrent runs (max 10)\"),"
-                       " Retry-After: 1",
-        "rules": [{"operationId": "ChatCompletionCreate", "count": 1, "effect": EFFECT_THROTTLE},
-                  {"operationId": "ResponseCreate", "count": 1, "effect": EFFECT_THROTTLE}],
+        "description": "The concurrency cap is full: every chat completion and response answers"
+                       " 429 rate_limit_exceeded (\"Too many concurrent runs (max 10)\"),"
+                       " Retry-After: 1, until DELETE /__admin/faults",
+        "rules": [{"operationId": "ChatCompletionCreate", "effect": EFFECT_THROTTLE},
+                  {"operationId": "ResponseCreate", "effect": EFFECT_THROTTLE}],
     },
     "hermes_draining": {
         "description": "Answer the next run submission 503 gateway_draining with Retry-After: 1",

@@ -131,6 +131,7 @@ def test_error_mapping(served):
         served.client().chat.completions.create(model="m", messages=[{"role": "user",
                                                                       "content": "x"}])
     assert throttled.value.response.headers["Retry-After"] == "1"
+    requests.delete(served.admin + "/faults", timeout=5).raise_for_status()
     served.script({"failed": True, "error": "model exploded"})
     with pytest.raises(openai.InternalServerError) as incomplete:
         served.client().chat.completions.create(model="m", messages=[{"role": "user",
