@@ -88,6 +88,20 @@ def test_chat_stream_scripted_deltas(served):
     assert len({c.id for c in chunks}) == 1 and chunks[0].model == "m"
 
 
+def test_chat_stream_tool_progress_and_failure_as_the_sdk_sees_them(served):
+    served.script({"deltas": ["a", {"tool": "terminal", "id": "call_7"}, "b"]},
+                  {"deltas": ["par"], "failed": True, "error": "died"})
+    chunks = list(served.client().chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], stream=True))
+    progress = [c for c in chunks if not c.choices]  # the named tool-progress frames
+    assert [(c.model_extra["toolCallId"], c.model_extra["status"]) for c in progress] == [
+        ("call_7", "running"), ("call_7", "completed")]
+    # A failed stream's final chunk carries `error`, which the SDK raises (upstream does this).
+    with pytest.raises(openai.APIError, match="died"):
+        list(served.client().chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hi"}], stream=True))
+
+
 def test_responses_create_get_chain_delete(served):
     client = served.client()
     served.script({"text": "first answer"}, {"text": "second answer"})
