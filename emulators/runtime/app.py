@@ -307,10 +307,12 @@ class Runtime:
         valid = NAMESPACE.match(namespace)
         checkpoint = None
         with self.db.transaction(savepoint=False) as conn:
-            clock = self.clocks.state(namespace) if valid else {"now": wall_ms()}
-            if commit is not None:
-                checkpoint = self.timeline.commit(namespace, commit, clock)["id"]
-            self.journal.record(conn, entry, clock["now"])
+            if commit is not None:  # the checkpoint reads the clock itself
+                committed = self.timeline.commit(namespace, commit)
+                checkpoint, now = committed["id"], committed["at"]
+            else:
+                now = self.clocks.now_ms(namespace) if valid else wall_ms()
+            self.journal.record(conn, entry, now)
         return checkpoint
 
     def _cleanup(self, scratch):

@@ -50,6 +50,13 @@ def parse_duration(value):
             return int(float(match.group(1)) * UNITS[match.group(2)])
     return None
 
+# `Clocks.state(...)["now"]` and `["frozen"]` as SQL (params :service, :namespace, :wall), so a
+# checkpoint reads the clock inside its own INSERT.
+NOW_SQL = ("coalesce((SELECT CASE frozen WHEN 1 THEN now_ms ELSE :wall + offset_ms END FROM"
+           " clocks WHERE service=:service AND namespace=:namespace), :wall)")
+FROZEN_SQL = ("coalesce((SELECT frozen FROM clocks WHERE service=:service AND"
+              " namespace=:namespace), 0)")
+
 
 class Clocks:
     """Read and change the clock of a namespace; absent row means live time with no offset."""

@@ -7,6 +7,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import weakref
 from pathlib import Path
 
 SCHEMA = """
@@ -43,12 +44,15 @@ CREATE TABLE IF NOT EXISTS metrics (
     PRIMARY KEY (service, namespace, operation, method, path, status)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS timeline_nodes (
     n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
-    branch TEXT NOT NULL, parent TEXT, at_ms INTEGER NOT NULL, pinned INTEGER NOT NULL DEFAULT 0,
+    branch TEXT NOT NULL, parent INTEGER, at_ms INTEGER NOT NULL,
+    pinned INTEGER NOT NULL DEFAULT 0,
     sequences TEXT NOT NULL, rng INTEGER, clock_now INTEGER NOT NULL,
     clock_frozen INTEGER NOT NULL, base INTEGER, delta INTEGER,
     evicted INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX IF NOT EXISTS timeline_nodes_ns ON timeline_nodes (service, namespace, evicted, n);
-CREATE INDEX IF NOT EXISTS timeline_nodes_base ON timeline_nodes (base) WHERE base IS NOT NULL;
+DROP INDEX IF EXISTS timeline_nodes_ns;
+DROP INDEX IF EXISTS timeline_nodes_base;
+CREATE INDEX IF NOT EXISTS timeline_nodes_by_namespace
+    ON timeline_nodes (service, namespace, evicted, n, base);
 CREATE TABLE IF NOT EXISTS timeline_deltas (
     delta INTEGER NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER,
     value TEXT, PRIMARY KEY (delta, collection, id)) WITHOUT ROWID;
@@ -56,8 +60,8 @@ CREATE TABLE IF NOT EXISTS record_changes (
     service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, collection TEXT NOT NULL,
     id TEXT NOT NULL, PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS branches (
-    service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL, head TEXT NOT NULL,
-    PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
+    service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL,
+    head INTEGER NOT NULL, PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
 """
 
 
@@ -72,36 +76,78 @@ WHEN instr({row}.key, '@') = 0 BEGIN
     ON CONFLICT DO NOTHING;
 END""" for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))]
 
-SCHEMA_VERSION = 2  # 2: checkpoints as deltas (timeline_deltas, record_changes)
+# A new checkpoint node (timeline.py) takes the rows noted since its base into its delta (all
+# rows when it has no base), clears the notes and becomes its branch head: one INSERT per commit.
+# The key expression is timeline.storage_key in SQL.
+_KEY = "CASE NEW.branch WHEN 'main' THEN NEW.namespace ELSE NEW.namespace || '~' || NEW.branch END"
+TRIGGERS.append(f"""
+CREATE TRIGGER IF NOT EXISTS timeline_commit AFTER INSERT ON timeline_nodes BEGIN
+    INSERT INTO timeline_deltas (delta, collection, id, seq, value)
+    SELECT NEW.n, collection, id, seq, value FROM records
+    WHERE NEW.base IS NULL AND service=NEW.service AND key={_KEY};
+    INSERT INTO timeline_deltas (delta, collection, id, seq, value)
+    SELECT NEW.n, c.collection, c.id, r.seq, r.value FROM record_changes c
+    LEFT JOIN records r ON r.service=c.service AND r.key=c.key AND r.collection=c.collection
+        AND r.id=c.id
+    WHERE NEW.base IS NOT NULL AND c.service=NEW.service AND c.key={_KEY};
+    DELETE FROM record_changes WHERE service=NEW.service AND key={_KEY};
+    INSERT INTO branches (service, namespace, branch, head)
+    VALUES (NEW.service, NEW.namespace, NEW.branch, NEW.n)
+    ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head;
+END""")
+
+SCHEMA_VERSION = 3  # 2: checkpoints as deltas; 3: heads and parents as row numbers
 
 
-def _old_tables(conn):
-    """Tell whether the database holds version 1 tables (full copy per checkpoint)."""
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND"
-                        " name='timeline_records'").fetchone() is not None
+def _columns(conn, table):
+    return {row[1]: row[2] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def _migrate_columns(conn):
-    """Version 1 → 2, before the schema: the new columns of timeline_nodes."""
-    for column in ("base INTEGER", "delta INTEGER", "evicted INTEGER NOT NULL DEFAULT 0"):
-        conn.execute(f"ALTER TABLE timeline_nodes ADD COLUMN {column}")
+def _migrate_before(conn):
+    """Reshape tables of an older schema so SCHEMA can run; return the steps left for after."""
+    nodes = _columns(conn, "timeline_nodes")
+    steps = set()
+    if nodes and "base" not in nodes:  # version 1: a full copy of the rows per checkpoint
+        for column in ("base INTEGER", "delta INTEGER", "evicted INTEGER NOT NULL DEFAULT 0"):
+            conn.execute(f"ALTER TABLE timeline_nodes ADD COLUMN {column}")
+        steps.add("deltas")
+    if _columns(conn, "branches").get("head") == "TEXT":  # versions 1-2: heads as "cp_…"
+        conn.execute("ALTER TABLE branches RENAME TO branches_v2")
+        steps.add("heads")
+    return steps
 
 
-def _migrate_rows(conn):
-    """Version 1 → 2, after the schema: each old full copy becomes a root node's row set (so old
-    ids stay restorable), and each branch key notes every row that may differ from its head."""
-    conn.execute("INSERT INTO timeline_deltas (delta, collection, id, seq, value) SELECT n,"
-                 " collection, id, seq, value FROM timeline_records")
-    conn.execute("DROP TABLE timeline_records")
-    for service, namespace, branch, head in conn.execute(
-            "SELECT service, namespace, branch, head FROM branches").fetchall():
-        key = namespace if branch == "main" else f"{namespace}~{branch}"
-        conn.execute("INSERT OR IGNORE INTO record_changes (service, namespace, key, collection,"
-                     " id) SELECT ?, ?, ?, collection, id FROM timeline_deltas WHERE delta=?",
-                     (service, namespace, key, int(head[3:], 36)))
-        conn.execute("INSERT OR IGNORE INTO record_changes (service, namespace, key, collection,"
-                     " id) SELECT service, namespace, key, collection, id FROM records WHERE"
-                     " service=? AND key=?", (service, key))
+def _number(cp_id):
+    return int(cp_id[3:], 36)
+
+
+def _migrate_after(conn, steps):
+    """Move rows of an older schema into SCHEMA: old checkpoints stay restorable, ids go on."""
+    if "heads" in steps:
+        conn.executemany(
+            "INSERT INTO branches (service, namespace, branch, head) VALUES (?, ?, ?, ?)",
+            [(*row[:3], _number(row[3])) for row in conn.execute(
+                "SELECT service, namespace, branch, head FROM branches_v2").fetchall()])
+        conn.execute("DROP TABLE branches_v2")
+        conn.executemany("UPDATE timeline_nodes SET parent=? WHERE n=?", [
+            (_number(parent), n) for n, parent in conn.execute(
+                "SELECT n, parent FROM timeline_nodes WHERE parent LIKE 'cp!_%' ESCAPE '!'")
+            .fetchall()])
+    if "deltas" in steps:
+        # Each old full copy becomes the row set of a node without a base; each branch key
+        # notes every row that may differ from its head, so its next commit is exact.
+        conn.execute("INSERT INTO timeline_deltas (delta, collection, id, seq, value) SELECT n,"
+                     " collection, id, seq, value FROM timeline_records")
+        conn.execute("DROP TABLE timeline_records")
+        for service, namespace, branch, head in conn.execute(
+                "SELECT service, namespace, branch, head FROM branches").fetchall():
+            key = namespace if branch == "main" else f"{namespace}~{branch}"
+            conn.execute("INSERT OR IGNORE INTO record_changes (service, namespace, key,"
+                         " collection, id) SELECT ?, ?, ?, collection, id FROM timeline_deltas"
+                         " WHERE delta=?", (service, namespace, key, head))
+            conn.execute("INSERT OR IGNORE INTO record_changes (service, namespace, key,"
+                         " collection, id) SELECT service, namespace, key, collection, id FROM"
+                         " records WHERE service=? AND key=?", (service, key))
 
 
 class Database:
@@ -111,8 +157,11 @@ class Database:
         self.path = str(path)
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
-        self._pid = None
+        self._pid = os.getpid()
         self._schema_lock = threading.Lock()
+        # Checked at fork rather than with a getpid() on every access (the hot path).
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: ref() is not None and ref()._forked())
         self._schema_ready = False
         self._memory = None
         if self.path == ":memory:":
@@ -136,16 +185,13 @@ class Database:
             if not self._schema_ready:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    old = _old_tables(conn)
-                    if old:
-                        _migrate_columns(conn)
+                    steps = _migrate_before(conn)
                     for statement in SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
                     for statement in TRIGGERS:
                         conn.execute(statement)
-                    if old:
-                        _migrate_rows(conn)
+                    _migrate_after(conn, steps)
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                     conn.execute("COMMIT")
                 except BaseException:
@@ -154,18 +200,20 @@ class Database:
                 self._schema_ready = True
         return conn
 
+    def _forked(self):
+        # Connections inherited from the parent must never be used in the child.
+        self._local = threading.local()
+        self._pid = os.getpid()
+        self._schema_ready = False
+        self._memory = None
+
     @property
     def conn(self):
         """This thread's connection, (re)opened in the current process on first use."""
-        pid = os.getpid()
-        if self._pid != pid:
-            # Forked: connections inherited from the parent must never be used.
-            self._local = threading.local()
-            self._pid = pid
-            self._schema_ready = False
-            self._memory = None
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            if self._pid != os.getpid():
+                self._forked()
             conn = self._local.conn = self._open()
             self._local.depth = 0
         return conn

@@ -2,32 +2,45 @@
 namespace. Ids come from an AUTOINCREMENT column: unique for the life of the database, so a
 stale or foreign id is a clean 409, never someone else's state.
 
-Design (why each piece exists):
+Design (why each piece exists; the triggers are in db.py):
 
 - A trigger on `records` notes every written or deleted `(key, collection, id)` in
-  `record_changes` (scratch keys of `x-mockingbird-at` reads excluded). Since every way a key's
-  rows change outside a request (commit, fork, checkout) also moves its branch head, the live rows
-  of a key are always "its branch head + the noted changes".
-- A checkpoint node stores its full sequences, RNG and clock (a few values) and, in
-  `timeline_deltas`, only the rows noted since its `base` (the node its key's state derived from:
-  the branch head at commit time) — the row's value, or NULL for a deletion. Then the notes are
-  cleared. A node without a base (the first of a namespace) holds every row.
+  `record_changes` (scratch keys of `x-mockingbird-at` reads excluded). Every other way a key's
+  rows change (fork, checkout) also sets its branch head and clears the notes, so the live rows of
+  a key are always "its branch head + the noted rows".
+- A checkpoint node keeps its sequences, RNG and clock whole (a few values) and, in
+  `timeline_deltas`, only the noted rows (their value, or NULL for a deletion) on top of its
+  `base`: the branch head it was committed on. A node without a base (a namespace's first) holds
+  every row. The commit is one INSERT … SELECT (clock, head, sequences, RNG read in SQL); a
+  trigger on `timeline_nodes` then moves the notes into the delta and advances the branch head.
 - Restore walks the base chain newest first and takes, per `(collection, id)`, the nearest entry
   (one recursive SQL statement); a NULL value means absent.
 - Retention evicts the oldest nodes beyond `max_checkpoints` (branch heads and pinned nodes
-  stay): an evicted node is no longer listed nor restorable, but its rows remain while a retained
-  node builds on it. An evicted node with one dependant is merged into it (the dependant's few
-  rows are upserted into the evicted node's row set, which it then adopts: cost of the newer
-  delta, never of the namespace); one with none is deleted; a fork point with several stays as
-  hidden storage until its dependants shrink to one.
+  stay): an evicted node is no longer listed nor restorable, but its rows stay while a retained
+  node builds on it. An evicted node with one dependant is merged into it (the dependant's rows
+  are upserted into the evicted node's row set, which it adopts: the cost of the newer delta,
+  never of the namespace); one with none is deleted; a fork point with several stays as hidden
+  storage until its dependants shrink to one.
 """
 import json
 import re
 
+from .clock import FROZEN_SQL, NOW_SQL
 from .errors import AdminError
 
 CP = re.compile(r"^cp_([0-9a-z]{8,})$")
 MAIN = "main"
+
+_COMMIT = (
+    "INSERT INTO timeline_nodes (service, namespace, branch, parent, base, at_ms, sequences, rng,"
+    " clock_now, clock_frozen) SELECT :service, :namespace, :branch, {head}, {head}, {now},"
+    " (SELECT coalesce(json_group_object(name, value), '{{}}') FROM sequences WHERE"
+    " service=:service AND key=:key), (SELECT state FROM rngs WHERE service=:service AND"
+    " key=:key), {now}, {frozen} {source} RETURNING n, parent, clock_now")
+# On top of the branch head (no row when the branch has none), or as a namespace's first node.
+COMMIT_ON_HEAD = _COMMIT.format(head="head", now=NOW_SQL, frozen=FROZEN_SQL, source=(
+    "FROM branches WHERE service=:service AND namespace=:namespace AND branch=:branch"))
+COMMIT_ROOT = _COMMIT.format(head="NULL", now=NOW_SQL, frozen=FROZEN_SQL, source="")
 
 
 class TimelineError(AdminError):
@@ -40,19 +53,22 @@ def checkpoint_id(n):
     """Format a checkpoint row number: cp_ + base36, zero-padded to 8."""
     digits = "0123456789abcdefghijklmnopqrstuvwxyz"
     text = ""
+    n = int(n)
     while n:
         n, rest = divmod(n, 36)
         text = digits[rest] + text
     return "cp_" + text.rjust(8, "0")
 
 
-def number(cp_id):
-    """Return the row number of a well-formed checkpoint id."""
-    return int(CP.match(cp_id).group(1), 36)
+def _id(n):
+    return None if n is None else checkpoint_id(n)
 
 
 def storage_key(namespace, branch=MAIN):
-    """Return the storage key of a namespace's branch (main is the namespace itself)."""
+    """Return the storage key of a namespace's branch (main is the namespace itself).
+
+    The commit trigger in db.py computes the same key in SQL.
+    """
     return namespace if branch == MAIN else f"{namespace}~{branch}"
 
 
@@ -67,30 +83,17 @@ class Timeline:
         self.max_checkpoints = max_checkpoints
 
     # -- capture and restore ------------------------------------------------------------
-    # Rows move inside SQLite (INSERT … SELECT): no Python round trip per row.
-    def _capture(self, conn, namespace, branch, parent, clock):
-        key = storage_key(namespace, branch)
-        service = self._service
-        base = number(parent) if parent else None
-        n = conn.execute(
-            "INSERT INTO timeline_nodes (service, namespace, branch, parent, at_ms, sequences,"
-            " rng, clock_now, clock_frozen, base) VALUES (?, ?, ?, ?, ?, (SELECT"
-            " coalesce(json_group_object(name, value), '{}') FROM sequences WHERE service=? AND"
-            " key=?), (SELECT state FROM rngs WHERE service=? AND key=?), ?, ?, ?)",
-            (service, namespace, branch, parent, clock["now"], service, key, service, key,
-             clock["now"], int(clock["frozen"]), base)).lastrowid
-        if base is None:
-            conn.execute("INSERT INTO timeline_deltas (delta, collection, id, seq, value) SELECT"
-                         " ?, collection, id, seq, value FROM records WHERE service=? AND key=?",
-                         (n, service, key))
-        elif conn.execute(
-                "INSERT INTO timeline_deltas (delta, collection, id, seq, value) SELECT ?,"
-                " c.collection, c.id, r.seq, r.value FROM record_changes c LEFT JOIN records r"
-                " ON r.service=c.service AND r.key=c.key AND r.collection=c.collection AND"
-                " r.id=c.id WHERE c.service=? AND c.key=?", (n, service, key)).rowcount == 0:
-            return n
-        conn.execute("DELETE FROM record_changes WHERE service=? AND key=?", (service, key))
-        return n
+    def _commit(self, conn, namespace, branch, *, root=False):
+        """Commit a branch on its head (or as the first node): None when it has no head."""
+        rows = conn.execute(COMMIT_ROOT if root else COMMIT_ON_HEAD, {
+            "service": self._service, "namespace": namespace, "branch": branch,
+            "key": storage_key(namespace, branch), "wall": self._clocks.wall()}).fetchall()
+        if not rows:
+            return None
+        n, parent, at = rows[0]
+        if n % 16 == 0:
+            self._prune(conn, namespace)
+        return {"id": checkpoint_id(n), "branch": branch, "parent": _id(parent), "at": at}
 
     def restore_storage(self, conn, namespace, key, node):
         """Replace a key's rows, sequences and RNG with those of a checkpoint node."""
@@ -127,11 +130,17 @@ class Timeline:
     # -- the DAG --------------------------------------------------------------------------
     def heads(self, conn, namespace):
         """Return {branch: head id} of a namespace."""
-        return dict(conn.execute("SELECT branch, head FROM branches WHERE service=? AND"
-                                 " namespace=? ORDER BY branch", (self._service, namespace)))
+        return {branch: checkpoint_id(head) for branch, head in conn.execute(
+            "SELECT branch, head FROM branches WHERE service=? AND namespace=? ORDER BY branch",
+            (self._service, namespace))}
+
+    def _set_head(self, conn, namespace, branch, n):
+        conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES (?, ?, ?, ?)"
+                     " ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head",
+                     (self._service, namespace, branch, n))
 
     def find(self, conn, namespace, cp_id):
-        """Return the node of a checkpoint of this namespace, or raise 409."""
+        """Return the retained node of a checkpoint of this namespace, or raise 409."""
         match = CP.match(cp_id) if isinstance(cp_id, str) else None
         row = None
         if match:
@@ -142,32 +151,17 @@ class Timeline:
         if row is None:
             raise TimelineError(f"no checkpoint {cp_id}")
         n, branch, parent, at, sequences, rng, now, frozen = row
-        return {"id": checkpoint_id(n), "n": n, "branch": branch, "parent": parent, "at": at,
-                "sequences": json.loads(sequences), "rng": rng,
+        return {"id": checkpoint_id(n), "n": n, "branch": branch, "parent": _id(parent),
+                "at": at, "sequences": json.loads(sequences), "rng": rng,
                 "clock": {"now": now, "frozen": bool(frozen)}}
 
     def _ensure(self, conn, namespace):
         """Create the namespace timeline lazily: its first checkpoint is the current main state."""
         heads = self.heads(conn, namespace)
         if MAIN not in heads:
-            self._commit(conn, namespace, MAIN, None)
+            self._commit(conn, namespace, MAIN, root=True)
             heads = self.heads(conn, namespace)
         return heads
-
-    def _commit(self, conn, namespace, branch, parent, clock=None):
-        clock = clock or self._clocks.state(namespace)
-        n = self._capture(conn, namespace, branch, parent, clock)
-        cp = checkpoint_id(n)
-        if parent is None:
-            conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES"
-                         " (?, ?, ?, ?) ON CONFLICT (service, namespace, branch) DO UPDATE SET"
-                         " head=excluded.head", (self._service, namespace, branch, cp))
-        else:
-            conn.execute("UPDATE branches SET head=? WHERE service=? AND namespace=? AND"
-                         " branch=?", (cp, self._service, namespace, branch))
-        if n % 16 == 0:
-            self._prune(conn, namespace)
-        return {"id": cp, "branch": branch, "parent": parent, "at": clock["now"]}
 
     def _prune(self, conn, namespace):
         """Evict the oldest unpinned checkpoints beyond the limit; branch heads always stay."""
@@ -176,19 +170,29 @@ class Timeline:
                            (self._service, namespace, self.max_checkpoints)).fetchone()
         if row is None:
             return
-        heads = [number(head) for head in self.heads(conn, namespace).values()]
-        marks = ",".join("?" * len(heads)) or "NULL"
         doomed = [r[0] for r in conn.execute(
-            f"SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND evicted=0 AND"
-            f" pinned=0 AND n<=? AND n NOT IN ({marks})",
-            (self._service, namespace, row[0], *heads))]
+            "SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND evicted=0 AND"
+            " pinned=0 AND n<=? AND n NOT IN (SELECT head FROM branches WHERE service=? AND"
+            " namespace=?)", (self._service, namespace, row[0], self._service, namespace))]
         conn.executemany("UPDATE timeline_nodes SET evicted=1 WHERE n=?", [(n,) for n in doomed])
-        self._collect(conn, doomed)
+        self._collect(conn, namespace, doomed)
 
-    @staticmethod
-    def _collect(conn, candidates):
+    def _dependants(self, conn, namespace, bases):
+        """Return {base: [(n, delta)]} of the nodes built on `bases` (one indexed scan)."""
+        found = {base: [] for base in bases}
+        for start in range(0, len(bases), 500):
+            chunk = bases[start:start + 500]
+            for n, base, delta in conn.execute(
+                    "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE service=? AND"
+                    f" namespace=? AND base IN ({','.join('?' * len(chunk))})",
+                    (self._service, namespace, *chunk)):
+                found[base].append((n, delta))
+        return found
+
+    def _collect(self, conn, namespace, candidates):
         """Drop or merge evicted nodes so only storage some retained node needs is kept."""
         pending = sorted(set(candidates))
+        dependants = self._dependants(conn, namespace, pending)
         while pending:
             n = pending.pop()
             row = conn.execute("SELECT base, coalesce(delta, n) FROM timeline_nodes WHERE n=?"
@@ -196,12 +200,15 @@ class Timeline:
             if row is None:
                 continue
             base, delta = row
-            children = conn.execute("SELECT n, coalesce(delta, n) FROM timeline_nodes WHERE"
-                                    " base=? LIMIT 2", (n,)).fetchall()
+            if n not in dependants:
+                dependants.update(self._dependants(conn, namespace, [n]))
+            children = dependants[n]
             if not children:
                 conn.execute("DELETE FROM timeline_deltas WHERE delta=?", (delta,))
                 conn.execute("DELETE FROM timeline_nodes WHERE n=?", (n,))
                 if base is not None:
+                    if base in dependants:
+                        dependants[base] = [c for c in dependants[base] if c[0] != n]
                     pending.append(base)  # its base may now have one dependant, or none
             elif len(children) == 1:
                 # The dependant's (newer) rows win; it adopts the merged row set and the base.
@@ -213,25 +220,25 @@ class Timeline:
                 conn.execute("UPDATE timeline_nodes SET base=?, delta=? WHERE n=?",
                              (base, delta, child))
                 conn.execute("DELETE FROM timeline_nodes WHERE n=?", (n,))
+                if base in dependants:
+                    dependants[base] = [(child, delta) if c[0] == n else c
+                                        for c in dependants[base]]
 
-    def commit(self, namespace, branch=MAIN, clock=None):
+    def commit(self, namespace, branch=MAIN):
         """Commit the current state of a branch (forking it from main first when new)."""
         with self._db.transaction(savepoint=False) as conn:
-            row = conn.execute("SELECT head FROM branches WHERE service=? AND namespace=? AND"
-                               " branch=?", (self._service, namespace, branch)).fetchone()
-            if row is not None:  # the common case: one query, no timeline bookkeeping
-                return self._commit(conn, namespace, branch, row[0], clock)
+            done = self._commit(conn, namespace, branch)
+            if done is not None:  # the common case: one statement
+                return done
             heads = self._ensure(conn, namespace)
             if branch not in heads:
                 self._fork(conn, namespace, branch, heads[MAIN])
-                heads = self.heads(conn, namespace)
-            return self._commit(conn, namespace, branch, heads[branch], clock)
+            return self._commit(conn, namespace, branch)
 
     def _fork(self, conn, namespace, branch, at):
         node = self.find(conn, namespace, at)
         self.restore_storage(conn, namespace, storage_key(namespace, branch), node)
-        conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES (?, ?, ?, ?)",
-                     (self._service, namespace, branch, node["id"]))
+        self._set_head(conn, namespace, branch, node["n"])
 
     def branch(self, namespace, branch, at=None):
         """Return the head of a branch, forking it from `at` (default main's fresh head) if new.
@@ -247,7 +254,7 @@ class Timeline:
                                         f"/branches/{branch}/checkout to move it")
             else:
                 if at is None:
-                    at = self._commit(conn, namespace, MAIN, heads[MAIN])["id"]
+                    at = self._commit(conn, namespace, MAIN)["id"]
                 self._fork(conn, namespace, branch, at)
             node = self.find(conn, namespace, self.heads(conn, namespace)[branch])
             return {"id": node["id"], "branch": branch, "parent": node["parent"],
@@ -258,13 +265,10 @@ class Timeline:
         with self._db.transaction() as conn:
             self._ensure(conn, namespace)
             node = self.find(conn, namespace, cp_id)
-            cp = node["id"]
             self.restore_storage(conn, namespace, storage_key(namespace, branch), node)
             self._clocks.restore(namespace, node["clock"])
-            conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES"
-                         " (?, ?, ?, ?) ON CONFLICT (service, namespace, branch) DO UPDATE SET"
-                         " head=excluded.head", (self._service, namespace, branch, cp))
-            return cp
+            self._set_head(conn, namespace, branch, node["n"])
+            return node["id"]
 
     def view(self, namespace, cp_id, scratch_key):
         """Restore a checkpoint into a scratch key for one read-only historical request."""
@@ -299,7 +303,7 @@ class Timeline:
                                 " service=? AND namespace=? AND evicted=0 ORDER BY n",
                                 (self._service, namespace)).fetchall()
         return {"branches": heads,
-                "checkpoints": [{"id": checkpoint_id(n), "branch": b, "parent": p, "at": at}
+                "checkpoints": [{"id": checkpoint_id(n), "branch": b, "parent": _id(p), "at": at}
                                 for n, b, p, at in rows]}
 
     def count(self, namespace, branch=MAIN):

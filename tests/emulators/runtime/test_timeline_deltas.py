@@ -3,7 +3,7 @@ retained node restorable, bounded storage, and the version 1 database migration.
 import random
 import sqlite3
 
-from emulators.runtime.db import Database
+from emulators.runtime.db import SCHEMA_VERSION, Database
 from emulators.runtime.testing import test_app
 from tests.emulators.runtime.counter_service import service
 
@@ -177,4 +177,33 @@ def test_a_version_1_database_is_migrated_on_start(tmp_path):
     assert cp > "cp_00000007"  # ids keep counting up
     assert [i["name"] for i in state(app, {"x-mockingbird-at": cp}).values()] == ["a", "c"]
     assert created.json["id"] == 3
-    assert Database(db).one("PRAGMA user_version")[0] == 2
+    assert Database(db).one("PRAGMA user_version")[0] == SCHEMA_VERSION
+    assert rows(db, "SELECT head FROM branches") == [(int(cp[3:], 36),)]
+
+
+def test_a_version_2_database_gets_numeric_heads_on_start(tmp_path):
+    db = tmp_path / "v2.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(V1)
+        conn.executescript("""
+            ALTER TABLE timeline_nodes ADD COLUMN base INTEGER;
+            ALTER TABLE timeline_nodes ADD COLUMN delta INTEGER;
+            ALTER TABLE timeline_nodes ADD COLUMN evicted INTEGER NOT NULL DEFAULT 0;
+            INSERT INTO timeline_nodes (n, service, namespace, branch, parent, at_ms, sequences,
+                clock_now, clock_frozen, base) VALUES (9, 'counter', 'default', 'main',
+                'cp_00000007', 0, '{"items":2}', 0, 0, 7);
+            CREATE TABLE timeline_deltas (delta INTEGER NOT NULL, collection TEXT NOT NULL,
+                id TEXT NOT NULL, seq INTEGER, value TEXT, PRIMARY KEY (delta, collection, id))
+                WITHOUT ROWID;
+            INSERT INTO timeline_deltas SELECT n, collection, id, seq, value FROM timeline_records;
+            INSERT INTO timeline_deltas VALUES (9, 'items', '2', NULL, NULL);
+            DROP TABLE timeline_records;
+            UPDATE branches SET head='cp_00000009';
+            PRAGMA user_version=2;""")
+    app = test_app(service, db)
+    timeline = app.get("/__admin/timeline").json
+    assert timeline["branches"] == {"main": "cp_00000009"}
+    assert timeline["checkpoints"][-1]["parent"] == "cp_00000007"
+    assert [i["name"] for i in state(app, {"x-mockingbird-at": "cp_00000009"}).values()] == ["a"]
+    cp = app.post_json("/items", {"name": "c"}).headers["x-mockingbird-checkpoint"]
+    assert [i["name"] for i in state(app, {"x-mockingbird-at": cp}).values()] == ["a", "c"]
