@@ -75,7 +75,7 @@ class ProviderApp(falcon.App):
 
 def create_provider_app(settings):
     """Return the falcon app of the Hermes provider routes."""
-    app = ProviderApp(media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings)])
+    app = ProviderApp(media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings), resources.BodyLimit()])
     for path, resource in ROUTES:
         app.add_route(path, resource(settings))
     app.add_error_handler(falcon.HTTPNotFound, _not_found)

@@ -82,6 +82,25 @@ class Cors:
             resp.set_headers(headers)
 
 
+class BodyLimit:
+    """Upstream body_limit_middleware: a POST/PUT/PATCH whose Content-Length is too large (413)
+    or not an integer (400) is refused before auth and routing (oracle: even on an unknown
+    path)."""
+
+    def process_request(self, req, resp):
+        if req.method in ("POST", "PUT", "PATCH"):
+            check_length(req)
+
+
+def check_length(req):
+    raw_length = (req.get_header("Content-Length") or "").strip()
+    if raw_length:  # WSGI servers pass an empty CONTENT_LENGTH when the header is absent
+        if not raw_length.isdigit():
+            raise InvalidContentLength()
+        if int(raw_length) > MAX_BODY:
+            raise BodyTooLarge()
+
+
 class HermesResource:
     """Shared plumbing: settings, auth, bounded body reads, the backends of the request."""
 
@@ -107,12 +126,7 @@ class HermesResource:
 
     @staticmethod
     def read_body(req):
-        raw_length = (req.get_header("Content-Length") or "").strip()
-        if raw_length:  # WSGI servers pass an empty CONTENT_LENGTH when the header is absent
-            if not raw_length.isdigit():
-                raise InvalidContentLength()
-            if int(raw_length) > MAX_BODY:
-                raise BodyTooLarge()
+        check_length(req)
         data = req.bounded_stream.read(MAX_BODY + 1)
         if len(data) > MAX_BODY:
             raise BodyTooLarge()
