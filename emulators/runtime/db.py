@@ -50,9 +50,9 @@ CREATE TABLE IF NOT EXISTS timeline_nodes (
     clock_frozen INTEGER NOT NULL, base INTEGER, delta INTEGER,
     evicted INTEGER NOT NULL DEFAULT 0);
 DROP INDEX IF EXISTS timeline_nodes_ns;
-DROP INDEX IF EXISTS timeline_nodes_base;
 CREATE INDEX IF NOT EXISTS timeline_nodes_by_namespace
-    ON timeline_nodes (service, namespace, evicted, n, base);
+    ON timeline_nodes (service, namespace, evicted, n);
+CREATE INDEX IF NOT EXISTS timeline_nodes_base ON timeline_nodes (base);
 CREATE TABLE IF NOT EXISTS timeline_deltas (
     delta INTEGER NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER,
     value TEXT, PRIMARY KEY (delta, collection, id)) WITHOUT ROWID;

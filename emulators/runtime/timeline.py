@@ -174,55 +174,81 @@ class Timeline:
             "SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND evicted=0 AND"
             " pinned=0 AND n<=? AND n NOT IN (SELECT head FROM branches WHERE service=? AND"
             " namespace=?)", (self._service, namespace, row[0], self._service, namespace))]
-        conn.executemany("UPDATE timeline_nodes SET evicted=1 WHERE n=?", [(n,) for n in doomed])
+        conn.execute("UPDATE timeline_nodes SET evicted=1 WHERE n IN (SELECT value FROM"
+                     " json_each(?))", (json.dumps(doomed),))
         self._collect(conn, namespace, doomed)
 
-    def _dependants(self, conn, namespace, bases):
-        """Return {base: [(n, delta)]} of the nodes built on `bases` (one indexed scan)."""
+    @staticmethod
+    def _dependants(conn, namespace, bases):
+        """Return {base: [(n, delta)]} of the nodes built on `bases` (bases never cross
+        namespaces)."""
         found = {base: [] for base in bases}
-        for start in range(0, len(bases), 500):
-            chunk = bases[start:start + 500]
-            for n, base, delta in conn.execute(
-                    "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE service=? AND"
-                    f" namespace=? AND base IN ({','.join('?' * len(chunk))})",
-                    (self._service, namespace, *chunk)):
-                found[base].append((n, delta))
+        for n, base, delta in conn.execute(
+                "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE base IN (SELECT"
+                " value FROM json_each(?))", (json.dumps(bases),)):
+            found[base].append((n, delta))
         return found
 
+    def _evicted(self, conn, numbers):
+        """Return {n: (base, delta)} of the evicted nodes among `numbers`."""
+        return {n: (base, delta) for n, base, delta in conn.execute(
+            "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE evicted=1 AND n IN"
+            " (SELECT value FROM json_each(?))", (json.dumps(numbers),))}
+
     def _collect(self, conn, namespace, candidates):
-        """Drop or merge evicted nodes so only storage some retained node needs is kept."""
+        """Drop or merge evicted nodes so only storage some retained node needs is kept.
+
+        Worked out in memory first, then a few statements per prune: a run of evicted nodes
+        folds into its one dependant with a single INSERT OR REPLACE, oldest row set first.
+        """
         pending = sorted(set(candidates))
+        nodes = self._evicted(conn, pending)
         dependants = self._dependants(conn, namespace, pending)
+        folded, rebased = {}, {}  # survivor -> row sets newest first; survivor -> new base
+        dropped, gone = [], []
         while pending:
             n = pending.pop()
-            row = conn.execute("SELECT base, coalesce(delta, n) FROM timeline_nodes WHERE n=?"
-                               " AND evicted=1", (n,)).fetchone()
-            if row is None:
-                continue
-            base, delta = row
+            if n not in nodes:
+                nodes.update(self._evicted(conn, [n]))
+                if n not in nodes:
+                    continue  # retained, or already gone
+            base, delta = nodes.pop(n)
             if n not in dependants:
                 dependants.update(self._dependants(conn, namespace, [n]))
-            children = dependants[n]
+            children = dependants.pop(n)
             if not children:
-                conn.execute("DELETE FROM timeline_deltas WHERE delta=?", (delta,))
-                conn.execute("DELETE FROM timeline_nodes WHERE n=?", (n,))
+                dropped.append(n)
+                gone += folded.pop(n, [delta])
+                rebased.pop(n, None)
                 if base is not None:
                     if base in dependants:
                         dependants[base] = [c for c in dependants[base] if c[0] != n]
                     pending.append(base)  # its base may now have one dependant, or none
             elif len(children) == 1:
-                # The dependant's (newer) rows win; it adopts the merged row set and the base.
+                # The dependant adopts this node's base and row sets; its own rows stay newest.
                 child, child_delta = children[0]
-                conn.execute("INSERT OR REPLACE INTO timeline_deltas (delta, collection, id, seq,"
-                             " value) SELECT ?, collection, id, seq, value FROM timeline_deltas"
-                             " WHERE delta=?", (delta, child_delta))
-                conn.execute("DELETE FROM timeline_deltas WHERE delta=?", (child_delta,))
-                conn.execute("UPDATE timeline_nodes SET base=?, delta=? WHERE n=?",
-                             (base, delta, child))
-                conn.execute("DELETE FROM timeline_nodes WHERE n=?", (n,))
+                folded[child] = folded.get(child, [child_delta]) + folded.pop(n, [delta])
+                rebased[child] = base
+                rebased.pop(n, None)
+                dropped.append(n)
+                if child in nodes:
+                    nodes[child] = (base, delta)
                 if base in dependants:
                     dependants[base] = [(child, delta) if c[0] == n else c
                                         for c in dependants[base]]
+        for survivor, sets in folded.items():
+            owner, newer = sets[-1], sets[-2::-1]
+            conn.execute("INSERT OR REPLACE INTO timeline_deltas (delta, collection, id, seq,"
+                         " value) SELECT ?, d.collection, d.id, d.seq, d.value FROM json_each(?)"
+                         " AS j JOIN timeline_deltas d ON d.delta=j.value ORDER BY j.key",
+                         (owner, json.dumps(newer)))
+            gone += newer
+            conn.execute("UPDATE timeline_nodes SET base=?, delta=? WHERE n=?",
+                         (rebased[survivor], owner, survivor))
+        conn.execute("DELETE FROM timeline_deltas WHERE delta IN (SELECT value FROM json_each(?))",
+                     (json.dumps(gone),))
+        conn.execute("DELETE FROM timeline_nodes WHERE n IN (SELECT value FROM json_each(?))",
+                     (json.dumps(dropped),))
 
     def commit(self, namespace, branch=MAIN):
         """Commit the current state of a branch (forking it from main first when new)."""
