@@ -358,7 +358,8 @@ def test_emulator_answers_as_recorded(emulator, spec):
     assert replay(base, key, spec, saved) == []
 
 
-@pytest.mark.parametrize("spec", CASES)
-def test_real_server_answers_as_recorded(oracle, spec):
+def test_real_server_answers_as_recorded(oracle):
+    """The same table against the real server: how the expectations above were checked."""
     base, key, saved = oracle
-    assert replay(base, key, spec, saved) == []
+    problems = {spec.id: replay(base, key, spec.values[0], saved) for spec in CASES}
+    assert {name: found for name, found in problems.items() if found} == {}

@@ -4,6 +4,7 @@ import json
 
 import pytest
 import webtest
+from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
 from emulators.hermes.app import create_service
 from emulators.hermes.settings import HermesSettings
@@ -256,3 +257,32 @@ def test_session_key_without_api_key_is_accepted_and_echoed(tmp_path):
     runtime = Runtime(create_service(HermesSettings()), Settings(db=str(tmp_path / "o.sqlite3")))
     res = chat(webtest.TestApp(runtime), headers={"X-Hermes-Session-Key": "agent:main:x"})
     assert res.headers["X-Hermes-Session-Key"] == "agent:main:x"
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                    | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.sampled_from([
+                        "messages", "role", "content", "input", "model", "stream", "store",
+                        "previous_response_id", "conversation", "conversation_history",
+                        "instructions", "type", "text", "deltas", "tool", "usage", "failed",
+                        "replies", "x"]), inner, max_size=4), max_leaves=8)
+
+
+@hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=JSON, raw=st.binary(max_size=12),
+       session=st.sampled_from([None, "s1", "../x", "a\tb", "x" * 300]))
+def test_no_request_gets_a_5xx_other_than_the_documented_501(tmp_path_factory, body, raw,
+                                                             session):
+    runtime = Runtime(create_service(HermesSettings()), Settings(
+        db=str(tmp_path_factory.mktemp("fuzz") / "f.sqlite3")))
+    app = webtest.TestApp(runtime)
+    headers = {"X-Hermes-Session-Id": session} if session else {}
+    encoded = json.dumps(body).encode()
+    for path in ("/v1/chat/completions", "/v1/responses"):
+        for data in (encoded, raw):
+            res = app.post(path, data, headers=headers, status="*")
+            assert res.status_int < 500 or res.status_int == 501, res.text
+            assert "Traceback" not in res.text
+    res = app.post("/__admin/hermes/replies", encoded, status="*")
+    assert res.status_int in (200, 400), res.text
