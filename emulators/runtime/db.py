@@ -80,21 +80,28 @@ END""" for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"
 # rows when it has no base), clears the notes and becomes its branch head: one INSERT per commit.
 # The key expression is timeline.storage_key in SQL.
 _KEY = "CASE NEW.branch WHEN 'main' THEN NEW.namespace ELSE NEW.namespace || '~' || NEW.branch END"
-TRIGGERS.append(f"""
-CREATE TRIGGER IF NOT EXISTS timeline_commit AFTER INSERT ON timeline_nodes BEGIN
+_HEAD = f"""
+    DELETE FROM record_changes WHERE service=NEW.service AND key={_KEY};
+    INSERT INTO branches (service, namespace, branch, head)
+    VALUES (NEW.service, NEW.namespace, NEW.branch, NEW.n)
+    ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head;"""
+# Two triggers with WHEN, not one with both captures: a WHERE on NEW.base would still walk
+# every row of the key on each commit.
+TRIGGERS += ["DROP TRIGGER IF EXISTS timeline_commit", f"""
+CREATE TRIGGER IF NOT EXISTS timeline_commit_root AFTER INSERT ON timeline_nodes
+WHEN NEW.base IS NULL BEGIN
     INSERT INTO timeline_deltas (delta, collection, id, seq, value)
     SELECT NEW.n, collection, id, seq, value FROM records
-    WHERE NEW.base IS NULL AND service=NEW.service AND key={_KEY};
+    WHERE service=NEW.service AND key={_KEY};{_HEAD}
+END""", f"""
+CREATE TRIGGER IF NOT EXISTS timeline_commit_delta AFTER INSERT ON timeline_nodes
+WHEN NEW.base IS NOT NULL BEGIN
     INSERT INTO timeline_deltas (delta, collection, id, seq, value)
     SELECT NEW.n, c.collection, c.id, r.seq, r.value FROM record_changes c
     LEFT JOIN records r ON r.service=c.service AND r.key=c.key AND r.collection=c.collection
         AND r.id=c.id
-    WHERE NEW.base IS NOT NULL AND c.service=NEW.service AND c.key={_KEY};
-    DELETE FROM record_changes WHERE service=NEW.service AND key={_KEY};
-    INSERT INTO branches (service, namespace, branch, head)
-    VALUES (NEW.service, NEW.namespace, NEW.branch, NEW.n)
-    ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head;
-END""")
+    WHERE c.service=NEW.service AND c.key={_KEY};{_HEAD}
+END"""]
 
 SCHEMA_VERSION = 3  # 2: checkpoints as deltas; 3: heads and parents as row numbers
 
