@@ -151,3 +151,28 @@ def test_error_mapping(served):
         served.client().chat.completions.create(model="m", messages=[{"role": "user",
                                                                       "content": "x"}])
     assert incomplete.value.status_code == 502 and incomplete.value.code == "agent_incomplete"
+
+
+def test_state_is_shared_by_every_worker(served):
+    """Replies queued, responses stored and results cached through one worker hold in all."""
+    served.script(*({"text": f"reply {n}"} for n in range(6)))
+    auth = {"Authorization": f"Bearer {KEY}", "Connection": "close"}  # spread over workers
+    texts, ids = [], []
+    for n in range(6):
+        res = requests.post(served.base_url + "/responses", json={"input": f"q{n}"},
+                            headers=auth, timeout=5)
+        texts.append(res.json()["output"][0]["content"][0]["text"])
+        ids.append(res.json()["id"])
+    assert texts == [f"reply {n}" for n in range(6)]
+    for response_id in ids * 2:
+        assert requests.get(f"{served.base_url}/responses/{response_id}", headers=auth,
+                            timeout=5).status_code == 200
+    served.script({"text": "computed once"}, {"text": "never used"})
+    keyed = {**auth, "Idempotency-Key": "once"}
+    body = {"messages": [{"role": "user", "content": "x"}]}
+    answers = {requests.post(served.base_url + "/chat/completions", json=body, headers=keyed,
+                             timeout=5).json()["choices"][0]["message"]["content"]
+               for _ in range(4)}
+    assert answers == {"computed once"}
+    queue = requests.get(served.admin + "/hermes/replies", timeout=5).json()
+    assert queue == {"replies": [{"text": "never used"}]}
