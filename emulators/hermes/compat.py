@@ -325,9 +325,11 @@ class CompatBackend:
                 now - entry["at"] <= RESULT_CACHE_TTL):
             return Result(entry["result"])
         result = compute()
-        with self.instance.transaction():
-            self.store.put_cached_result(key, {"fingerprint": print_, "result": result.data},
-                                         limit=RESULT_CACHE_SIZE, ttl=RESULT_CACHE_TTL, now=now)
+        if result.exception is None:  # upstream caches only a run that returned
+            with self.instance.transaction():
+                self.store.put_cached_result(key, {"fingerprint": print_, "result": result.data},
+                                             limit=RESULT_CACHE_SIZE, ttl=RESULT_CACHE_TTL,
+                                             now=now)
         return result
 
     # chat completions (§6)

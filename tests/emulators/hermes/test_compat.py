@@ -130,11 +130,13 @@ def test_partial_text_is_200_with_length_finish_and_hermes_block(api):
     assert res.headers["X-Hermes-Partial"] == "true"
 
 
-def test_exception_is_500_internal_server_error(api):
-    script(api, {"exception": "boom"})
-    assert chat(api, status=500).json["error"] == {
+def test_exception_is_500_internal_server_error_and_never_cached(api):
+    script(api, {"exception": "boom"}, {"text": "recovered"})
+    assert chat(api, status=500, headers={"Idempotency-Key": "k"}).json["error"] == {
         "message": "Internal server error: boom", "type": "server_error", "param": None,
         "code": None}
+    retry = chat(api, headers={"Idempotency-Key": "k"}).json
+    assert retry["choices"][0]["message"]["content"] == "recovered"
 
 
 def test_stream_failure_ends_with_error_finish(api):
