@@ -57,7 +57,8 @@ def _method_not_allowed(req, resp, error, params):
     resp.status = 405
     resp.content_type = "text/plain; charset=utf-8"
     resp.text = "405: Method Not Allowed"
-    resp.set_header("Allow", ", ".join(allowed))
+    # aiohttp joins the sorted methods with a bare comma (oracle: Allow: DELETE,GET).
+    resp.set_header("Allow", ",".join(sorted(allowed)))
 
 
 class ProviderApp(falcon.App):
