@@ -7,6 +7,7 @@ from urllib.parse import parse_qs
 from .clock import parse_duration, parse_instant
 from .errors import AdminError, EmulatorError
 from .faults import validate_rule
+from .instance import MUTATING
 from .service import AdminCall
 from .timeline import MAIN, TimelineError
 
@@ -15,6 +16,14 @@ JSON = "application/json"
 RESET_PARTS = {"faults", "clock", "journal", "metrics"}
 STATUS_TEXT = {200: "200 OK", 201: "201 Created", 400: "400 Bad Request", 401: "401 Unauthorized",
                404: "404 Not Found", 409: "409 Conflict", 500: "500 Internal Server Error"}
+
+
+class ServiceRouteError(Exception):
+    """Carries an EmulatorError out of a service admin route, rendered with its own body()."""
+
+    def __init__(self, error):
+        super().__init__(error.message)
+        self.error = error
 
 
 def status_line(code):
@@ -136,6 +145,11 @@ class Admin:
                                  "message": error.message}}
             if not NAMESPACE.match(namespace):
                 namespace = None
+        except ServiceRouteError as failure:
+            # A service's own control speaks its API's envelope, as its provider routes do.
+            error = failure.error
+            code, headers, payload = error.status, list((error.headers or {}).items()), \
+                error.body()
         body = json.dumps(payload, separators=(",", ":")).encode()
         return (status_line(code), [("content-type", JSON), *headers], body, namespace)
 
@@ -143,16 +157,17 @@ class Admin:
         runtime = self.runtime
         instance = runtime.instance(request.namespace, method=request.method,
                                     base_url=request.base_url)
-        result = handler(AdminCall(instance, request.params, request.body, request.query))
+        try:
+            result = handler(AdminCall(instance, request.params, request.body, request.query))
+        except EmulatorError as error:
+            raise ServiceRouteError(error) from error
         code, payload = result[0], result[1]
         headers = list((result[2] if len(result) > 2 else {}).items())
-        if request.method != "GET" and 200 <= code < 400:
-            # Reuse the handler's own `instance.checkpoint()` when nothing was written since.
-            checkpoint = instance.fresh_checkpoint()
-            if checkpoint is None and instance.writes:
-                checkpoint = instance.checkpoint()
-            if checkpoint is not None:
-                headers.append(("x-mockingbird-checkpoint", checkpoint))
+        if request.method in MUTATING and 200 <= code < 400:
+            # Every successful control is a point on the timeline (hermes-runs.md §7, §12.6),
+            # written or not; the handler's own `instance.checkpoint()` is reused when nothing
+            # was written since.
+            headers.append(("x-mockingbird-checkpoint", instance.checkpoint()))
         return code, payload, headers
 
     # -- standard routes --------------------------------------------------------------------

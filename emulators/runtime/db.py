@@ -10,6 +10,8 @@ import threading
 import weakref
 from pathlib import Path
 
+from .errors import ConnectionDropped
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS namespaces (
     service TEXT NOT NULL, namespace TEXT NOT NULL,
@@ -234,6 +236,8 @@ class Database:
         around a mutating request: a handler's writes persist as they would without it).
         `savepoint=False` joins an outer transaction without a savepoint (runtime blocks that
         cannot fail halfway).
+        `instance.drop()` (ConnectionDropped) always keeps the block's writes: a drop loses the
+        answer, not the work, and an `accept()` inside the block must stay durable.
         """
         conn = self.conn
         depth = self._local.depth
@@ -246,8 +250,8 @@ class Database:
             self._local.depth = depth + 1
             try:
                 yield conn
-            except BaseException:
-                if not commit_on_error:
+            except BaseException as error:
+                if not (commit_on_error or isinstance(error, ConnectionDropped)):
                     conn.execute(f"ROLLBACK TO {name}")
                 conn.execute(f"RELEASE {name}")
                 raise
@@ -259,9 +263,10 @@ class Database:
         self._local.depth = 1
         try:
             yield conn
-        except BaseException:
+        except BaseException as error:
             self._local.depth = 0
-            conn.execute("COMMIT" if commit_on_error else "ROLLBACK")
+            keep = commit_on_error or isinstance(error, ConnectionDropped)
+            conn.execute("COMMIT" if keep else "ROLLBACK")
             raise
         self._local.depth = 0
         conn.execute("COMMIT")

@@ -12,6 +12,16 @@ class ItemNotFound(EmulatorError):
     message = "no such item"
 
 
+class CounterRejected(EmulatorError):
+    """The counter's own wire envelope, unlike the runtime's admin one."""
+
+    status = 422
+    headers = {"x-counter-error": "rejected"}
+
+    def body(self):
+        return {"counter_error": {"reason": self.message}}
+
+
 class Items:
     def on_get(self, req, resp):
         inst = instance_of(req)
@@ -21,13 +31,17 @@ class Items:
     def on_post(self, req, resp):
         inst = instance_of(req)
         body = req.get_media(default_when_empty={}) or {}
+        drop = inst.fault_effect("accepted_drop")  # params {"inside": true}: within the block
         with inst.transaction():
             item_id = inst.records.next_id("items")
             item = {"id": item_id, "name": body.get("name"), "tag": body.get("tag"),
                     "created": inst.now_ms()}
             inst.records.put("items", item_id, item)
-        inst.report_ids(itemId=item_id)
-        if inst.fault_effect("accepted_drop") is not None:
+            inst.report_ids(itemId=item_id)
+            if drop is not None and drop.get("inside"):
+                inst.accept()
+                inst.drop()
+        if drop is not None:
             inst.accept()
             inst.drop()
         resp.status = falcon.HTTP_201
@@ -115,7 +129,7 @@ def provider_app():
 def seed_counter(call):
     body = call.body or {}
     if not isinstance(body.get("value"), int):
-        raise EmulatorError("value must be an integer", status=400)
+        raise CounterRejected("value must be an integer")
     call.instance.records.put("counter", "c", {"value": body["value"]})
     return 200, {"value": body["value"]}
 
@@ -130,6 +144,11 @@ def bump_counter(call):
         value += 1
         records.put("counter", "c", {"value": value})
     return 200, {"value": value, "checkpoint": checkpoint}
+
+
+def ping_counter(call):
+    """A control that writes nothing (it must still commit a checkpoint)."""
+    return 200, {"pong": True}
 
 
 def read_counter(call):
@@ -171,6 +190,6 @@ service = Service(
     name="counter", version="1.2.3", default_port=8899, openapi=OPENAPI,
     provider_app=provider_app, presets=PRESETS,
     admin_routes=[("POST", "/counter/seed", seed_counter), ("POST", "/counter/bump", bump_counter),
-                  ("GET", "/counter", read_counter)],
+                  ("POST", "/counter/ping", ping_counter), ("GET", "/counter", read_counter)],
     describe=lambda instance: {"status": "shadowed?", "flavour": "counter"},
 )

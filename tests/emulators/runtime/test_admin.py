@@ -72,14 +72,37 @@ def test_openapi_document_has_provider_and_admin_paths(app):
     assert len(ids) == len(set(ids))
 
 
-def test_service_admin_route_commits_checkpoint_and_uses_envelope(app):
+def test_service_admin_route_commits_checkpoint(app):
     res = app.post_json("/__admin/counter/seed?namespace=w1", {"value": 41})
     assert res.headers["x-mockingbird-checkpoint"].startswith("cp_")
     assert app.post("/counter", headers=ns("w1")).json["value"] == 42
     assert app.get("/__admin/counter?namespace=w1").json == {"value": 42}
-    bad = app.post_json("/__admin/counter/seed", {"value": "x"}, status=400)
-    assert bad.json == {"error": {"type": "mockingbird_internal",
-                                  "message": "value must be an integer"}}
+
+
+def test_service_admin_error_keeps_the_services_envelope_status_and_headers(app):
+    bad = app.post_json("/__admin/counter/seed?namespace=w1", {"value": "x"}, status=422)
+    assert bad.json == {"counter_error": {"reason": "value must be an integer"}}
+    assert bad.headers["x-counter-error"] == "rejected"
+    assert bad.headers["x-mockingbird"] == "counter@1.2.3; ns=w1"
+    assert "x-mockingbird-checkpoint" not in bad.headers
+    # The runtime's own routes and an unknown route keep the admin envelope.
+    assert app.post_json("/__admin/clock", {"set": "never"}, status=400).json["error"][
+        "type"] == "mockingbird_admin"
+    assert app.post("/__admin/counter/nope", status=404).json["error"][
+        "type"] == "mockingbird_admin"
+
+
+def test_service_control_that_writes_nothing_still_commits_a_checkpoint(app):
+    before = app.get("/__admin/timeline").json["branches"]["main"]
+    res = app.post("/__admin/counter/ping")
+    checkpoint = res.headers["x-mockingbird-checkpoint"]
+    assert checkpoint != before
+    timeline = app.get("/__admin/timeline").json
+    assert timeline["branches"]["main"] == checkpoint
+    assert timeline["checkpoints"][-1]["parent"] == before
+    again = app.post("/__admin/counter/ping").headers["x-mockingbird-checkpoint"]
+    assert again > checkpoint  # one commit per control, never a reused id
+    assert "x-mockingbird-checkpoint" not in app.get("/__admin/counter").headers
 
 
 def test_service_route_may_not_override_a_standard_one(tmp_path):

@@ -102,6 +102,23 @@ def test_accepted_mutation_survives_a_drop(app):
     assert app.get("/items").json["items"][0]["name"] == "lost reply"
 
 
+def test_accept_then_drop_inside_a_transaction_block_keeps_state_ids_and_checkpoint(app):
+    add(app, {"operationId": "createItem", "effect": "accepted_drop", "params": {"inside": True},
+              "count": 1})
+    with pytest.raises(DroppedByFault):
+        app.post_json("/items", {"name": "lost reply"})
+    entry = app.get("/__admin/requests").json["requests"][-1]
+    assert entry["status"] == 0 and entry["ids"] == {"itemId": 1} and entry["accepted"] is True
+    assert app.get("/items").json["items"][0]["name"] == "lost reply"
+    # The quoted checkpoint exists, holds the item and is main's head (never issued twice).
+    timeline = app.get("/__admin/timeline").json
+    assert timeline["branches"]["main"] == entry["checkpoint"]
+    at = app.get("/items", headers={"x-mockingbird-at": entry["checkpoint"]}).json["items"]
+    assert [item["name"] for item in at] == ["lost reply"]
+    assert app.post_json("/items", {"name": "next"}).headers[
+        "x-mockingbird-checkpoint"] > entry["checkpoint"]
+
+
 @pytest.mark.parametrize("rule, message", [
     ({"operationId": "x"}, "a fault needs a numeric status"),
     ({"status": "500"}, "status: expected an HTTP status"),
