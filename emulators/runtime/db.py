@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS faults (
     service TEXT NOT NULL, namespace TEXT NOT NULL, id TEXT NOT NULL, ord INTEGER NOT NULL,
     rule TEXT NOT NULL, remaining INTEGER, hits INTEGER NOT NULL DEFAULT 0,
     seen INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (service, namespace, id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fault_versions (
+    service TEXT NOT NULL PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
     at_ms INTEGER NOT NULL, operation TEXT, status INTEGER NOT NULL, entry TEXT NOT NULL);
@@ -78,6 +80,18 @@ WHEN instr({row}.key, '@') = 0 BEGIN
     ON CONFLICT DO NOTHING;
 END""" for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))]
 
+# Bump a service's fault version when a rule appears, goes or is used up, so a worker can keep
+# the rule list between requests and re-read it only when the version moved (faults.py).
+_BUMP = ("INSERT INTO fault_versions (service, version) VALUES ({row}.service, 1)"
+         " ON CONFLICT (service) DO UPDATE SET version=version+1;")
+TRIGGERS += [f"""
+CREATE TRIGGER IF NOT EXISTS faults_version_{name} AFTER {event} ON faults{when} BEGIN
+    {_BUMP.format(row=row)}
+END""" for name, event, row, when in (
+    ("insert", "INSERT", "NEW", ""), ("delete", "DELETE", "OLD", ""),
+    ("spent", "UPDATE OF remaining", "NEW", " WHEN NEW.remaining = 0"),
+    ("edit", "UPDATE OF rule, namespace, id, ord", "NEW", ""))]
+
 # A new checkpoint node (timeline.py) takes the rows noted since its base into its delta (all
 # rows when it has no base), clears the notes and becomes its branch head: one INSERT per commit.
 # The key expression is timeline.storage_key in SQL.
@@ -105,7 +119,8 @@ WHEN NEW.base IS NOT NULL BEGIN
     WHERE c.service=NEW.service AND c.key={_KEY};{_HEAD}
 END"""]
 
-SCHEMA_VERSION = 3  # 2: checkpoints as deltas; 3: heads and parents as row numbers
+SCHEMA_VERSION = 4  # 2: checkpoints as deltas; 3: heads and parents as row numbers;
+# 4: fault_versions (tables and triggers are IF NOT EXISTS: an older file gains them as is)
 
 
 def _columns(conn, table):

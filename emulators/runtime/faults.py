@@ -123,6 +123,7 @@ class Faults:
         self._service = service
         self._seed = seed_state(seed)
         self._parsed = {}
+        self._active = {}  # namespace -> (fault version, [(id, namespace, text)])
 
     def add(self, rule):
         """Store a validated rule; an existing id in the same namespace is replaced in place."""
@@ -198,6 +199,35 @@ class Faults:
             self._parsed[text] = rule
         return rule
 
+    def _rules(self, namespace):
+        """Return the live rules of a namespace (its own and `*`), in order.
+
+        Kept per namespace until the service's fault version moves (a trigger bumps it when
+        a rule is added, edited, deleted or used up, in any worker): one primary-key read per
+        request instead of the rule query. A rule used up since is skipped by evaluate's
+        re-read inside its transaction.
+        """
+        row = self._db.one("SELECT version FROM fault_versions WHERE service=?", (self._service,))
+        version = 0 if row is None else row[0]
+        cached = self._active.get(namespace)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        rows = self._db.all(
+            "SELECT (SELECT version FROM fault_versions WHERE service=:service), id, namespace,"
+            " rule FROM faults WHERE service=:service AND namespace IN (:namespace, '*')"
+            " AND (remaining IS NULL OR remaining > 0) ORDER BY ord",
+            {"service": self._service, "namespace": namespace})
+        if not rows:
+            # Nothing to read the version with; the one read above came first, so a rule added
+            # since moves the version past it and is seen on the next request.
+            rules = []
+        else:
+            version, rules = rows[0][0] or 0, [row[1:] for row in rows]
+        if len(self._active) > 4096:
+            self._active.clear()
+        self._active[namespace] = (version, rules)
+        return rules
+
     @staticmethod
     def _matches(rule, operation_id, method, path):
         if "operationId" in rule and rule["operationId"] != operation_id:
@@ -212,10 +242,7 @@ class Faults:
 
     def evaluate(self, namespace, operation_id, method, path):
         """Return the hits for a request: effect/delay hits layer, the first terminal one stops."""
-        rows = self._db.all(
-            "SELECT id, namespace, rule FROM faults WHERE service=? AND namespace IN (?, '*')"
-            " AND (remaining IS NULL OR remaining > 0) ORDER BY ord", (self._service, namespace))
-        candidates = [(rid, ns) for rid, ns, text in rows
+        candidates = [(rid, ns) for rid, ns, text in self._rules(namespace)
                       if self._matches(self._rule(text), operation_id, method, path)]
         if not candidates:
             return []

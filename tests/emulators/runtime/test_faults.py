@@ -196,3 +196,46 @@ def test_one_shot_fault_fires_once_under_concurrency(app, db):
     for t in threads:
         t.join()
     assert sorted(statuses) == [200] * 7 + [503]
+
+
+def test_rules_changed_by_another_worker_are_seen_on_the_next_request(db, wall):
+    from emulators.runtime.testing import test_app
+    from tests.emulators.runtime.counter_service import service
+    one, two = test_app(service, db, wall=wall), test_app(service, db, wall=wall)
+    assert one.get("/counter").status_int == 200  # `one` now holds the (empty) rule list
+    add(two, {"id": "late", "operationId": "getCounter", "status": 503})
+    one.get("/counter", status=503)
+    add(two, {"id": "late", "operationId": "getCounter", "status": 418})  # replaced in place
+    one.get("/counter", status=418)
+    two.delete("/__admin/faults/late")
+    one.get("/counter", status=200)
+    add(two, {"id": "once", "operationId": "getCounter", "status": 500, "count": 1})
+    two.get("/counter", status=500)  # used up through the other worker
+    one.get("/counter", status=200)
+    add(two, {"id": "star", "namespace": "*", "path": "/info", "status": 502})
+    one.get("/info", headers=ns("w9"), status=502)
+    two.post("/__admin/reset?all=1")
+    one.get("/info", headers=ns("w9"), status=200)
+
+
+def test_a_version_3_database_gains_fault_versions_and_keeps_its_rules(db, wall):
+    import sqlite3
+
+    from emulators.runtime.db import SCHEMA_VERSION, Database
+    from emulators.runtime.testing import test_app
+    from tests.emulators.runtime.counter_service import service
+    Database(db).one("SELECT 1")
+    with sqlite3.connect(db) as conn:
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND"
+                                    " name LIKE 'faults_version_%'").fetchall():
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("DROP TABLE fault_versions")
+        conn.execute("INSERT INTO faults (service, namespace, id, ord, rule, remaining) VALUES"
+                     " ('counter', 'default', 'old', 1, '{\"id\":\"old\",\"namespace\":"
+                     "\"default\",\"operationId\":\"getCounter\",\"status\":503}', NULL)")
+        conn.execute("PRAGMA user_version=3")
+    app = test_app(service, db, wall=wall)
+    app.get("/counter", status=503)
+    app.delete("/__admin/faults/old")
+    app.get("/counter", status=200)
+    assert Database(db).one("PRAGMA user_version")[0] == SCHEMA_VERSION == 4
