@@ -3,7 +3,6 @@
 WAL journal, busy_timeout, BEGIN IMMEDIATE for writes; one connection per thread, opened lazily
 and re-opened after fork. Every table carries `service` and `namespace` columns.
 """
-import contextlib
 import os
 import sqlite3
 import threading
@@ -174,6 +173,47 @@ def _migrate_after(conn, steps):
                          " records WHERE service=? AND key=?", (service, key))
 
 
+class _Transaction:
+    """Database.transaction() as a plain class: it runs several times per request, and a
+    generator-based context manager cost more than the SQL of a savepoint."""
+
+    __slots__ = ("_db", "_commit_on_error", "_savepoint", "_conn", "_depth")
+
+    def __init__(self, db, commit_on_error, savepoint):
+        self._db = db
+        self._commit_on_error = commit_on_error
+        self._savepoint = savepoint
+
+    def __enter__(self):
+        db = self._db
+        conn = self._conn = db.conn
+        local = db._local
+        depth = self._depth = local.depth
+        if depth:
+            if self._savepoint:
+                conn.execute(f"SAVEPOINT sp{depth}")
+                local.depth = depth + 1
+        else:
+            conn.execute("BEGIN IMMEDIATE")
+            local.depth = 1
+        return conn
+
+    def __exit__(self, kind, error, traceback):
+        depth = self._depth
+        if depth and not self._savepoint:
+            return False
+        conn = self._conn
+        self._db._local.depth = depth
+        keep = kind is None or self._commit_on_error or issubclass(kind, ConnectionDropped)
+        if depth:
+            if not keep:
+                conn.execute(f"ROLLBACK TO sp{depth}")
+            conn.execute(f"RELEASE sp{depth}")
+        else:
+            conn.execute("COMMIT" if keep else "ROLLBACK")
+        return False
+
+
 class Database:
     """Lazily opened per-thread connections to one SQLite file shared by every worker."""
 
@@ -242,9 +282,8 @@ class Database:
             self._local.depth = 0
         return conn
 
-    @contextlib.contextmanager
     def transaction(self, *, commit_on_error=False, savepoint=True):
-        """Run the block as one `BEGIN IMMEDIATE` transaction.
+        """Return a context manager running the block as one `BEGIN IMMEDIATE` transaction.
 
         A nested block is a SAVEPOINT of the outer one (rolled back alone when it raises).
         `commit_on_error` keeps what the block wrote even when it raises (the runtime's batch
@@ -254,37 +293,7 @@ class Database:
         `instance.drop()` (ConnectionDropped) always keeps the block's writes: a drop loses the
         answer, not the work, and an `accept()` inside the block must stay durable.
         """
-        conn = self.conn
-        depth = self._local.depth
-        if depth and not savepoint:
-            yield conn
-            return
-        if depth:
-            name = f"sp{depth}"
-            conn.execute(f"SAVEPOINT {name}")
-            self._local.depth = depth + 1
-            try:
-                yield conn
-            except BaseException as error:
-                if not (commit_on_error or isinstance(error, ConnectionDropped)):
-                    conn.execute(f"ROLLBACK TO {name}")
-                conn.execute(f"RELEASE {name}")
-                raise
-            finally:
-                self._local.depth = depth
-            conn.execute(f"RELEASE {name}")
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        self._local.depth = 1
-        try:
-            yield conn
-        except BaseException as error:
-            self._local.depth = 0
-            keep = commit_on_error or isinstance(error, ConnectionDropped)
-            conn.execute("COMMIT" if keep else "ROLLBACK")
-            raise
-        self._local.depth = 0
-        conn.execute("COMMIT")
+        return _Transaction(self, commit_on_error, savepoint)
 
     def execute(self, sql, params=()):
         """Run one statement (atomic on its own) and return the cursor."""
