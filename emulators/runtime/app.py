@@ -217,7 +217,21 @@ class Runtime:
         except TimelineError as error:
             return answer("409 Conflict", error_body(error.message), [("content-type", JSON)])
 
-        hits = self.faults.evaluate(namespace, operation, method, path)
+        mutation = method in MUTATING and scratch is None
+        if mutation:
+            # One write transaction for the fault check, the handler's writes, the checkpoint
+            # and the journal: a single commit per mutation, committed even when the handler
+            # raises or drops. Only a rule that fires (it may sleep) moves dispatch to a
+            # transaction of its own below.
+            with self.db.transaction(commit_on_error=True):
+                hits = self.faults.evaluate(namespace, operation, method, path)
+                if not hits:
+                    instance = Instance(self, namespace, branch, key, method=method,
+                                        base_url=public_base(environ))
+                    return self._dispatch(environ, start_response, instance, entry, echo,
+                                          started, scratch, answer)
+        else:
+            hits = self.faults.evaluate(namespace, operation, method, path)
         delay = sum(hit.delay_ms for hit in hits)
         if delay:
             time.sleep(delay / 1000)
@@ -235,9 +249,7 @@ class Runtime:
 
         instance = Instance(self, namespace, branch, key, method=method,
                             base_url=public_base(environ), hits=hits)
-        if method in MUTATING and scratch is None:
-            # One write transaction for the handler's writes, the checkpoint and the journal:
-            # a single commit per mutation. Committed even when the handler raises or drops.
+        if mutation:
             with self.db.transaction(commit_on_error=True):
                 return self._dispatch(environ, start_response, instance, entry, echo, started,
                                       scratch, answer)
