@@ -40,6 +40,20 @@ def test_drop_closes_the_socket_without_an_answer(server):
     assert [e["status"] for e in journal] == [0, 200]
 
 
+def test_a_delayed_mutation_does_not_hold_the_write_lock_while_it_waits(server):
+    server.reset()
+    requests.post(server.admin_url + "/faults", json={"operationId": "incrementCounter",
+                                                      "delayMs": 800, "count": 1})
+    slow = threading.Thread(target=lambda: requests.post(server.url + "/counter", timeout=10))
+    slow.start()
+    time.sleep(0.2)  # the slow request is now sleeping on its delay
+    started = time.monotonic()
+    assert requests.post(server.url + "/items", json={"name": "x"}, timeout=10).status_code == 201
+    assert time.monotonic() - started < 0.5
+    slow.join()
+    assert requests.get(server.url + "/counter").json() == {"value": 1}
+
+
 def test_stream_chunks_arrive_before_the_stream_ends(server):
     started = time.monotonic()
     with requests.get(server.url + "/stream?n=3&wait=1", stream=True, timeout=10) as res:
