@@ -74,6 +74,7 @@ class Runtime:
         self.matcher = OperationMatcher(service.openapi)
         self.started = time.monotonic()
         self._known = set()
+        self._stamps = {}
         self._provider = None
         self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?$")
         from .admin import Admin  # the admin plane needs the runtime's parts
@@ -97,7 +98,12 @@ class Runtime:
         """Return the `x-mockingbird` header value."""
         if namespace is None or not NAMESPACE.match(namespace):
             return f"{self.name}@{self.version}"
-        return f"{self.name}@{self.version}; ns={namespace}"
+        stamp = self._stamps.get(namespace)
+        if stamp is None:
+            if len(self._stamps) >= 4096:
+                self._stamps.clear()
+            stamp = self._stamps[namespace] = f"{self.name}@{self.version}; ns={namespace}"
+        return stamp
 
     def touch(self, namespace):
         """Remember a namespace (the list only grows)."""

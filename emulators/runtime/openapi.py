@@ -32,13 +32,23 @@ class OperationMatcher:
         self._by_method = {}
         for _, method, regex, operation_id in entries:
             self._by_method.setdefault(method, []).append((regex, operation_id))
+        self._seen = {}  # (method, path) -> operationId: a large document is a long regex scan
 
     def match(self, method, path):
         """Return the operationId or None."""
+        key = (method, path)
+        found = self._seen.get(key, self)
+        if found is not self:
+            return found
+        found = None
         for regex, operation_id in self._by_method.get(method.upper(), ()):
             if regex.match(path):
-                return operation_id
-        return None
+                found = operation_id
+                break
+        if len(self._seen) >= 4096:
+            self._seen.clear()
+        self._seen[key] = found
+        return found
 
 
 def _slash_bearing(document, parameters):
