@@ -16,7 +16,10 @@ Design (why each piece exists; the triggers are in db.py):
 - Restore walks the base chain newest first and takes, per `(collection, id)`, the nearest entry
   (one recursive SQL statement); a NULL value means absent.
 - Retention evicts the oldest nodes beyond `max_checkpoints` (branch heads and pinned nodes
-  stay): an evicted node is no longer listed nor restorable, but its rows stay while a retained
+  stay), in batches: each worker prunes a namespace after every `max_checkpoints // 16` of its
+  commits there (1 to 64), so a namespace may briefly hold that many more per worker. Counted
+  per namespace, not by the global node number, so namespaces committing in turn all get pruned;
+  a batch pays the cut-off search (a walk over `max_checkpoints` index entries) once: an evicted node is no longer listed nor restorable, but its rows stay while a retained
   node builds on it. An evicted node with one dependant is merged into it (the dependant's rows
   are upserted into the evicted node's row set, which it adopts: the cost of the newer delta,
   never of the namespace); one with none is deleted; a fork point with several stays as hidden
@@ -81,6 +84,8 @@ class Timeline:
         self._clocks = clocks
         self._seed_state = seed_state
         self.max_checkpoints = max_checkpoints
+        self._prune_every = max(1, min(64, max_checkpoints // 16))
+        self._unpruned = {}  # namespace -> commits by this worker since it last pruned it
 
     # -- capture and restore ------------------------------------------------------------
     def _commit(self, conn, namespace, branch, *, root=False):
@@ -91,8 +96,13 @@ class Timeline:
         if not rows:
             return None
         n, parent, at = rows[0]
-        if n % 16 == 0:
+        count = self._unpruned.get(namespace, 0) + 1
+        if count >= self._prune_every:
             self._prune(conn, namespace)
+            count = 0
+        elif len(self._unpruned) >= 4096 and namespace not in self._unpruned:
+            self._unpruned.clear()
+        self._unpruned[namespace] = count
         return {"id": checkpoint_id(n), "branch": branch, "parent": _id(parent), "at": at}
 
     def restore_storage(self, conn, namespace, key, node):
@@ -174,8 +184,6 @@ class Timeline:
             "SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND evicted=0 AND"
             " pinned=0 AND n<=? AND n NOT IN (SELECT head FROM branches WHERE service=? AND"
             " namespace=?)", (self._service, namespace, row[0], self._service, namespace))]
-        conn.execute("UPDATE timeline_nodes SET evicted=1 WHERE n IN (SELECT value FROM"
-                     " json_each(?))", (json.dumps(doomed),))
         self._collect(conn, namespace, doomed)
 
     @staticmethod
@@ -189,27 +197,30 @@ class Timeline:
             found[base].append((n, delta))
         return found
 
-    def _evicted(self, conn, numbers):
-        """Return {n: (base, delta)} of the evicted nodes among `numbers`."""
+    def _evicted(self, conn, numbers, doomed):
+        """Return {n: (base, delta)} of the evicted (or now `doomed`) nodes among `numbers`."""
         return {n: (base, delta) for n, base, delta in conn.execute(
-            "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE evicted=1 AND n IN"
-            " (SELECT value FROM json_each(?))", (json.dumps(numbers),))}
+            "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE n IN (SELECT value"
+            " FROM json_each(?)) AND (evicted=1 OR n IN (SELECT value FROM json_each(?)))",
+            (json.dumps(numbers), json.dumps(doomed)))}
 
-    def _collect(self, conn, namespace, candidates):
-        """Drop or merge evicted nodes so only storage some retained node needs is kept.
+    def _collect(self, conn, namespace, doomed):
+        """Evict `doomed`: drop or merge evicted nodes so only storage some retained node needs
+        is kept; only a doomed node that stays (a fork point) is marked evicted.
 
         Worked out in memory first, then a few statements per prune: a run of evicted nodes
         folds into its one dependant with a single INSERT OR REPLACE, oldest row set first.
+        Marking only the survivors spares an index move per node that is deleted anyway.
         """
-        pending = sorted(set(candidates))
-        nodes = self._evicted(conn, pending)
+        pending = sorted(set(doomed))
+        nodes = self._evicted(conn, pending, doomed)
         dependants = self._dependants(conn, namespace, pending)
         folded, rebased = {}, {}  # survivor -> row sets newest first; survivor -> new base
         dropped, gone = [], []
         while pending:
             n = pending.pop()
             if n not in nodes:
-                nodes.update(self._evicted(conn, [n]))
+                nodes.update(self._evicted(conn, [n], doomed))
                 if n not in nodes:
                     continue  # retained, or already gone
             base, delta = nodes.pop(n)
@@ -249,6 +260,10 @@ class Timeline:
                      (json.dumps(gone),))
         conn.execute("DELETE FROM timeline_nodes WHERE n IN (SELECT value FROM json_each(?))",
                      (json.dumps(dropped),))
+        kept = sorted(set(doomed) - set(dropped))
+        if kept:
+            conn.execute("UPDATE timeline_nodes SET evicted=1 WHERE n IN (SELECT value FROM"
+                         " json_each(?))", (json.dumps(kept),))
 
     def commit(self, namespace, branch=MAIN):
         """Commit the current state of a branch (forking it from main first when new)."""

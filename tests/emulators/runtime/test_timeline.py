@@ -136,5 +136,17 @@ def test_retention_keeps_heads(tmp_path):
     for _ in range(40):
         small.post("/counter")
     timeline = small.get("/__admin/timeline").json
-    assert len(timeline["checkpoints"]) <= 5 + 16  # pruned every 16th commit
+    assert len(timeline["checkpoints"]) <= 5 + 1  # a small limit is pruned on every commit
     assert timeline["branches"]["main"] == timeline["checkpoints"][-1]["id"]
+
+
+def test_namespaces_committing_in_turn_are_all_pruned(tmp_path):
+    from emulators.runtime.testing import test_app
+    from tests.emulators.runtime.counter_service import service
+    small = test_app(service, tmp_path / "r.db", max_checkpoints=32)  # pruned every 2 commits
+    for _ in range(60):
+        for name in ("a", "b"):
+            small.post("/counter", headers={"x-mockingbird-namespace": name})
+    for name in ("a", "b"):
+        listed = small.get(f"/__admin/timeline?namespace={name}").json["checkpoints"]
+        assert 32 <= len(listed) <= 32 + 2
