@@ -180,10 +180,11 @@ class Timeline:
                            (self._service, namespace, self.max_checkpoints)).fetchone()
         if row is None:
             return
-        doomed = [r[0] for r in conn.execute(
-            "SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND evicted=0 AND"
-            " pinned=0 AND n<=? AND n NOT IN (SELECT head FROM branches WHERE service=? AND"
-            " namespace=?)", (self._service, namespace, row[0], self._service, namespace))]
+        doomed = {n: (base, delta) for n, base, delta in conn.execute(
+            "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE service=? AND"
+            " namespace=? AND evicted=0 AND pinned=0 AND n<=? AND n NOT IN (SELECT head FROM"
+            " branches WHERE service=? AND namespace=?)",
+            (self._service, namespace, row[0], self._service, namespace))}
         self._collect(conn, namespace, doomed)
 
     @staticmethod
@@ -205,15 +206,16 @@ class Timeline:
             (json.dumps(numbers), json.dumps(doomed)))}
 
     def _collect(self, conn, namespace, doomed):
-        """Evict `doomed`: drop or merge evicted nodes so only storage some retained node needs
+        """Evict `doomed` ({n: (base, delta)}): drop or merge evicted nodes so only storage some retained node needs
         is kept; only a doomed node that stays (a fork point) is marked evicted.
 
         Worked out in memory first, then a few statements per prune: a run of evicted nodes
         folds into its one dependant with a single INSERT OR REPLACE, oldest row set first.
         Marking only the survivors spares an index move per node that is deleted anyway.
         """
-        pending = sorted(set(doomed))
-        nodes = self._evicted(conn, pending, doomed)
+        nodes = dict(doomed)
+        pending = sorted(nodes)
+        doomed = pending[:]
         dependants = self._dependants(conn, namespace, pending)
         folded, rebased = {}, {}  # survivor -> row sets newest first; survivor -> new base
         dropped, gone = [], []
