@@ -10,7 +10,6 @@
     whole state after each write, so a namespace that grows without bound slows every write.
 """
 import concurrent.futures
-import http.client
 import itertools
 import json
 import statistics
@@ -21,19 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness import CLIENTS, SERVER, connect, report, trips_per_second  # noqa: E402
 from tests.servers import gunicorn  # noqa: E402
 
 A, B = "a" * 40, "b" * 40
-SECONDS = 3.0
-CLIENTS = 4
 ROUNDS = 3
 SAMPLES = 200
-SERVER = {"workers": 2, "threads": 4, "extra_args": ("--access-logfile", "/dev/null")}
-
-
-def connect(url):
-    host, port = url.removeprefix("http://").split(":")
-    return http.client.HTTPConnection(host, int(port), timeout=60)
 
 
 def call(conn, method, path, body=None, headers=None, expect=200):
@@ -80,22 +72,6 @@ def page_latency(conn, path):
     return statistics.median(times), times[int(len(times) * 0.9)]
 
 
-def trips_per_second(url, trip):
-    def client(_):
-        conn = connect(url)
-        done, deadline = 0, time.perf_counter() + SECONDS
-        while time.perf_counter() < deadline:
-            trip(conn)
-            done += 1
-        conn.close()
-        return done
-
-    with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-        started = time.perf_counter()
-        total = sum(pool.map(client, range(CLIENTS)))
-    return total / (time.perf_counter() - started)
-
-
 def main():
     folder = Path(tempfile.mkdtemp(prefix="bench-github-"))
     env = {"EMULATORS_DB": str(folder / "emulators.sqlite3"), "BENCH_BARE_DIR": str(folder)}
@@ -126,7 +102,7 @@ def main():
         trips = {"x-mockingbird-namespace": "trips"}
         heads = itertools.count()
 
-        def github_trip(c):
+        def github_trip(c, _):
             if not hasattr(c, "head"):
                 c.head = f"b{next(heads)}"  # one head branch per client connection
             created = call(c, "POST", "/repos/o/trips/pulls",
@@ -135,7 +111,7 @@ def main():
             call(c, "GET", path, headers=trips)
             call(c, "PATCH", path, {"state": "closed"}, trips)
 
-        def bare_trip(c):
+        def bare_trip(c, _):
             for _ in range(3):
                 call(c, "GET", "/bare")
 
@@ -154,13 +130,8 @@ def main():
             heads = itertools.count()
             ours.append(trips_per_second(gh, github_trip))
             theirs.append(trips_per_second(bare, bare_trip))
-    best_ours, best_bare = max(ours), max(theirs)
-    print("(b) round trips/s, 4 keep-alive clients:")
-    print(f"    github create+get+close: {best_ours:8.1f}   (rounds: "
-          + ", ".join(f"{x:.0f}" for x in ours) + ")")
-    print(f"    bare falcon 3xGET:       {best_bare:8.1f}   (rounds: "
-          + ", ".join(f"{x:.0f}" for x in theirs) + ")")
-    print(f"    ratio github/bare:       {best_ours / best_bare:8.3f}")
+    print(f"(b) github create+get+close vs bare falcon 3xGET, {CLIENTS} keep-alive clients:")
+    report("round trips/s", ours, theirs)
     return 0
 
 

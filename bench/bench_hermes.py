@@ -4,23 +4,17 @@ One round trip = POST /v1/runs (202) then GET /v1/runs/{id} (200), as a polling 
 the bare round trip is two small-JSON GETs on the bare Falcon app. Both over one keep-alive
 connection per client, several clients in parallel.
 """
-import concurrent.futures
-import os
-import http.client
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness import SERVER, report, trips_per_second  # noqa: E402
 from tests.servers import gunicorn  # noqa: E402
 
-SECONDS = float(os.environ.get("BENCH_SECONDS", "3"))
-CLIENTS = int(os.environ.get("BENCH_CLIENTS", "4"))
 ROUNDS = 3
-SERVER = {"workers": 2, "threads": 4, "extra_args": ("--access-logfile", "/dev/null")}
 HERMES = "tests.emulators.hermes.gunicorn_app:application"
 
 
@@ -44,42 +38,19 @@ def bare_trip(conn, n):
         assert answer.status == 200, answer.status
 
 
-def rate(url, trip):
-    """Round trips per second of CLIENTS parallel keep-alive clients for SECONDS."""
-    host, port = url.removeprefix("http://").split(":")
-
-    def client(_):
-        conn = http.client.HTTPConnection(host, int(port), timeout=30)
-        done, deadline = 0, time.perf_counter() + SECONDS
-        while time.perf_counter() < deadline:
-            trip(conn, done)
-            done += 1
-        conn.close()
-        return done
-
-    with concurrent.futures.ThreadPoolExecutor(CLIENTS) as pool:
-        started = time.perf_counter()
-        total = sum(pool.map(client, range(CLIENTS)))
-    return total / (time.perf_counter() - started)
-
-
 def main():
     folder = Path(tempfile.mkdtemp(prefix="bench-hermes-"))
     env = {"EMULATORS_DB": str(folder / "emulators.sqlite3"), "BENCH_BARE_DIR": str(folder)}
     with gunicorn(HERMES, env=env, ready_path="/__admin/health", **SERVER) as hermes, \
             gunicorn("bench.bare:application", env=env, ready_path="/bare", **SERVER) as bare:
-        rate(hermes, hermes_trip)  # warm up both
-        rate(bare, bare_trip)
+        trips_per_second(hermes, hermes_trip)  # warm up both
+        trips_per_second(bare, bare_trip)
         ours, theirs = [], []
         for _ in range(ROUNDS):  # interleaved so both see the same machine load
-            ours.append(rate(hermes, hermes_trip))
-            theirs.append(rate(bare, bare_trip))
-    best_ours, best_bare = max(ours), max(theirs)
-    print(f"hermes create+poll: {best_ours:8.1f} round trips/s   (rounds: "
-          + ", ".join(f"{x:.0f}" for x in ours) + ")")
-    print(f"bare falcon 2xGET:  {best_bare:8.1f} round trips/s   (rounds: "
-          + ", ".join(f"{x:.0f}" for x in theirs) + ")")
-    print(f"ratio hermes/bare:  {best_ours / best_bare:8.3f}")
+            ours.append(trips_per_second(hermes, hermes_trip))
+            theirs.append(trips_per_second(bare, bare_trip))
+    print("hermes create+poll vs bare falcon 2xGET:")
+    report("round trips/s", ours, theirs)
     return 0
 
 
