@@ -13,7 +13,6 @@ from .store import ThreadStore, is_thread_name
 
 TOKEN_RE = re.compile(r"\A[0-9a-f]{64}\Z")
 DAY_MS = 86_400_000
-AUTHORS = ("operator", "agent", "hermes")
 STALE_TMP_S = 3600
 
 
@@ -84,7 +83,7 @@ class ChatService:
         if not is_thread_name(thread):
             raise errors.BadRequest("thread must be 16 lowercase hex digits")
         self.check_text(text)
-        if self.store.read(thread) is None:
+        if self.store.read(thread) is None:  # before locking: no lock file for a mistyped name
             raise errors.ThreadNotFound(f"no such thread: {thread}")
         return self._append(thread, text, "hermes", self.clock.now_ms(), rate_limited=False,
                             must_exist=True)

@@ -1,5 +1,6 @@
 """Chat service configuration: one frozen object, built from the environment in one place."""
 import dataclasses
+import functools
 import ipaddress
 from pathlib import Path
 
@@ -40,8 +41,9 @@ class Settings:
     def chat_dir(self):
         return self.data_dir / "chat"
 
-    @property
+    @functools.cached_property
     def trusted_networks(self):
+        """Parsed once: every post asks."""
         return tuple(ipaddress.ip_network(p, strict=False) for p in self.trusted_proxies)
 
     @classmethod
