@@ -7,9 +7,11 @@
     (c2) onto a full 200-message thread vs writing a file of the same size: fsync cost grows
          with the bytes written, and a thread is one file, so this is the fair floor there.
 """
+import atexit
 import http.client
 import json
 import secrets
+import shutil
 import statistics
 import sys
 import tempfile
@@ -67,6 +69,7 @@ def side_by_side(a, b):
 
 def main():
     data = Path(tempfile.mkdtemp(prefix="bench-chat-"))
+    atexit.register(shutil.rmtree, data, ignore_errors=True)
     # Each simulated user posts from its own forwarded address. The windows are lifted only so
     # (c2) can keep posting to one full thread: 500 posts in a few seconds.
     env = {"NEWOS4_DATA_DIR": str(data), "NEWOS4_RATE_THREAD": "1000", "NEWOS4_RATE_IP": "1000",

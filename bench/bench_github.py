@@ -9,9 +9,11 @@
     starts from a freshly reset and seeded namespace: the runtime checkpoints the namespace's
     whole state after each write, so a namespace that grows without bound slows every write.
 """
+import atexit
 import concurrent.futures
 import itertools
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -74,6 +76,7 @@ def page_latency(conn, path):
 
 def main():
     folder = Path(tempfile.mkdtemp(prefix="bench-github-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     env = {"EMULATORS_DB": str(folder / "emulators.sqlite3"), "BENCH_BARE_DIR": str(folder)}
     with gunicorn("wsgi:github", env=env, ready_path="/__admin/health", **SERVER) as gh, \
             gunicorn("bench.bare:application", env=env, ready_path="/bare", **SERVER) as bare:

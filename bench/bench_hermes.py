@@ -4,7 +4,9 @@ One round trip = POST /v1/runs (202) then GET /v1/runs/{id} (200), as a polling 
 the bare round trip is two small-JSON GETs on the bare Falcon app. Both over one keep-alive
 connection per client, several clients in parallel.
 """
+import atexit
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -40,6 +42,7 @@ def bare_trip(conn, n):
 
 def main():
     folder = Path(tempfile.mkdtemp(prefix="bench-hermes-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     env = {"EMULATORS_DB": str(folder / "emulators.sqlite3"), "BENCH_BARE_DIR": str(folder)}
     with gunicorn(HERMES, env=env, ready_path="/__admin/health", **SERVER) as hermes, \
             gunicorn("bench.bare:application", env=env, ready_path="/bare", **SERVER) as bare:

@@ -5,8 +5,10 @@ Then the same write into namespaces of 10 and 10,000 records (checkpoints are de
 and what one automatic checkpoint adds to a handler's write on its own: the part of the
 overhead that bounds the ratio (node row and its two indexes, delta, branch head, WAL pages,
 amortized retention)."""
+import atexit
 import io
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -48,6 +50,7 @@ def timed(call):
 
 def main():
     folder = tempfile.mkdtemp(prefix="bench-runtime-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     runtime = Runtime(service, Settings(db=os.path.join(folder, "e.sqlite3")))
     provider = runtime.provider
     # A rule that matches nothing here, so fault evaluation does its real work per request.
