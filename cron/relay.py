@@ -10,11 +10,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spaces.newos4 import errors  # noqa: E402
-from spaces.newos4.hermes_client import HermesClient  # noqa: E402
-from spaces.newos4.relay import RelayBusy, cron_tick  # noqa: E402
-from spaces.newos4.service import ChatService  # noqa: E402
-from spaces.newos4.settings import Settings, SettingsError  # noqa: E402
+try:
+    from spaces.newos4 import errors  # noqa: E402
+    from spaces.newos4.hermes_client import HermesClient  # noqa: E402
+    from spaces.newos4.relay import RelayBusy, cron_tick  # noqa: E402
+    from spaces.newos4.service import ChatService  # noqa: E402
+    from spaces.newos4.settings import Settings, SettingsError  # noqa: E402
+except ModuleNotFoundError as missing:  # e.g. ./cron/relay.py under the system python3
+    sys.exit(f"relay.py: {missing}; run it with the repo's .venv/bin/python "
+             "(make serve creates it)")
 
 EPILOG = """Each run: sweep retention (30 days, newest 200 messages; emptied threads, stale
 temporary files and idle rate windows are deleted), then, when HERMES_API_URL is set, poll the

@@ -11,9 +11,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spaces.newos4 import errors  # noqa: E402
-from spaces.newos4.service import ChatService  # noqa: E402
-from spaces.newos4.settings import Settings, SettingsError  # noqa: E402
+try:
+    from spaces.newos4 import errors  # noqa: E402
+    from spaces.newos4.service import ChatService  # noqa: E402
+    from spaces.newos4.settings import Settings, SettingsError  # noqa: E402
+except ModuleNotFoundError as missing:  # e.g. ./scripts/chat.py under the system python3
+    sys.exit(f"chat.py: {missing}; run it with the repo's .venv/bin/python "
+             "(make serve creates it)")
 
 EPILOG = """examples:
   chat.py list --awaiting              threads whose last message is not from Hermes
