@@ -4,16 +4,25 @@
 and every other path to the chat app. Settings are read from the environment once, here.
 """
 import os
+import sys
 
-from emulators.github.app import service as github_service
-from emulators.hermes.app import service as hermes_service
 from emulators.runtime import PathDispatcher, build_wsgi
 from emulators.runtime import Settings as EmulatorSettings
 from spaces.newos4.app import create_app
 from spaces.newos4.settings import Settings
 
-_emulator_settings = EmulatorSettings.from_env(os.environ)
+try:
+    from emulators.github.app import service as github_service
+    from emulators.hermes.app import service as hermes_service  # reads HERMES_* on import
+    _chat_settings = Settings.from_env(os.environ)
+    _emulator_settings = EmulatorSettings.from_env(os.environ)
+except ValueError as exc:  # every from_env names the variable and the value it refused
+    # Exit code 4 is gunicorn's "App failed to load": the arbiter stops at once with this one
+    # line instead of a traceback from every worker it keeps respawning.
+    sys.stderr.write(f"wsgi: configuration error: {exc}\n")
+    raise SystemExit(4)
+
 hermes = build_wsgi(hermes_service, _emulator_settings)
 github = build_wsgi(github_service, _emulator_settings)
-chat = create_app(Settings.from_env(os.environ))
+chat = create_app(_chat_settings)
 application = PathDispatcher(chat, {"/emulators/hermes": hermes, "/emulators/github": github})

@@ -1,4 +1,5 @@
-"""Command line: `python -m emulators serve hermes|github [--port N] [--host H] [--db FILE]`."""
+"""Command line: `python -m emulators serve hermes|github [--port N] [--host H] [--db FILE]
+[--admin-key KEY]`."""
 import argparse
 import os
 import signal
@@ -22,6 +23,8 @@ environment:
   EMULATORS_DB          SQLite file of all emulator state (default var/emulators.sqlite3)
   EMULATORS_ADMIN_KEY   when set, every /__admin route but health needs
                         the header x-mockingbird-admin-key: <key>
+  each service reads its own variables too (hermes: HERMES_EMULATOR_API_KEY, CORS
+  origins, model name, stream timings); see emulators/<service>/README.md
 
 examples:
   python -m emulators serve github --port 8828
