@@ -1,10 +1,10 @@
 """Emulator runtime overhead: a mutating provider request through the full pipeline (namespace,
 fault check, dispatch, automatic checkpoint, journal, metrics, stamping) vs the same falcon
 handler called bare with a ready instance. Same SQLite file settings, one run, side by side.
-Then the same write into namespaces of 10 and 10,000 records (checkpoints are deltas: ~flat),
+Then the same write into namespaces of 10 and 10,000 records (a commit copies no rows: ~flat),
 and what one automatic checkpoint adds to a handler's write on its own: the part of the
-overhead that bounds the ratio (node row and its two indexes, delta, branch head, WAL pages,
-amortized retention)."""
+overhead that bounds the ratio (node row and its index, branch head, the undo entry of the
+written row, WAL pages, amortized retention)."""
 import atexit
 import io
 import os
@@ -73,8 +73,8 @@ def main():
     verdict = "meets" if ratio >= TARGET else "BELOW"
     print(f"ratio full/bare   {ratio:.2f}x ({verdict} target >= {TARGET}x); overhead "
           f"{(full_s - bare_s) * 1e6:.1f} us/request")
-    # A checkpoint stores what changed since its parent: write latency must not follow the
-    # namespace size.
+    # A checkpoint copies no rows (an undo log keeps old values): write latency must not follow
+    # the namespace size.
     sizes = {}
     for size in (10, 10_000):
         namespace = f"size{size}"

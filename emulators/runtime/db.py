@@ -50,34 +50,35 @@ CREATE TABLE IF NOT EXISTS timeline_nodes (
     branch TEXT NOT NULL, parent INTEGER, at_ms INTEGER NOT NULL,
     pinned INTEGER NOT NULL DEFAULT 0,
     sequences TEXT NOT NULL, rng INTEGER, clock_now INTEGER NOT NULL,
-    clock_frozen INTEGER NOT NULL, base INTEGER, delta INTEGER,
-    evicted INTEGER NOT NULL DEFAULT 0);
-DROP INDEX IF EXISTS timeline_nodes_ns;
-CREATE INDEX IF NOT EXISTS timeline_nodes_by_namespace
-    ON timeline_nodes (service, namespace, evicted, n);
-CREATE INDEX IF NOT EXISTS timeline_nodes_base ON timeline_nodes (base);
-CREATE TABLE IF NOT EXISTS timeline_deltas (
-    delta INTEGER NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER,
-    value TEXT, PRIMARY KEY (delta, collection, id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS record_changes (
-    service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, collection TEXT NOT NULL,
-    id TEXT NOT NULL, PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
+    clock_frozen INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS timeline_nodes_listed
+    ON timeline_nodes (service, namespace, n, branch);
+CREATE TABLE IF NOT EXISTS timeline_undo (
+    service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, t INTEGER NOT NULL,
+    collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER, value TEXT,
+    PRIMARY KEY (service, key, t, collection, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS branches (
     service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL,
     head INTEGER NOT NULL, PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
 """
 
 
-# Note every record row written or deleted since its key's branch head (timeline.py); `@` marks
-# the scratch keys of historical reads, which never commit. ON CONFLICT DO NOTHING, not OR IGNORE:
-# an outer upsert's conflict policy would override a trigger's OR IGNORE.
+# Undo log (timeline.py): the first write of a record row after checkpoint number t (the
+# newest node of the database, read from sqlite_sequence) saves the row as it was at t (NULL
+# value: absent). `@` marks the scratch keys of historical reads, which never commit.
+# ON CONFLICT DO NOTHING, not OR IGNORE: an outer upsert's conflict policy would override a
+# trigger's OR IGNORE.
+_NOW_T = "coalesce((SELECT seq FROM sqlite_sequence WHERE name='timeline_nodes'), 0)"
 TRIGGERS = [f"""
-CREATE TRIGGER IF NOT EXISTS records_noted_{event.lower()} AFTER {event} ON records
+CREATE TRIGGER IF NOT EXISTS records_undo_{event.lower()} AFTER {event} ON records
 WHEN instr({row}.key, '@') = 0 BEGIN
-    INSERT INTO record_changes (service, namespace, key, collection, id)
-    VALUES ({row}.service, {row}.namespace, {row}.key, {row}.collection, {row}.id)
+    INSERT INTO timeline_undo (service, namespace, key, t, collection, id, seq, value)
+    VALUES ({row}.service, {row}.namespace, {row}.key, {_NOW_T}, {row}.collection, {row}.id,
+            {old})
     ON CONFLICT DO NOTHING;
-END""" for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))]
+END""" for event, row, old in (("INSERT", "NEW", "NULL, NULL"),
+                               ("UPDATE", "NEW", "OLD.seq, OLD.value"),
+                               ("DELETE", "OLD", "OLD.seq, OLD.value"))]
 
 # Bump a service's fault version when a rule appears, goes or is used up, so a worker can keep
 # the rule list between requests and re-read it only when the version moved (faults.py).
@@ -91,86 +92,58 @@ END""" for name, event, row, when in (
     ("spent", "UPDATE OF remaining", "NEW", " WHEN NEW.remaining = 0"),
     ("edit", "UPDATE OF rule, namespace, id, ord", "NEW", ""))]
 
-# A new checkpoint node (timeline.py) takes the rows noted since its base into its delta (all
-# rows when it has no base), clears the notes and becomes its branch head: one INSERT per commit.
-# The key expression is timeline.storage_key in SQL.
-_KEY = "CASE NEW.branch WHEN 'main' THEN NEW.namespace ELSE NEW.namespace || '~' || NEW.branch END"
-_HEAD = f"""
-    DELETE FROM record_changes WHERE service=NEW.service AND key={_KEY};
+# A new checkpoint node becomes its branch head; the records are not touched (timeline.py).
+TRIGGERS += [f"""
+CREATE TRIGGER IF NOT EXISTS timeline_head AFTER INSERT ON timeline_nodes BEGIN
     INSERT INTO branches (service, namespace, branch, head)
     VALUES (NEW.service, NEW.namespace, NEW.branch, NEW.n)
-    ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head;"""
-# Two triggers with WHEN, not one with both captures: a WHERE on NEW.base would still walk
-# every row of the key on each commit.
-TRIGGERS += ["DROP TRIGGER IF EXISTS timeline_commit", f"""
-CREATE TRIGGER IF NOT EXISTS timeline_commit_root AFTER INSERT ON timeline_nodes
-WHEN NEW.base IS NULL BEGIN
-    INSERT INTO timeline_deltas (delta, collection, id, seq, value)
-    SELECT NEW.n, collection, id, seq, value FROM records
-    WHERE service=NEW.service AND key={_KEY};{_HEAD}
-END""", f"""
-CREATE TRIGGER IF NOT EXISTS timeline_commit_delta AFTER INSERT ON timeline_nodes
-WHEN NEW.base IS NOT NULL BEGIN
-    INSERT INTO timeline_deltas (delta, collection, id, seq, value)
-    SELECT NEW.n, c.collection, c.id, r.seq, r.value FROM record_changes c
-    LEFT JOIN records r ON r.service=c.service AND r.key=c.key AND r.collection=c.collection
-        AND r.id=c.id
-    WHERE c.service=NEW.service AND c.key={_KEY};{_HEAD}
+    ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head;
 END"""]
 
-SCHEMA_VERSION = 4  # 2: checkpoints as deltas; 3: heads and parents as row numbers;
-# 4: fault_versions (tables and triggers are IF NOT EXISTS: an older file gains them as is)
+SCHEMA_VERSION = 5  # 2: checkpoints as deltas; 3: heads and parents as row numbers;
+# 4: fault_versions; 5: an undo log instead of deltas (older timelines are discarded, db.py)
 
 
 def _columns(conn, table):
     return {row[1]: row[2] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
+_LEGACY_TRIGGERS = ("records_noted_insert", "records_noted_update", "records_noted_delete",
+                    "timeline_commit", "timeline_commit_root", "timeline_commit_delta")
+_LEGACY_TABLES = ("timeline_nodes", "timeline_deltas", "timeline_records", "record_changes",
+                  "branches")
+
+
 def _migrate_before(conn):
-    """Reshape tables of an older schema so SCHEMA can run; return the steps left for after."""
-    nodes = _columns(conn, "timeline_nodes")
-    steps = set()
-    if nodes and "base" not in nodes:  # version 1: a full copy of the rows per checkpoint
-        for column in ("base INTEGER", "delta INTEGER", "evicted INTEGER NOT NULL DEFAULT 0"):
-            conn.execute(f"ALTER TABLE timeline_nodes ADD COLUMN {column}")
-        steps.add("deltas")
-    if _columns(conn, "branches").get("head") == "TEXT":  # versions 1-2: heads as "cp_…"
-        conn.execute("ALTER TABLE branches RENAME TO branches_v2")
-        steps.add("heads")
-    return steps
+    """Discard a timeline older than version 5; return the id high-water mark to keep.
+
+    Emulator state is test state: rebuilding old checkpoints as undo entries would cost a full
+    restore per node at start-up, so they go (their ids answer 409), as do non-main branches
+    and their rows. Main's records, sequences and RNG stay; its next request commits a fresh
+    first checkpoint, numbered above every old id.
+    """
+    if conn.execute("PRAGMA user_version").fetchone()[0] >= 5 \
+            or not _columns(conn, "timeline_nodes"):
+        return None
+    high = conn.execute("SELECT max(n) FROM timeline_nodes").fetchone()[0] or 0
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name='sqlite_sequence'").fetchone():
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='timeline_nodes'")
+        high = max(high, (row.fetchone() or (0,))[0])
+    for trigger in _LEGACY_TRIGGERS:
+        conn.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    for table in _LEGACY_TABLES:
+        conn.execute(f"DROP TABLE IF EXISTS {table}")
+    for table in ("records", "sequences", "rngs"):
+        if _columns(conn, table):
+            conn.execute(f"DELETE FROM {table} WHERE instr(key, '~') OR instr(key, '@')")
+    return high
 
 
-def _number(cp_id):
-    return int(cp_id[3:], 36)
-
-
-def _migrate_after(conn, steps):
-    """Move rows of an older schema into SCHEMA: old checkpoints stay restorable, ids go on."""
-    if "heads" in steps:
-        conn.executemany(
-            "INSERT INTO branches (service, namespace, branch, head) VALUES (?, ?, ?, ?)",
-            [(*row[:3], _number(row[3])) for row in conn.execute(
-                "SELECT service, namespace, branch, head FROM branches_v2").fetchall()])
-        conn.execute("DROP TABLE branches_v2")
-        conn.executemany("UPDATE timeline_nodes SET parent=? WHERE n=?", [
-            (_number(parent), n) for n, parent in conn.execute(
-                "SELECT n, parent FROM timeline_nodes WHERE parent LIKE 'cp!_%' ESCAPE '!'")
-            .fetchall()])
-    if "deltas" in steps:
-        # Each old full copy becomes the row set of a node without a base; each branch key
-        # notes every row that may differ from its head, so its next commit is exact.
-        conn.execute("INSERT INTO timeline_deltas (delta, collection, id, seq, value) SELECT n,"
-                     " collection, id, seq, value FROM timeline_records")
-        conn.execute("DROP TABLE timeline_records")
-        for service, namespace, branch, head in conn.execute(
-                "SELECT service, namespace, branch, head FROM branches").fetchall():
-            key = namespace if branch == "main" else f"{namespace}~{branch}"
-            conn.execute("INSERT OR IGNORE INTO record_changes (service, namespace, key,"
-                         " collection, id) SELECT ?, ?, ?, collection, id FROM timeline_deltas"
-                         " WHERE delta=?", (service, namespace, key, head))
-            conn.execute("INSERT OR IGNORE INTO record_changes (service, namespace, key,"
-                         " collection, id) SELECT service, namespace, key, collection, id FROM"
-                         " records WHERE service=? AND key=?", (service, key))
+def _migrate_after(conn, high):
+    """Carry the id high-water mark over to the new node table: ids are never reused."""
+    if high:
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('timeline_nodes', ?)",
+                     (high,))
 
 
 class _Transaction:
@@ -249,13 +222,13 @@ class Database:
             if not self._schema_ready:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
-                    steps = _migrate_before(conn)
+                    high = _migrate_before(conn)
                     for statement in SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
                     for statement in TRIGGERS:
                         conn.execute(statement)
-                    _migrate_after(conn, steps)
+                    _migrate_after(conn, high)
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                     conn.execute("COMMIT")
                 except BaseException:

@@ -1,29 +1,25 @@
-"""Checkpoints and branches as rows, stored as deltas so a commit costs what changed, not the
-namespace. Ids come from an AUTOINCREMENT column: unique for the life of the database, so a
-stale or foreign id is a clean 409, never someone else's state.
+"""Checkpoints and branches as rows, recorded with an undo log so a commit costs one small
+INSERT whatever was written. Ids come from an AUTOINCREMENT column: unique for the life of the
+database, so a stale or foreign id is a clean 409, never someone else's state.
 
 Design (why each piece exists; the triggers are in db.py):
 
-- A trigger on `records` notes every written or deleted `(key, collection, id)` in
-  `record_changes` (scratch keys of `x-mockingbird-at` reads excluded). Every other way a key's
-  rows change (fork, checkout) also sets its branch head and clears the notes, so the live rows of
-  a key are always "its branch head + the noted rows".
-- A checkpoint node keeps its sequences, RNG and clock whole (a few values) and, in
-  `timeline_deltas`, only the noted rows (their value, or NULL for a deletion) on top of its
-  `base`: the branch head it was committed on. A node without a base (a namespace's first) holds
-  every row. The commit is one INSERT … SELECT (clock, head, sequences, RNG read in SQL); a
-  trigger on `timeline_nodes` then moves the notes into the delta and advances the branch head.
-- Restore walks the base chain newest first and takes, per `(collection, id)`, the nearest entry
-  (one recursive SQL statement); a NULL value means absent.
-- Retention evicts the oldest nodes beyond `max_checkpoints` (branch heads and pinned nodes
-  stay), in batches: each worker prunes a namespace after every `max_checkpoints // 16` of its
-  commits there (1 to 64), so a namespace may briefly hold that many more per worker. Counted
-  per namespace, not by the global node number, so namespaces committing in turn all get pruned;
-  a batch pays the cut-off search (a walk over `max_checkpoints` index entries) once: an evicted node is no longer listed nor restorable, but its rows stay while a retained
-  node builds on it. An evicted node with one dependant is merged into it (the dependant's rows
-  are upserted into the evicted node's row set, which it adopts: the cost of the newer delta,
-  never of the namespace); one with none is deleted; a fork point with several stays as hidden
-  storage until its dependants shrink to one.
+- A checkpoint node is one row: its sequences, RNG and clock whole (a few values), its parent,
+  and its branch, whose storage key holds its rows. Committing it copies no record; a trigger
+  makes it the branch head. Restore and historical reads pay instead, rarely and at test time.
+- A trigger on `records` keeps the undo log: the first write of a row (insert, update or
+  delete) after checkpoint number t (the newest node of the whole database) saves the row as
+  it was when t was committed, tagged t (NULL value: absent). So the rows of a key at a node m
+  committed on it are its live rows, overlaid per row by the undo entry with the smallest
+  t >= m: nothing wrote that row between m and that entry. Every change of a key's rows
+  (fork, checkout, branch deletion) goes through `records`, so the log stays exact.
+- Retention evicts (deletes) the oldest nodes beyond `max_checkpoints` (branch heads and pinned
+  nodes stay) in batches: each worker prunes a namespace after every `max_checkpoints // 16`
+  of its commits there (1 to 64), so a namespace may briefly hold that many more per worker.
+  Then it drops the undo entries of each key older than its oldest retained node: no node
+  reads them any more.
+- Schema 5 replaced per-node deltas with this log; an older database's timeline is discarded at
+  start-up (db.py `_migrate_before`).
 """
 import json
 import re
@@ -35,8 +31,8 @@ CP = re.compile(r"^cp_([0-9a-z]{8,})$")
 MAIN = "main"
 
 _COMMIT = (
-    "INSERT INTO timeline_nodes (service, namespace, branch, parent, base, at_ms, sequences, rng,"
-    " clock_now, clock_frozen) SELECT :service, :namespace, :branch, {head}, {head}, {now},"
+    "INSERT INTO timeline_nodes (service, namespace, branch, parent, at_ms, sequences, rng,"
+    " clock_now, clock_frozen) SELECT :service, :namespace, :branch, {head}, {now},"
     " (SELECT coalesce(json_group_object(name, value), '{{}}') FROM sequences WHERE"
     " service=:service AND key=:key), (SELECT state FROM rngs WHERE service=:service AND"
     " key=:key), {now}, {frozen} {source} RETURNING n, parent, clock_now")
@@ -108,20 +104,23 @@ class Timeline:
     def restore_storage(self, conn, namespace, key, node):
         """Replace a key's rows, sequences and RNG with those of a checkpoint node."""
         service = self._service
+        source = storage_key(namespace, node["branch"])
+        undone = {}
+        # Newest first, so the entry with the smallest t >= n is the one kept.
+        for collection, id_, seq, value in conn.execute(
+                "SELECT collection, id, seq, value FROM timeline_undo WHERE service=? AND key=?"
+                " AND t>=? ORDER BY t DESC", (service, source, node["n"])):
+            undone[collection, id_] = (seq, value)
+        rows = [(service, namespace, key, collection, id_, seq, value)
+                for collection, id_, seq, value in conn.execute(
+                    "SELECT collection, id, seq, value FROM records WHERE service=? AND key=?",
+                    (service, source)) if (collection, id_) not in undone]
+        rows += [(service, namespace, key, collection, id_, seq, value)
+                 for (collection, id_), (seq, value) in undone.items() if value is not None]
         conn.execute("DELETE FROM records WHERE service=? AND key=?", (service, key))
+        conn.executemany("INSERT INTO records (service, namespace, key, collection, id, seq,"
+                         " value) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         conn.execute("DELETE FROM sequences WHERE service=? AND key=?", (service, key))
-        conn.execute(
-            "WITH RECURSIVE chain (n, delta, base, depth) AS (SELECT n, coalesce(delta, n), base,"
-            " 0 FROM timeline_nodes WHERE n=? UNION ALL SELECT t.n, coalesce(t.delta, t.n),"
-            " t.base, chain.depth + 1 FROM timeline_nodes t JOIN chain ON t.n=chain.base)"
-            " INSERT INTO records (service, namespace, key, collection, id, seq, value)"
-            " SELECT ?, ?, ?, collection, id, seq, value FROM (SELECT d.collection, d.id, d.seq,"
-            " d.value, row_number() OVER (PARTITION BY d.collection, d.id ORDER BY chain.depth)"
-            " AS nearest FROM chain JOIN timeline_deltas d ON d.delta=chain.delta)"
-            " WHERE nearest=1 AND value IS NOT NULL",
-            (node["n"], service, namespace, key))
-        # The trigger noted the rewrite; the key now equals the node exactly.
-        conn.execute("DELETE FROM record_changes WHERE service=? AND key=?", (service, key))
         conn.executemany(
             "INSERT INTO sequences (service, namespace, key, name, value) VALUES (?, ?, ?, ?, ?)",
             [(service, namespace, key, name, v) for name, v in node["sequences"].items()])
@@ -133,7 +132,7 @@ class Timeline:
     def drop_storage(self, key):
         """Delete a scratch key's rows."""
         with self._db.transaction() as conn:
-            for table in ("records", "sequences", "rngs", "record_changes"):
+            for table in ("records", "sequences", "rngs"):
                 conn.execute(f"DELETE FROM {table} WHERE service=? AND key=?",
                              (self._service, key))
 
@@ -156,7 +155,7 @@ class Timeline:
         if match:
             row = conn.execute("SELECT n, branch, parent, at_ms, sequences, rng, clock_now,"
                                " clock_frozen FROM timeline_nodes WHERE n=? AND service=? AND"
-                               " namespace=? AND evicted=0",
+                               " namespace=?",
                                (int(match.group(1), 36), self._service, namespace)).fetchone()
         if row is None:
             raise TimelineError(f"no checkpoint {cp_id}")
@@ -174,98 +173,32 @@ class Timeline:
         return heads
 
     def _prune(self, conn, namespace):
-        """Evict the oldest unpinned checkpoints beyond the limit; branch heads always stay."""
-        row = conn.execute("SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND"
-                           " evicted=0 ORDER BY n DESC LIMIT 1 OFFSET ?",
-                           (self._service, namespace, self.max_checkpoints)).fetchone()
+        """Evict the oldest unpinned checkpoints beyond the limit; branch heads always stay.
+
+        Then drop each key's undo entries older than its oldest retained node.
+        """
+        service = self._service
+        row = conn.execute("SELECT n FROM timeline_nodes WHERE service=? AND namespace=?"
+                           " ORDER BY n DESC LIMIT 1 OFFSET ?",
+                           (service, namespace, self.max_checkpoints)).fetchone()
         if row is None:
             return
-        doomed = {n: (base, delta) for n, base, delta in conn.execute(
-            "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE service=? AND"
-            " namespace=? AND evicted=0 AND pinned=0 AND n<=? AND n NOT IN (SELECT head FROM"
-            " branches WHERE service=? AND namespace=?)",
-            (self._service, namespace, row[0], self._service, namespace))}
-        self._collect(conn, namespace, doomed)
+        gone = {branch for branch, in conn.execute(
+            "DELETE FROM timeline_nodes WHERE service=? AND namespace=? AND n<=? AND pinned=0"
+            " AND n NOT IN (SELECT head FROM branches WHERE service=? AND namespace=?)"
+            " RETURNING branch", (service, namespace, row[0], service, namespace))}
+        # Live branches too: a fork's copy is logged before the branch's first node.
+        self._collect(conn, namespace, gone | set(self.heads(conn, namespace)))
 
-    @staticmethod
-    def _dependants(conn, namespace, bases):
-        """Return {base: [(n, delta)]} of the nodes built on `bases` (bases never cross
-        namespaces)."""
-        found = {base: [] for base in bases}
-        for n, base, delta in conn.execute(
-                "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE base IN (SELECT"
-                " value FROM json_each(?))", (json.dumps(bases),)):
-            found[base].append((n, delta))
-        return found
-
-    def _evicted(self, conn, numbers, doomed):
-        """Return {n: (base, delta)} of the evicted (or now `doomed`) nodes among `numbers`."""
-        return {n: (base, delta) for n, base, delta in conn.execute(
-            "SELECT n, base, coalesce(delta, n) FROM timeline_nodes WHERE n IN (SELECT value"
-            " FROM json_each(?)) AND (evicted=1 OR n IN (SELECT value FROM json_each(?)))",
-            (json.dumps(numbers), json.dumps(doomed)))}
-
-    def _collect(self, conn, namespace, doomed):
-        """Evict `doomed` ({n: (base, delta)}): drop or merge evicted nodes so only storage some retained node needs
-        is kept; only a doomed node that stays (a fork point) is marked evicted.
-
-        Worked out in memory first, then a few statements per prune: a run of evicted nodes
-        folds into its one dependant with a single INSERT OR REPLACE, oldest row set first.
-        Marking only the survivors spares an index move per node that is deleted anyway.
-        """
-        nodes = dict(doomed)
-        pending = sorted(nodes)
-        doomed = pending[:]
-        dependants = self._dependants(conn, namespace, pending)
-        folded, rebased = {}, {}  # survivor -> row sets newest first; survivor -> new base
-        dropped, gone = [], []
-        while pending:
-            n = pending.pop()
-            if n not in nodes:
-                nodes.update(self._evicted(conn, [n], doomed))
-                if n not in nodes:
-                    continue  # retained, or already gone
-            base, delta = nodes.pop(n)
-            if n not in dependants:
-                dependants.update(self._dependants(conn, namespace, [n]))
-            children = dependants.pop(n)
-            if not children:
-                dropped.append(n)
-                gone += folded.pop(n, [delta])
-                rebased.pop(n, None)
-                if base is not None:
-                    if base in dependants:
-                        dependants[base] = [c for c in dependants[base] if c[0] != n]
-                    pending.append(base)  # its base may now have one dependant, or none
-            elif len(children) == 1:
-                # The dependant adopts this node's base and row sets; its own rows stay newest.
-                child, child_delta = children[0]
-                folded[child] = folded.get(child, [child_delta]) + folded.pop(n, [delta])
-                rebased[child] = base
-                rebased.pop(n, None)
-                dropped.append(n)
-                if child in nodes:
-                    nodes[child] = (base, delta)
-                if base in dependants:
-                    dependants[base] = [(child, delta) if c[0] == n else c
-                                        for c in dependants[base]]
-        for survivor, sets in folded.items():
-            owner, newer = sets[-1], sets[-2::-1]
-            conn.execute("INSERT OR REPLACE INTO timeline_deltas (delta, collection, id, seq,"
-                         " value) SELECT ?, d.collection, d.id, d.seq, d.value FROM json_each(?)"
-                         " AS j JOIN timeline_deltas d ON d.delta=j.value ORDER BY j.key",
-                         (owner, json.dumps(newer)))
-            gone += newer
-            conn.execute("UPDATE timeline_nodes SET base=?, delta=? WHERE n=?",
-                         (rebased[survivor], owner, survivor))
-        conn.execute("DELETE FROM timeline_deltas WHERE delta IN (SELECT value FROM json_each(?))",
-                     (json.dumps(gone),))
-        conn.execute("DELETE FROM timeline_nodes WHERE n IN (SELECT value FROM json_each(?))",
-                     (json.dumps(dropped),))
-        kept = sorted(set(doomed) - set(dropped))
-        if kept:
-            conn.execute("UPDATE timeline_nodes SET evicted=1 WHERE n IN (SELECT value FROM"
-                         " json_each(?))", (json.dumps(kept),))
+    def _collect(self, conn, namespace, branches):
+        """Drop the undo entries of `branches`' keys that no retained node reads."""
+        oldest = dict(conn.execute(
+            "SELECT branch, min(n) FROM timeline_nodes WHERE service=? AND namespace=?"
+            " GROUP BY branch", (self._service, namespace)))
+        for branch in branches:
+            conn.execute("DELETE FROM timeline_undo WHERE service=? AND key=? AND t<?",
+                         (self._service, storage_key(namespace, branch),
+                          oldest.get(branch, 1 << 62)))
 
     def commit(self, namespace, branch=MAIN):
         """Commit the current state of a branch (forking it from main first when new)."""
@@ -329,9 +262,11 @@ class Timeline:
             if not gone:
                 raise TimelineError(f"no branch {branch}", status=404)
             key = storage_key(namespace, branch)
-            for table in ("records", "sequences", "rngs", "record_changes"):
+            for table in ("records", "sequences", "rngs"):
                 conn.execute(f"DELETE FROM {table} WHERE service=? AND key=?",
                              (self._service, key))
+            # The deletion was logged: retained nodes of the branch stay restorable.
+            self._collect(conn, namespace, [branch])
 
     def has_branch(self, namespace, branch):
         """Tell whether a branch exists."""
@@ -343,7 +278,7 @@ class Timeline:
         with self._db.transaction() as conn:
             heads = self._ensure(conn, namespace)
             rows = conn.execute("SELECT n, branch, parent, at_ms FROM timeline_nodes WHERE"
-                                " service=? AND namespace=? AND evicted=0 ORDER BY n",
+                                " service=? AND namespace=? ORDER BY n",
                                 (self._service, namespace)).fetchall()
         return {"branches": heads,
                 "checkpoints": [{"id": checkpoint_id(n), "branch": b, "parent": _id(p), "at": at}
@@ -359,7 +294,10 @@ class Timeline:
         where, params = "service=?", [self._service]
         if namespace is not None:
             where, params = "service=? AND namespace=?", [self._service, namespace]
-        self._db.execute(f"DELETE FROM timeline_deltas WHERE delta IN (SELECT coalesce(delta, n)"
-                         f" FROM timeline_nodes WHERE {where})", params)
-        for table in ("timeline_nodes", "branches", "record_changes"):
+        for table in ("timeline_nodes", "branches"):
             self._db.execute(f"DELETE FROM {table} WHERE {where}", params)
+        if namespace is None:
+            self._db.execute("DELETE FROM timeline_undo WHERE service=?", params)
+        else:  # by key range (the primary key), not a scan of every namespace's log
+            self._db.execute("DELETE FROM timeline_undo WHERE service=? AND (key=? OR key"
+                             " GLOB ?)", (self._service, namespace, namespace + "~*"))

@@ -238,4 +238,4 @@ def test_a_version_3_database_gains_fault_versions_and_keeps_its_rules(db, wall)
     app.get("/counter", status=503)
     app.delete("/__admin/faults/old")
     app.get("/counter", status=200)
-    assert Database(db).one("PRAGMA user_version")[0] == SCHEMA_VERSION == 4
+    assert Database(db).one("PRAGMA user_version")[0] == SCHEMA_VERSION >= 4

@@ -1,5 +1,5 @@
-"""Checkpoints stored as deltas: exact restores over big namespaces, eviction that keeps every
-retained node restorable, bounded storage, and the version 1 database migration."""
+"""Checkpoints recorded with an undo log: exact restores over big namespaces, eviction that keeps
+every retained node restorable, bounded storage, and the migration of older databases."""
 import random
 import sqlite3
 
@@ -63,19 +63,40 @@ def test_many_checkpoints_over_a_large_namespace_restore_exactly(tmp_path):
         "main"]}) == state(app)
 
 
-def test_a_commit_stores_only_the_rows_changed_since_its_parent(tmp_path):
+def test_a_commit_copies_no_rows_and_a_write_logs_each_row_once(tmp_path):
     db = tmp_path / "e.db"
     app = test_app(service, db)
     seed(app, 2000)
-    before = rows(db, "SELECT count(*) FROM timeline_deltas")[0][0]
+    before = rows(db, "SELECT count(*) FROM timeline_undo")[0][0]
     app.post("/counter")
+    app.post("/__admin/checkpoints")  # nothing written since: a node row, no undo entry
     app.post_json("/items", {"name": "x"})
     app.delete("/items/5")
-    assert rows(db, "SELECT count(*) FROM timeline_deltas")[0][0] - before == 3
-    assert rows(db, "SELECT count(*) FROM record_changes") == [(0,)]
-    deleted = rows(db, "SELECT value FROM timeline_deltas WHERE collection='items' AND id='5'"
-                       " ORDER BY delta")
-    assert deleted[-1] == (None,)  # a deletion is a NULL entry, not a missing one
+    assert rows(db, "SELECT count(*) FROM timeline_undo")[0][0] - before == 3
+    created = rows(db, "SELECT seq, value FROM timeline_undo WHERE collection='counter'")
+    assert created == [(None, None)]  # absent before its first write: a NULL entry
+    deleted = rows(db, "SELECT value FROM timeline_undo WHERE collection='items' AND id='5'"
+                       " ORDER BY t")
+    assert deleted[-1] == ('{"created":0,"id":5,"name":"i5","tag":null}',)
+
+
+def test_restore_after_many_later_writes_and_deletes_of_the_same_rows(app):
+    first = seed(app, 20)
+    expected = state(app)
+    for round_ in range(30):
+        for item_id in range(1, 21, 3):
+            app.delete(f"/items/{item_id}", status="*")
+        instance = app.runtime.instance(method="POST")
+        with instance.transaction():
+            for item_id in range(1, 21, 2):
+                instance.records.put("items", item_id, {"id": item_id, "name": f"r{round_}",
+                                                        "tag": None, "created": 0})
+        instance.checkpoint()
+    assert state(app, {"x-mockingbird-at": first}) == expected
+    app.post_json("/__admin/branches/main/checkout", {"checkpoint": first})
+    assert state(app) == expected
+    # Ids come back with the node too: the next item is numbered after the restored ones.
+    assert app.post_json("/items", {"name": "next"}).json["id"] == 21
 
 
 def test_evicting_parents_keeps_children_restorable(tmp_path):
@@ -104,13 +125,17 @@ def test_evicting_parents_keeps_children_restorable(tmp_path):
     assert side_state == state(app, side)
     assert "on-side" in {v["name"] for v in side_state.values()}
     assert {k: v for k, v in side_state.items() if v["name"] != "on-side"} == fork_state
-    # Storage stays bounded: evicted nodes are merged away, except the hidden fork point.
-    assert rows(db, "SELECT count(*) FROM timeline_nodes")[0][0] <= len(listed) + 2
+    # Storage stays bounded: evicted nodes are deleted, and undo entries no node reads go.
+    assert rows(db, "SELECT count(*) FROM timeline_nodes")[0][0] == len(listed)
+    # (the side branch's fork copy of 300 rows included: no retained node reads it)
+    assert rows(db, "SELECT count(*) FROM timeline_undo")[0][0] <= 2 * len(listed)
     app.delete("/__admin/branches/side")
     for _ in range(40):
         mutate(app, rng, state(app))
     listed = [c["id"] for c in app.get("/__admin/timeline").json["checkpoints"]]
-    assert rows(db, "SELECT count(*) FROM timeline_nodes WHERE evicted=1")[0][0] <= 2
+    assert rows(db, "SELECT count(*) FROM timeline_undo WHERE key != 'default'") == [(0,)]
+    assert rows(db, "SELECT count(*) FROM timeline_undo WHERE t < ?",
+                (int(listed[0][3:], 36),)) == [(0,)]
     head = app.get("/__admin/timeline").json["branches"]["main"]
     assert state(app, {"x-mockingbird-at": head}) == state(app)
 
@@ -126,14 +151,16 @@ def test_writing_one_row_twice_between_commits_is_one_change(app):
     assert [i["name"] for i in state(app, {"x-mockingbird-at": cp}).values()] == ["c"]
 
 
-def test_reset_clears_deltas_and_change_notes(tmp_path):
+def test_reset_clears_the_undo_log_of_its_namespace_only(tmp_path):
     db = tmp_path / "e.db"
     app = test_app(service, db)
     seed(app, 50, "w1")
+    seed(app, 5, "w2")
+    side = {"x-mockingbird-namespace": "w1", "x-mockingbird-branch": "b"}
+    app.post_json("/items", {"name": "x"}, headers=side)
     app.post_json("/items", {"name": "x"}, headers={"x-mockingbird-namespace": "w1"})
     app.post("/__admin/reset?namespace=w1")
-    assert rows(db, "SELECT count(*) FROM timeline_deltas") == [(0,)]
-    assert rows(db, "SELECT count(*) FROM record_changes") == [(0,)]
+    assert rows(db, "SELECT DISTINCT key FROM timeline_undo") == [("w2",)]
     app.post_json("/items", {"name": "y"}, headers={"x-mockingbird-namespace": "w1"})
     cp = app.post("/__admin/checkpoints?namespace=w1").json
     assert cp["records"] == 1
@@ -165,24 +192,28 @@ INSERT INTO records VALUES ('counter', 'default', 'default', 'items', '1', 1,
 """
 
 
-def test_a_version_1_database_is_migrated_on_start(tmp_path):
+def test_a_version_1_database_starts_with_its_rows_and_a_fresh_timeline(tmp_path):
     db = tmp_path / "old.db"
     with sqlite3.connect(db) as conn:
         conn.executescript(V1)  # item 2 deleted after the checkpoint, not yet committed
     app = test_app(service, db)
-    assert [i["name"] for i in state(app, {"x-mockingbird-at": "cp_00000007"}).values()] == [
-        "a", "b"]
+    # Older timelines are discarded (db.py): a clean 409, never a wrong state.
+    app.get("/items", headers={"x-mockingbird-at": "cp_00000007"}, status=409)
+    assert [i["name"] for i in state(app).values()] == ["a"]
+    first = app.get("/__admin/timeline").json["checkpoints"]
+    assert [c["parent"] for c in first] == [None]
     created = app.post_json("/items", {"name": "c"})
     cp = created.headers["x-mockingbird-checkpoint"]
-    assert cp > "cp_00000007"  # ids keep counting up
-    assert [i["name"] for i in state(app, {"x-mockingbird-at": cp}).values()] == ["a", "c"]
-    assert created.json["id"] == 3
+    assert first[0]["id"] > "cp_00000007" and cp > first[0]["id"]  # ids keep counting up
+    assert created.json["id"] == 3  # sequences stay
+    assert [i["name"] for i in state(app, {"x-mockingbird-at": first[0]["id"]}).values()] == [
+        "a"]
     assert Database(db).one("PRAGMA user_version")[0] == SCHEMA_VERSION
     assert rows(db, "SELECT head FROM branches") == [(int(cp[3:], 36),)]
 
 
-def test_a_version_2_database_gets_numeric_heads_on_start(tmp_path):
-    db = tmp_path / "v2.db"
+def test_a_version_4_database_drops_its_deltas_and_branches_on_start(tmp_path):
+    db = tmp_path / "v4.db"
     with sqlite3.connect(db) as conn:
         conn.executescript(V1)
         conn.executescript("""
@@ -190,20 +221,64 @@ def test_a_version_2_database_gets_numeric_heads_on_start(tmp_path):
             ALTER TABLE timeline_nodes ADD COLUMN delta INTEGER;
             ALTER TABLE timeline_nodes ADD COLUMN evicted INTEGER NOT NULL DEFAULT 0;
             INSERT INTO timeline_nodes (n, service, namespace, branch, parent, at_ms, sequences,
-                clock_now, clock_frozen, base) VALUES (9, 'counter', 'default', 'main',
-                'cp_00000007', 0, '{"items":2}', 0, 0, 7);
+                clock_now, clock_frozen, base) VALUES (40, 'counter', 'default', 'side',
+                7, 0, '{"items":2}', 0, 0, 7);
+            DELETE FROM timeline_nodes WHERE n=40;
             CREATE TABLE timeline_deltas (delta INTEGER NOT NULL, collection TEXT NOT NULL,
                 id TEXT NOT NULL, seq INTEGER, value TEXT, PRIMARY KEY (delta, collection, id))
                 WITHOUT ROWID;
             INSERT INTO timeline_deltas SELECT n, collection, id, seq, value FROM timeline_records;
-            INSERT INTO timeline_deltas VALUES (9, 'items', '2', NULL, NULL);
             DROP TABLE timeline_records;
-            UPDATE branches SET head='cp_00000009';
-            PRAGMA user_version=2;""")
+            CREATE TABLE record_changes (service TEXT NOT NULL, namespace TEXT NOT NULL,
+                key TEXT NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL,
+                PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
+            CREATE TRIGGER records_noted_insert AFTER INSERT ON records BEGIN
+                INSERT INTO record_changes VALUES (NEW.service, NEW.namespace, NEW.key,
+                NEW.collection, NEW.id) ON CONFLICT DO NOTHING; END;
+            INSERT INTO records VALUES ('counter', 'default', 'default~side', 'items', '9', 1,
+                '{"id":9,"name":"side"}');
+            INSERT INTO branches VALUES ('counter', 'default', 'side', 'cp_00000007');
+            PRAGMA user_version=4;""")
     app = test_app(service, db)
     timeline = app.get("/__admin/timeline").json
-    assert timeline["branches"] == {"main": "cp_00000009"}
-    assert timeline["checkpoints"][-1]["parent"] == "cp_00000007"
-    assert [i["name"] for i in state(app, {"x-mockingbird-at": "cp_00000009"}).values()] == ["a"]
+    assert list(timeline["branches"]) == ["main"]
+    assert timeline["branches"]["main"] > "cp_00000014"  # above the deleted node 40 too
+    side = {"x-mockingbird-branch": "side"}
+    assert [i["name"] for i in state(app, side).values()] == ["a"]  # forked anew from main
+    assert rows(db, "SELECT name FROM sqlite_master WHERE name IN ('timeline_deltas',"
+                    " 'record_changes', 'records_noted_insert')") == []
     cp = app.post_json("/items", {"name": "c"}).headers["x-mockingbird-checkpoint"]
     assert [i["name"] for i in state(app, {"x-mockingbird-at": cp}).values()] == ["a", "c"]
+
+
+def test_branch_checkout_after_eviction_and_nodes_of_a_deleted_branch(tmp_path):
+    app = test_app(service, tmp_path / "e.db", max_checkpoints=4)
+    seed(app, 10)
+    side = {"x-mockingbird-branch": "side"}
+    on_side = app.post_json("/items", {"name": "s1"}, headers=side).headers[
+        "x-mockingbird-checkpoint"]
+    side_state = state(app, side)
+    app.delete("/items/2", headers=side)
+    app.delete("/__admin/branches/side")  # its retained nodes stay readable
+    assert state(app, {"x-mockingbird-at": on_side}) == side_state
+    evicted = app.post_json("/items", {"name": "m1"}).headers["x-mockingbird-checkpoint"]
+    rng = random.Random(5)
+    expected = {}
+    for _ in range(30):
+        cp = mutate(app, rng, state(app))
+        expected[cp] = state(app)
+    listed = [c["id"] for c in app.get("/__admin/timeline").json["checkpoints"]]
+    assert evicted not in listed and on_side not in listed
+    app.post_json("/__admin/branches/other/checkout", {"checkpoint": evicted}, status=409)
+    app.get("/items", headers={"x-mockingbird-at": on_side}, status=409)
+    kept = [cp for cp in listed if cp in expected][0]
+    assert app.post_json("/__admin/branches/other/checkout", {"checkpoint": kept}).json[
+        "checkpoint"] == kept
+    other = {"x-mockingbird-branch": "other"}
+    assert state(app, other) == expected[kept]
+    app.post_json("/items", {"name": "o1"}, headers=other)
+    for _ in range(10):  # main moves on and evicts `kept`; the branch keeps its own rows
+        mutate(app, rng, state(app))
+    assert [v["name"] for v in state(app, other).values()][-1] == "o1"
+    head = app.get("/__admin/timeline").json["branches"]["other"]
+    assert state(app, {"x-mockingbird-at": head}) == state(app, other)
