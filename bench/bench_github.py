@@ -4,7 +4,7 @@
     last page) vs one with 10 PRs: filtering, sorting and paging run in SQL, so a page should
     cost about the same whatever the repository holds (target: ratio <= 1.5).
 (b) `POST /pulls` then `GET /pulls/{n}` round trips per second vs small-JSON GETs on a bare
-    Falcon app, same gunicorn config, several keep-alive clients. Each trip also closes its PR
+    Falcon app, same gunicorn config, several clients. Each trip also closes its PR
     (`PATCH`), so a client reuses its own head branch; the bare trip is three GETs. Every round
     starts from a freshly reset and seeded namespace: the runtime checkpoints the namespace's
     whole state after each write, so a namespace that grows without bound slows every write.
@@ -85,8 +85,6 @@ def main():
         seed(conn, "big", 1000)
         open_pulls(gh, "small", 10)
         open_pulls(gh, "big", 1000)
-        conn.close()
-        conn = connect(gh)  # the first one sat idle past gunicorn's keep-alive
 
         paths = {"10 PRs, page 1": "/repos/o/small/pulls?per_page=10",
                  "1000 PRs, page 1": "/repos/o/big/pulls?per_page=10",
@@ -133,7 +131,7 @@ def main():
             heads = itertools.count()
             ours.append(trips_per_second(gh, github_trip))
             theirs.append(trips_per_second(bare, bare_trip))
-    print(f"(b) github create+get+close vs bare falcon 3xGET, {CLIENTS} keep-alive clients:")
+    print(f"(b) github create+get+close vs bare falcon 3xGET, {CLIENTS} clients:")
     report("round trips/s", ours, theirs)
     return 0
 

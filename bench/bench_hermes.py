@@ -1,7 +1,7 @@
 """Hermes emulator vs a bare Falcon endpoint, same gunicorn config, one run; prints the ratio.
 
 One round trip = POST /v1/runs (202) then GET /v1/runs/{id} (200), as a polling client does;
-the bare round trip is two small-JSON GETs on the bare Falcon app. Both over one keep-alive
+the bare round trip is two small-JSON GETs on the bare Falcon app. Both from one http.client
 connection per client, several clients in parallel.
 """
 import atexit

@@ -1,4 +1,7 @@
-"""What the emulator benchmarks share: keep-alive connections and parallel round-trip rates."""
+"""What the emulator benchmarks share: client connections and parallel round-trip rates.
+
+gunicorn.conf.py turns keep-alive off, so http.client reconnects for every request; the
+service and the bare app pay that alike."""
 import concurrent.futures
 import http.client
 import os
@@ -10,13 +13,13 @@ SERVER = {"workers": 2, "threads": 4, "extra_args": ("--access-logfile", "/dev/n
 
 
 def connect(url, timeout=60):
-    """A keep-alive HTTP connection to a loopback base URL."""
+    """An HTTP connection to a loopback base URL (reconnects by itself after each answer)."""
     host, port = url.removeprefix("http://").split(":")
     return http.client.HTTPConnection(host, int(port), timeout=timeout)
 
 
 def trips_per_second(url, trip, *, clients=CLIENTS, seconds=SECONDS):
-    """Round trips per second of `clients` parallel keep-alive clients for `seconds`.
+    """Round trips per second of `clients` parallel clients for `seconds`.
 
     `trip(conn, n)` performs one round trip; `n` counts that client's trips.
     """
