@@ -152,7 +152,8 @@ class Timeline:
         """Return the retained node of a checkpoint of this namespace, or raise 409."""
         match = CP.match(cp_id) if isinstance(cp_id, str) else None
         row = None
-        if match:
+        # An id past SQLite's 64-bit INTEGER names no row (and would not bind at all).
+        if match and int(match.group(1), 36) < 2 ** 63:
             row = conn.execute("SELECT n, branch, parent, at_ms, sequences, rng, clock_now,"
                                " clock_frozen FROM timeline_nodes WHERE n=? AND service=? AND"
                                " namespace=?",

@@ -63,6 +63,14 @@ def test_checkout_input_errors(app):
     app.post_json("/__admin/checkpoints", {"branch": "no spaces"}, status=409)
 
 
+def test_checkpoint_id_past_64_bits_is_409_not_500(app):
+    huge = "cp_" + "z" * 20  # base36 36**20 - 1 does not fit an SQLite INTEGER
+    res = app.post_json("/__admin/branches/main/checkout", {"checkpoint": huge}, status=409)
+    assert res.json["error"]["message"] == f"no checkpoint {huge}"
+    app.post_json("/__admin/branches/side", {"at": huge}, status=409)
+    app.get("/items", headers={"x-mockingbird-at": huge}, status=409)
+
+
 def test_branch_header_isolates_from_main(app):
     app.post_json("/items", {"name": "base"})
     res = app.post_json("/items", {"name": "experiment"},
