@@ -283,6 +283,8 @@ class Admin:
             raise AdminError(f"{self.runtime.name} has no fault presets")
         if not isinstance(overrides, dict):
             raise AdminError("expected a JSON object of rule overrides")
+        if not isinstance(name, str):
+            raise AdminError("preset: expected a preset name")
         if name not in presets:
             shown = json.dumps(name) if quoted else name
             raise AdminError(f"no fault preset {shown}"
@@ -356,9 +358,10 @@ class Admin:
             filters["since_ms"] = since
         for name, key in (("limit", "limit"), ("after", "after")):
             if name in query:
-                if not query[name].isdigit():
+                if not re.fullmatch(r"[0-9]+", query[name]):
                     raise AdminError(f"{name}: expected a count")
-                filters[key] = int(query[name])
+                # Past SQLite's 64-bit INTEGER no entry is left to skip or cut anyway.
+                filters[key] = min(int(query[name]), 2 ** 63 - 1)
         scope = None if request.flag("all") else request.namespace
         journal = self.runtime.journal
         return 200, {"size": journal.size, "requests": journal.entries(scope, **filters)}

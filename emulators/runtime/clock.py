@@ -1,10 +1,24 @@
 """Per-namespace mock clocks stored as rows: `{now, frozen, offsetMs}` shared by every worker."""
+import math
 import re
 import time
 from datetime import datetime, timezone
 
+from .errors import AdminError
+
 DURATION = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
 UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+# A JavaScript Date's range (±100,000,000 days), the reference runtime's; it also keeps every
+# clock value far inside SQLite's 64-bit INTEGER.
+MAX_MS = 8_640_000_000_000_000
+
+
+def _ms(value):
+    """Return a finite number as int ms within ±MAX_MS, else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    value = int(value)
+    return value if -MAX_MS <= value <= MAX_MS else None
 
 
 def wall_ms():
@@ -23,11 +37,11 @@ def parse_instant(value):
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return int(value)
+        return _ms(value)
     if isinstance(value, str):
         text = value.strip()
-        if text.isdigit():
-            return int(text)
+        if text.isascii() and text.isdigit():
+            return _ms(int(text))
         try:
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
@@ -43,11 +57,11 @@ def parse_duration(value):
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return int(value)
+        return _ms(value)
     if isinstance(value, str):
         match = DURATION.match(value.strip())
         if match:
-            return int(float(match.group(1)) * UNITS[match.group(2)])
+            return _ms(float(match.group(1)) * UNITS[match.group(2)])
     return None
 
 # `Clocks.state(...)["now"]` and `["frozen"]` as SQL (params :service, :namespace, :wall), so a
@@ -112,6 +126,8 @@ class Clocks:
                 now += changes["advance"]
             if changes.get("freeze") is False:
                 frozen = False
+            if not -MAX_MS <= now <= MAX_MS:
+                raise AdminError(f"the clock would leave the date range (±{MAX_MS} ms)")
             self.write(namespace, frozen=frozen, now=now,
                        offset=0 if frozen else now - self.wall())
             return self.state(namespace)

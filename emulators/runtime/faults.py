@@ -16,6 +16,7 @@ FIELDS = {"id", "operationId", "method", "path", "pathPrefix", "namespace", "sta
           "headers", "count", "after", "rate", "delayMs", "latencyMs", "drop", "effect", "params",
           "preset", "description"}
 MAX_DELAY_MS = 60_000
+MAX_COUNT = 2 ** 63 - 1  # SQLite's INTEGER holds `remaining`
 DEFAULT_BODY = {"detail": "Injected by Mockingbird"}
 NEEDS = "a fault needs a numeric status, a delayMs/latencyMs, drop: true, an effect, or a preset"
 
@@ -54,8 +55,10 @@ def validate_rule(raw, default_namespace):
         ("headers", lambda v: isinstance(v, dict) and all(
             isinstance(k, str) and isinstance(x, str) for k, x in v.items()),
          "an object of string header values"),
-        ("count", lambda v: v is None or (_int(v) and v >= 1), "a positive integer or null"),
-        ("after", lambda v: _int(v) and v >= 0, "a non-negative integer"),
+        ("count", lambda v: v is None or (_int(v) and 1 <= v <= MAX_COUNT),
+         f"a positive integer or null, at most {MAX_COUNT}"),
+        ("after", lambda v: _int(v) and 0 <= v <= MAX_COUNT,
+         f"a non-negative integer, at most {MAX_COUNT}"),
         ("rate", lambda v: _number(v) and 0 <= v <= 1, "a number between 0 and 1"),
         ("delayMs", lambda v: _number(v) and 0 <= v <= MAX_DELAY_MS,
          f"a number of ms between 0 and {MAX_DELAY_MS}"),

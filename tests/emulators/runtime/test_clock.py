@@ -55,6 +55,15 @@ def test_resume_continues_from_frozen_instant(app, wall):
     ({"freeze": "yes"}, "freeze: expected true or false"),
     ({"freeze": True, "tick": 1}, "unknown clock field(s): tick"),
     ([1, 2], "expected a JSON object"),
+    # beyond a JavaScript Date's range, or not finite (they were 500s before)
+    ({"set": 10 ** 20}, "set: expected epoch ms or ISO-8601"),
+    ({"set": "99999999999999999999"}, "set: expected epoch ms or ISO-8601"),
+    ({"set": 1e300}, "set: expected epoch ms or ISO-8601"),
+    ({"set": "\u00b2"}, "set: expected epoch ms or ISO-8601"),
+    ({"advance": "99999999999999999999d"}, 'advance: expected ms or "15m"-style'),
+    ({"advance": -8_640_000_000_000_001}, 'advance: expected ms or "15m"-style'),
+    ({"set": 8_640_000_000_000_000, "advance": 1},
+     "the clock would leave the date range (\u00b18640000000000000 ms)"),
 ])
 def test_bad_clock_input_changes_nothing(app, body, message):
     clock(app, {"advance": "1h"})
@@ -62,6 +71,24 @@ def test_bad_clock_input_changes_nothing(app, body, message):
     res = app.post_json("/__admin/clock", body, status=400).json
     assert res["error"]["message"] == message
     assert clock(app) == before
+
+
+@pytest.mark.parametrize("raw, message", [
+    (b'{"set": Infinity}', "set: expected epoch ms or ISO-8601"),
+    (b'{"set": 1e400}', "set: expected epoch ms or ISO-8601"),
+    (b'{"advance": NaN}', 'advance: expected ms or "15m"-style'),
+    (b'{"advance": -Infinity}', 'advance: expected ms or "15m"-style'),
+])
+def test_non_finite_numbers_python_json_reads_are_refused(app, raw, message):
+    res = app.post("/__admin/clock", raw, headers={"Content-Type": "application/json"},
+                   status=400)
+    assert res.json["error"]["message"] == message
+
+
+def test_the_date_range_edges_are_accepted(app):
+    assert clock(app, {"set": -8_640_000_000_000_000, "freeze": True})["now"] == \
+        -8_640_000_000_000_000
+    assert clock(app, {"set": "8640000000000000"})["now"] == 8_640_000_000_000_000
 
 
 def test_reset_flag_returns_to_live_time(app):

@@ -132,6 +132,11 @@ def test_accept_then_drop_inside_a_transaction_block_keeps_state_ids_and_checkpo
     ({"status": 500, "namespace": "a b"}, "namespace: expected"),
     ({"status": 500, "headers": {"x": 1}}, "headers: expected"),
     ("nope", "expected a JSON object"),
+    # past SQLite's 64-bit INTEGER (they were 500s before)
+    ({"status": 500, "count": 2 ** 63}, "count: expected a positive integer or null"),
+    ({"status": 500, "after": 2 ** 63}, "after: expected a non-negative integer"),
+    ({"preset": ["counter_flaky"]}, "preset: expected a preset name"),
+    ({"preset": {"x": 1}}, "preset: expected a preset name"),
 ])
 def test_rule_validation(app, rule, message):
     res = add(app, rule, status=400)

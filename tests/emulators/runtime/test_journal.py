@@ -97,3 +97,12 @@ def test_metrics_global_and_per_namespace(app):
     assert app.get("/__admin/metrics").json["requests"] == 3
     app.delete("/__admin/metrics")
     assert app.get("/__admin/metrics").json["requests"] == 0
+
+
+def test_bad_or_huge_cursors_are_400_or_empty_never_500(app):
+    app.post_json("/items", {"name": "a"})
+    for query in ("?limit=%C2%B2", "?after=%D9%A1", "?since=99999999999999999999"):
+        res = app.get("/__admin/requests" + query, status=400)
+        assert res.json["error"]["type"] == "mockingbird_admin"
+    assert requests(app, "?after=99999999999999999999") == []
+    assert len(requests(app, "?limit=99999999999999999999")) == 1
