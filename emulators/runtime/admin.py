@@ -1,6 +1,7 @@
 """The admin plane under the admin prefix (spec §5/§6): routes, admin key, error envelope."""
 import hmac
 import json
+import logging
 import re
 from urllib.parse import parse_qs
 
@@ -10,6 +11,8 @@ from .faults import validate_rule
 from .instance import MUTATING
 from .service import AdminCall
 from .timeline import MAIN, TimelineError
+
+log = logging.getLogger("emulators")
 
 NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 JSON = "application/json"
@@ -150,6 +153,11 @@ class Admin:
             error = failure.error
             code, headers, payload = error.status, list((error.headers or {}).items()), \
                 error.body()
+        except Exception:  # a bug: logged, answered like the provider's last resort
+            log.exception("emulator %s: unhandled error on admin %s %s", self.runtime.name,
+                          method, relative)
+            code, headers = 500, []
+            payload = {"error": {"type": "mockingbird_internal", "message": "internal error"}}
         body = json.dumps(payload, separators=(",", ":")).encode()
         return (status_line(code), [("content-type", JSON), *headers], body, namespace)
 

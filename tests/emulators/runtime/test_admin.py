@@ -1,5 +1,6 @@
 """Admin plane basics: index, health, openapi, envelope, admin key, namespaces, service routes."""
 import pytest
+import webtest
 
 from emulators.runtime import Runtime, Service, Settings
 from tests.emulators.runtime.conftest import ns
@@ -25,6 +26,17 @@ def test_unknown_admin_route_gets_envelope(app):
     message = "no admin route POST /nothing; GET /__admin lists them"
     assert res.json == {"error": {"type": "mockingbird_admin", "message": message}}
     assert res.headers["x-mockingbird"] == "counter@1.2.3; ns=default"
+
+
+def test_unexpected_error_in_an_admin_route_is_500_internal_without_traceback(tmp_path):
+    def broken(call):
+        raise RuntimeError("secret internal detail")
+    runtime = Runtime(Service(name="broken", admin_routes=[("POST", "/broken/x", broken)]),
+                      Settings(db=str(tmp_path / "e.sqlite3")))
+    res = webtest.TestApp(runtime).post("/__admin/broken/x", status=500)
+    assert res.json == {"error": {"type": "mockingbird_internal", "message": "internal error"}}
+    assert "secret internal detail" not in res.text and "x-mockingbird-checkpoint" not in \
+        res.headers
 
 
 def test_bad_json_body_is_400_but_get_ignores_bodies(app):
