@@ -100,7 +100,45 @@ def main():
     checkpoints = runtime.db.one("SELECT count(*) FROM timeline_nodes")[0]
     journal = runtime.db.one("SELECT count(*) FROM journal")[0]
     print(f"(checkpoints kept {checkpoints}, journal rows {journal}, n={N})")
+    if os.environ.get("BENCH_BREAKDOWN"):
+        breakdown(runtime, full, os.path.join(folder, "e.sqlite3-wal"))
     return 0  # a report, not a gate: the machine's load moves the ratio between runs
+
+
+def breakdown(runtime, call, wal):
+    """BENCH_BREAKDOWN=1: the SQL of one full-pipeline request, statement by statement (time
+    per request and calls per request), and the WAL frames one request's COMMIT writes."""
+    from collections import Counter
+    real = runtime.db.conn
+    spent, calls = Counter(), Counter()
+
+    class Timed:  # a sqlite3.Connection cannot be patched: wrap this thread's connection
+        def execute(self, sql, params=()):
+            started = time.perf_counter()
+            try:
+                return real.execute(sql, params)
+            finally:
+                spent[sql[:48]] += time.perf_counter() - started
+                calls[sql[:48]] += 1
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    runtime.db._local.conn = Timed()
+    try:
+        total = timed(call)
+    finally:
+        runtime.db._local.conn = real
+    runs = N + 50
+    print(f"-- per request (us, calls) of {total * 1e6:.1f} us:")
+    for sql, seconds in spent.most_common():
+        print(f"{seconds / runs * 1e6:8.1f} {calls[sql] / runs:5.2f}  {sql}")
+    print(f"{sum(spent.values()) / runs * 1e6:8.1f}        all SQL")
+    real.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for _ in range(100):
+        call()
+    frames = os.path.getsize(wal) / (4096 + 24) / 100
+    print(f"WAL frames per request {frames:.1f}")
 
 
 if __name__ == "__main__":

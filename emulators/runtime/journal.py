@@ -13,6 +13,11 @@ class Journal:
         self._db = db
         self._service = service
         self.size = size
+        # The ring's trim scans the namespace's newest `size` rows, so it runs once per
+        # max(64, size // 4) entries (by global seq): a few rows scanned per request, not a
+        # whole ring every 64. The rows past `size` in between are never read (entries() keeps
+        # the newest `size` per namespace).
+        self.trim_every = max(64, size // 4)
 
     def record(self, conn, entry, at_ms):
         """Store one entry and count it; call inside a transaction."""
@@ -33,7 +38,7 @@ class Journal:
             "INSERT INTO journal (service, namespace, at_ms, operation, status, entry) VALUES"
             " (?, ?, ?, ?, ?, ?)", (self._service, namespace, at_ms, entry.get("operationId"),
                                     entry["status"], json.dumps(entry))).lastrowid
-        if seq % 64 == 0:
+        if seq % self.trim_every == 0:
             conn.execute(
                 "DELETE FROM journal WHERE seq IN (SELECT seq FROM journal WHERE service=? AND"
                 " namespace=? ORDER BY seq DESC LIMIT -1 OFFSET ?)",

@@ -193,13 +193,15 @@ class Timeline:
 
     def _collect(self, conn, namespace, branches):
         """Drop the undo entries of `branches`' keys that no retained node reads."""
-        oldest = dict(conn.execute(
-            "SELECT branch, min(n) FROM timeline_nodes WHERE service=? AND namespace=?"
-            " GROUP BY branch", (self._service, namespace)))
         for branch in branches:
+            # Per branch, on the (service, namespace, n, branch) index: the oldest node of main
+            # is the first row, where a GROUP BY read every retained node of the namespace.
+            row = conn.execute("SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND"
+                               " branch=? ORDER BY n LIMIT 1",
+                               (self._service, namespace, branch)).fetchone()
             conn.execute("DELETE FROM timeline_undo WHERE service=? AND key=? AND t<?",
                          (self._service, storage_key(namespace, branch),
-                          oldest.get(branch, 1 << 62)))
+                          1 << 62 if row is None else row[0]))
 
     def commit(self, namespace, branch=MAIN):
         """Commit the current state of a branch (forking it from main first when new)."""

@@ -106,3 +106,30 @@ def test_bad_or_huge_cursors_are_400_or_empty_never_500(app):
         assert res.json["error"]["type"] == "mockingbird_admin"
     assert requests(app, "?after=99999999999999999999") == []
     assert len(requests(app, "?limit=99999999999999999999")) == 1
+
+
+def test_journal_ring_trims_in_batches_of_a_quarter_ring(tmp_path):
+    from emulators.runtime.db import Database
+    from emulators.runtime.journal import Journal
+    db = Database(tmp_path / "trim.db")
+    journal = Journal(db, "svc", size=400)
+    assert journal.trim_every == 100 and Journal(db, "svc", size=5).trim_every == 64
+
+    def add(namespace, n):
+        for _ in range(n):
+            with db.transaction() as conn:
+                journal.record(conn, {"namespace": namespace, "method": "GET", "path": "/x",
+                                      "status": 200, "durationMs": 1.0}, 0)
+
+    def stored(namespace):
+        return db.one("SELECT count(*) FROM journal WHERE namespace=?", (namespace,))[0]
+
+    add("a", 499)
+    assert stored("a") == 499  # no trim yet: rows past the ring are kept, never read
+    assert [e["seq"] for e in journal.entries("a")] == list(range(100, 500))
+    add("a", 1)  # seq 500: the trim keeps the newest 400
+    assert stored("a") == 400
+    assert [e["seq"] for e in journal.entries("a")] == list(range(101, 501))
+    add("b", 100)  # seq 600 trims b's ring (under size: nothing) and leaves a alone
+    assert stored("a") == 400 and stored("b") == 100
+    assert journal.metrics()["requests"] == 600
