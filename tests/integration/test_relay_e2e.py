@@ -239,3 +239,23 @@ def test_an_unreachable_gateway_is_a_problem_and_loses_nothing(tmp_path):
     entry = chat.state()[chat.thread]
     assert entry["run_id"] is None and entry["key"].startswith(f"newos4-{chat.thread}-MSG-")
     assert chat.messages()[-1]["text"] == "anyone?"
+
+
+def test_the_relay_authenticates_with_the_gateway_key(tmp_path):
+    env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db"),
+           "HERMES_EMULATOR_API_KEY": "gateway-secret"}
+    with gunicorn(env=env, workers=2) as url:
+        chat = Scenario({"url": url, "hermes": url + "/emulators/hermes", "root": tmp_path},
+                        "auth")
+        chat.say("knock knock")
+        refused = chat.relay(env={"HERMES_API_KEY": "wrong"})
+        assert refused.returncode == 1
+        assert "submit refused: invalid_api_key: Invalid API key" in refused.stderr
+        assert chat.runs_created() == []
+        state_path = chat.data / "relay" / "state.json"
+        state = json.loads(state_path.read_text())
+        state["threads"][chat.thread]["next_ms"] = 0  # skip the backoff instead of waiting
+        state_path.write_text(json.dumps(state))
+        accepted = chat.relay(env={"HERMES_API_KEY": "gateway-secret"})
+        assert accepted.returncode == 0 and "submitted run=" in accepted.stdout
+        assert len(chat.runs_created()) == 1
