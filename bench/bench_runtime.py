@@ -65,6 +65,14 @@ def main():
     def full():
         b"".join(runtime(environ("/counter", namespace="full"), start_response))
 
+    def bare_read():
+        env = environ("/counter", method="GET")
+        env["emulators.instance"] = runtime.instance("bare", method="GET")
+        b"".join(provider(env, start_response))
+
+    def full_read():
+        b"".join(runtime(environ("/counter", method="GET", namespace="full"), start_response))
+
     bare_s = timed(bare)
     full_s = timed(full)
     ratio = bare_s / full_s
@@ -73,6 +81,10 @@ def main():
     verdict = "meets" if ratio >= TARGET else "BELOW"
     print(f"ratio full/bare   {ratio:.2f}x ({verdict} target >= {TARGET}x); overhead "
           f"{(full_s - bare_s) * 1e6:.1f} us/request")
+    # The same for a read (no checkpoint): shown beside, not instead of, the write above.
+    read_bare, read_full = timed(bare_read), timed(full_read)
+    print(f"reads (GET, no checkpoint): bare {read_bare * 1e6:.1f} us, full {read_full * 1e6:.1f}"
+          f" us, ratio {read_bare / read_full:.2f}x")
     # A checkpoint copies no rows (an undo log keeps old values): write latency must not follow
     # the namespace size.
     sizes = {}
