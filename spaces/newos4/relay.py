@@ -104,11 +104,8 @@ class Relay:
             return
         if waiting_row["last_id"] != entry["question"]:
             self._stop_quietly(entry)
-            self._say(f"thread={thread} got a newer message {waiting_row['last_id']}: "
-                      f"superseding run={entry.get('run_id')} for {entry['question']}",
-                      problem=False)
-            del self.state.threads[thread]
-            self.state.save()
+            self._forget(thread, f"got a newer message {waiting_row['last_id']}: superseding "
+                                 f"run={entry.get('run_id')} for {entry['question']}")
             return
         if not entry.get("run_id"):
             return  # submitted but unconfirmed: _submit replays it with the same key
@@ -141,10 +138,8 @@ class Relay:
         parts = split_text(output, self.settings.max_text)
         outcome = self.service.deliver(thread, entry["question"], parts)
         if outcome == "superseded":
-            self._say(f"thread={thread} run={entry['run_id']} answered {entry['question']} "
-                      "but a newer message came first; its output is discarded", problem=False)
-            del self.state.threads[thread]
-            self.state.save()
+            self._forget(thread, f"run={entry['run_id']} answered {entry['question']} but a "
+                                 "newer message came first; its output is discarded")
             return
         split = f" in {len(parts)} parts (over {self.settings.max_text} chars)" \
             if len(parts) > 1 else ""
@@ -199,15 +194,13 @@ class Relay:
             self._say(f"{in_flight} runs in flight (max {self.settings.relay_max_in_flight}); "
                       "later threads wait", problem=False)
             return False
+        body = self._run_body(thread, entry["question"])
+        if body is None:  # the thread or its question went away meanwhile
+            return True
         key = f"newos4-{thread}-{entry['question']}-{entry['generation']}"
         entry["key"] = key
         self.state.threads[thread] = entry
         self.state.save()  # before submitting: a crash now replays with the same key
-        body = self._run_body(thread, entry["question"])
-        if body is None:
-            del self.state.threads[thread]
-            self.state.save()
-            return True
         answer = None
         for attempt in (1, 2):  # one immediate replay recovers a lost response
             try:
