@@ -9,6 +9,7 @@ import re
 import socket
 import time
 import uuid
+from time import perf_counter
 
 from .clock import Clocks, wall_ms
 from .db import Database
@@ -19,7 +20,7 @@ from .journal import Journal
 from .openapi import OperationMatcher
 from .rng import seed_state
 from .settings import Settings
-from .timeline import MAIN, Timeline, TimelineError, storage_key
+from .timeline import MAIN, Timeline, TimelineError, checkpoint_id, storage_key
 
 log = logging.getLogger("emulators")
 
@@ -68,12 +69,14 @@ class Runtime:
         self.db = db or Database(settings.db)
         self.clocks = Clocks(self.db, self.name, wall=wall)
         self.faults = Faults(self.db, self.name, seed=settings.seed)
-        self.journal = Journal(self.db, self.name, size=settings.journal_size)
+        self.matcher = OperationMatcher(service.openapi)
+        self.journal = Journal(self.db, self.name, size=settings.journal_size,
+                               has_document=self.matcher.has_document)
         self.timeline = Timeline(self.db, self.name, self.clocks, seed_state(settings.seed),
                                  settings.max_checkpoints)
-        self.matcher = OperationMatcher(service.openapi)
         self.started = time.monotonic()
         self._known = set()
+        self._checked = set()  # namespaces of provider requests that passed the pattern
         self._stamps = {}
         self._provider = None
         self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?$")
@@ -149,8 +152,12 @@ class Runtime:
 
     # -- WSGI -------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
-        started = time.perf_counter()
+        started = perf_counter()
         path = environ.get("PATH_INFO") or "/"
+        header_ns = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
+        if not path.startswith(self.admin_prefix):  # the common case: a provider request
+            return self._vendor(environ, start_response, path,
+                                "default" if header_ns is None else header_ns, started)
         carrier_ns = None
         match = self._carrier.match(path)
         if match:
@@ -160,7 +167,6 @@ class Runtime:
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + \
                 f"{self.admin_prefix}/ns/{carrier_ns}"
             environ["PATH_INFO"] = path
-        header_ns = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
         if path == self.admin_prefix or path.startswith(self.admin_prefix + "/"):
             status, headers, body, namespace = self.admin.handle(
                 environ, path[len(self.admin_prefix):] or "/",
@@ -187,41 +193,51 @@ class Runtime:
         if at:
             echo.append(("x-mockingbird-at", at))
 
-        def answer(status, body, headers=(), journal=True, fault=None):
-            entry["status"] = int(status.split()[0])
+        def answer(status, body, headers=(), journal=True, fault=None, version=None):
+            entry["status"] = int(status[:3])
             if fault:
                 entry["faultId"] = fault
             elif entry["status"] >= 400:
                 entry["request"] = _request_meta(environ)
             if journal:
-                self._log(entry, started)
+                self._log(entry, started, version=version)
             start_response(status, [*headers, ("content-length", str(len(body))), *echo,
                                     ("x-mockingbird", self.stamp(namespace))])
             return [] if method == "HEAD" else [body]
 
-        if not NAMESPACE.match(namespace):
-            return answer("400 Bad Request", error_body(NS_MESSAGE), [("content-type", JSON)])
-        if not NAMESPACE.match(branch):
-            return answer("400 Bad Request", error_body(BRANCH_MESSAGE), [("content-type", JSON)])
-        self.touch(namespace)
+        if namespace not in self._checked:
+            if not NAMESPACE.match(namespace):
+                return answer("400 Bad Request", error_body(NS_MESSAGE),
+                              [("content-type", JSON)])
+            self.touch(namespace)
+            if len(self._checked) >= 4096:
+                self._checked.clear()
+            self._checked.add(namespace)
+        key = namespace
         scratch = None
-        try:
-            key = storage_key(namespace, branch)
-            if at and branch == MAIN:
-                if method in MUTATING:
-                    raise TimelineError("x-mockingbird-at on a mutating request to main would"
-                                        " rewind main; use POST /__admin/branches/main/checkout")
-                scratch = f"{namespace}@{at}#{uuid.uuid4().hex}"
-                self.timeline.view(namespace, at, scratch)
-                key = scratch
-            elif at:
-                # New branch: forked at `at`. Existing branch: 409 unless its head is `at`
-                # (the reference silently re-pointed it, spec §19.13).
-                self.timeline.branch(namespace, branch, at)
-            elif branch != MAIN and not self.timeline.has_branch(namespace, branch):
-                self.timeline.branch(namespace, branch)
-        except TimelineError as error:
-            return answer("409 Conflict", error_body(error.message), [("content-type", JSON)])
+        if echo:
+            if not NAMESPACE.match(branch):
+                return answer("400 Bad Request", error_body(BRANCH_MESSAGE),
+                              [("content-type", JSON)])
+            try:
+                key = storage_key(namespace, branch)
+                if at and branch == MAIN:
+                    if method in MUTATING:
+                        raise TimelineError("x-mockingbird-at on a mutating request to main"
+                                            " would rewind main; use POST"
+                                            " /__admin/branches/main/checkout")
+                    scratch = f"{namespace}@{at}#{uuid.uuid4().hex}"
+                    self.timeline.view(namespace, at, scratch)
+                    key = scratch
+                elif at:
+                    # New branch: forked at `at`. Existing branch: 409 unless its head is `at`
+                    # (the reference silently re-pointed it, spec §19.13).
+                    self.timeline.branch(namespace, branch, at)
+                elif not self.timeline.has_branch(namespace, branch):
+                    self.timeline.branch(namespace, branch)
+            except TimelineError as error:
+                return answer("409 Conflict", error_body(error.message),
+                              [("content-type", JSON)])
 
         mutation = method in MUTATING and scratch is None
         if mutation:
@@ -230,14 +246,16 @@ class Runtime:
             # raises or drops. Only a rule that fires (it may sleep) moves dispatch to a
             # transaction of its own below.
             with self.db.transaction(commit_on_error=True):
-                hits = self.faults.evaluate(namespace, operation, method, path)
+                version = self.clocks.version()
+                hits = self.faults.evaluate(namespace, operation, method, path, version)
                 if not hits:
                     instance = Instance(self, namespace, branch, key, method=method,
-                                        base_url=public_base(environ))
+                                        environ=environ, version=version)
                     return self._dispatch(environ, start_response, instance, entry, echo,
                                           started, scratch, answer)
         else:
-            hits = self.faults.evaluate(namespace, operation, method, path)
+            version = self.clocks.version()
+            hits = self.faults.evaluate(namespace, operation, method, path, version)
         delay = sum(hit.delay_ms for hit in hits)
         if delay:
             time.sleep(delay / 1000)
@@ -253,20 +271,21 @@ class Runtime:
             self._cleanup(scratch)
             return answer(_status_line(status), body, headers, fault=terminal.id)
 
-        instance = Instance(self, namespace, branch, key, method=method,
-                            base_url=public_base(environ), hits=hits)
         if mutation:
             with self.db.transaction(commit_on_error=True):
+                instance = Instance(self, namespace, branch, key, method=method,
+                                    environ=environ, hits=hits, version=self.clocks.version())
                 return self._dispatch(environ, start_response, instance, entry, echo, started,
                                       scratch, answer)
+        instance = Instance(self, namespace, branch, key, method=method, environ=environ,
+                            hits=hits, version=version)
         return self._dispatch(environ, start_response, instance, entry, echo, started, scratch,
                               answer)
 
     def _dispatch(self, environ, start_response, instance, entry, echo, started, scratch,
                   answer):
         namespace, branch, method = instance.namespace, instance.branch, instance.method
-        env = dict(environ)
-        env["emulators.instance"] = instance
+        environ["emulators.instance"] = instance
         captured = {}
 
         def capture(status, headers, exc_info=None):
@@ -274,7 +293,7 @@ class Runtime:
             return lambda data: captured.setdefault("early", []).append(data)
 
         try:
-            result = self.provider(env, capture)
+            result = self.provider(environ, capture)
         except ConnectionDropped:
             self._finish_accepted(instance, entry)
             return self._drop(environ, entry, started, scratch)
@@ -286,8 +305,10 @@ class Runtime:
                           error_body("internal error", "mockingbird_internal"),
                           [("content-type", JSON)])
         status = captured["status"]
-        headers = _rebase_location(captured["headers"], env.get("SCRIPT_NAME", ""))
-        code = int(status.split()[0])
+        script_name = environ.get("SCRIPT_NAME")
+        headers = _rebase_location(captured["headers"], script_name) if script_name \
+            else captured["headers"]
+        code = int(status[:3])
         entry["status"] = code
         commit = None
         if method in MUTATING and 200 <= code < 400 and scratch is None:
@@ -299,12 +320,13 @@ class Runtime:
         self._finish_accepted(instance, entry)
         if code >= 400 and "faultId" not in entry:
             entry["request"] = _request_meta(environ)
-        checkpoint = self._log(entry, started, commit=commit)
+        checkpoint = self._log(entry, started, commit=commit, version=instance.version)
         if checkpoint:
             headers.append(("x-mockingbird-checkpoint", checkpoint))
         start_response(status, [*headers, *echo, ("x-mockingbird", self.stamp(namespace))])
-        if isinstance(result, (list, tuple)) and scratch is None:
-            return [*captured.get("early", ()), *result]
+        if scratch is None and isinstance(result, list):
+            early = captured.get("early")
+            return result if early is None else [*early, *result]
         return self._stream(result, environ, entry, scratch, captured.get("early", ()))
 
     # -- pieces -----------------------------------------------------------------------------
@@ -317,19 +339,32 @@ class Runtime:
             entry["accepted"] = True
             entry["checkpoint"] = instance.accepted
 
-    def _log(self, entry, started, commit=None):
-        """Journal and count the request; commit a checkpoint of branch `commit` in the same
-        transaction (one write per request for both). Return the checkpoint id or None."""
-        entry["durationMs"] = round((time.perf_counter() - started) * 1000, 2)
+    def _log(self, entry, started, commit=None, version=None):
+        """Journal the request; commit a checkpoint of branch `commit` in the same transaction
+        (one write per request for both). Return the checkpoint id or None.
+
+        `version` is the control version read for this request: the clock comes from the
+        worker's kept copy (clock.py). Without it the clock row is read.
+        """
+        entry["durationMs"] = round((perf_counter() - started) * 1000, 2)
         namespace = entry["namespace"]
-        valid = NAMESPACE.match(namespace)
         checkpoint = None
         with self.db.transaction(savepoint=False) as conn:
-            if commit is not None:  # the checkpoint reads the clock itself
-                committed = self.timeline.commit(namespace, commit)
-                checkpoint, now = committed["id"], committed["at"]
-            else:
-                now = self.clocks.now_ms(namespace) if valid else wall_ms()
+            if version is not None:
+                clock = self.clocks.current(namespace, version)
+            elif NAMESPACE.match(namespace):
+                state = self.clocks.state(namespace)
+                clock = state["now"], state["frozen"]
+            else:  # an invalid namespace has no clock
+                clock = wall_ms(), False
+            now = clock[0]
+            if commit is not None:
+                done = self.timeline.capture(conn, namespace, commit, clock)
+                if done is None:  # a namespace's first checkpoint, or a new branch's
+                    committed = self.timeline.commit(namespace, commit)
+                    checkpoint, now = committed["id"], committed["at"]
+                else:
+                    checkpoint = checkpoint_id(done[0])
             self.journal.record(conn, entry, now)
         return checkpoint
 

@@ -35,40 +35,48 @@ CREATE TABLE IF NOT EXISTS faults (
     service TEXT NOT NULL, namespace TEXT NOT NULL, id TEXT NOT NULL, ord INTEGER NOT NULL,
     rule TEXT NOT NULL, remaining INTEGER, hits INTEGER NOT NULL DEFAULT 0,
     seen INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (service, namespace, id)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS fault_versions (
+CREATE TABLE IF NOT EXISTS control_versions (
     service TEXT NOT NULL PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
-    at_ms INTEGER NOT NULL, operation TEXT, status INTEGER NOT NULL, entry TEXT NOT NULL);
+    at_ms INTEGER NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL, operation TEXT,
+    status INTEGER NOT NULL, duration_ms REAL NOT NULL, fault TEXT, extra TEXT);
 CREATE TABLE IF NOT EXISTS metrics (
     service TEXT NOT NULL, namespace TEXT NOT NULL, operation TEXT NOT NULL,
     method TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL,
     count INTEGER NOT NULL, faults INTEGER NOT NULL, duration_ms REAL NOT NULL,
     PRIMARY KEY (service, namespace, operation, method, path, status)) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS timeline_nodes (
-    n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
-    branch TEXT NOT NULL, parent INTEGER, at_ms INTEGER NOT NULL,
-    pinned INTEGER NOT NULL DEFAULT 0,
+CREATE TABLE IF NOT EXISTS metrics_folded (
+    service TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS checkpoints (
+    service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL, n INTEGER NOT NULL,
+    parent INTEGER, at_ms INTEGER NOT NULL, pinned INTEGER NOT NULL DEFAULT 0,
     sequences TEXT NOT NULL, rng INTEGER, clock_now INTEGER NOT NULL,
-    clock_frozen INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS timeline_nodes_listed
-    ON timeline_nodes (service, namespace, n, branch);
+    clock_frozen INTEGER NOT NULL,
+    PRIMARY KEY (service, namespace, n)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS timeline_undo (
     service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, t INTEGER NOT NULL,
     collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER, value TEXT,
     PRIMARY KEY (service, key, t, collection, id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS branches (
     service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL,
-    head INTEGER NOT NULL, PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
+    head INTEGER NOT NULL, since INTEGER NOT NULL,
+    PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
 """
+
+# Checkpoint numbers come from the `checkpoints` row of sqlite_sequence, which this code owns
+# (the table is WITHOUT ROWID, so SQLite keeps no counter of its own for it; a trigger moves
+# it): it shares its page with the journal's AUTOINCREMENT counter, so a request that journals
+# and checkpoints dirties one counter page, and the table needs no second index.
+CHECKPOINT_COUNTER = "checkpoints"
 
 
 # Undo log (timeline.py): the first write of a record row after checkpoint number t (the
-# newest node of the database, read from sqlite_sequence) saves the row as it was at t (NULL
-# value: absent). `@` marks the scratch keys of historical reads, which never commit.
+# newest node of the database) saves the row as it was at t (NULL value: absent). `@` marks
+# the scratch keys of historical reads, which never commit.
 # ON CONFLICT DO NOTHING, not OR IGNORE: an outer upsert's conflict policy would override a
 # trigger's OR IGNORE.
-_NOW_T = "coalesce((SELECT seq FROM sqlite_sequence WHERE name='timeline_nodes'), 0)"
+_NOW_T = "coalesce((SELECT seq FROM sqlite_sequence WHERE name='checkpoints'), 0)"
 TRIGGERS = [f"""
 CREATE TRIGGER IF NOT EXISTS records_undo_{event.lower()} AFTER {event} ON records
 WHEN instr({row}.key, '@') = 0 BEGIN
@@ -80,28 +88,30 @@ END""" for event, row, old in (("INSERT", "NEW", "NULL, NULL"),
                                ("UPDATE", "NEW", "OLD.seq, OLD.value"),
                                ("DELETE", "OLD", "OLD.seq, OLD.value"))]
 
-# Bump a service's fault version when a rule appears, goes or is used up, so a worker can keep
-# the rule list between requests and re-read it only when the version moved (faults.py).
-_BUMP = ("INSERT INTO fault_versions (service, version) VALUES ({row}.service, 1)"
-         " ON CONFLICT (service) DO UPDATE SET version=version+1;")
-TRIGGERS += [f"""
-CREATE TRIGGER IF NOT EXISTS faults_version_{name} AFTER {event} ON faults{when} BEGIN
-    {_BUMP.format(row=row)}
-END""" for name, event, row, when in (
-    ("insert", "INSERT", "NEW", ""), ("delete", "DELETE", "OLD", ""),
-    ("spent", "UPDATE OF remaining", "NEW", " WHEN NEW.remaining = 0"),
-    ("edit", "UPDATE OF rule, namespace, id, ord", "NEW", ""))]
-
-# A new checkpoint node becomes its branch head; the records are not touched (timeline.py).
-TRIGGERS += [f"""
-CREATE TRIGGER IF NOT EXISTS timeline_head AFTER INSERT ON timeline_nodes BEGIN
-    INSERT INTO branches (service, namespace, branch, head)
-    VALUES (NEW.service, NEW.namespace, NEW.branch, NEW.n)
-    ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head;
+TRIGGERS += ["""
+CREATE TRIGGER IF NOT EXISTS checkpoints_counted AFTER INSERT ON checkpoints BEGIN
+    UPDATE sqlite_sequence SET seq=NEW.n WHERE name='checkpoints' AND seq<NEW.n;
 END"""]
 
-SCHEMA_VERSION = 5  # 2: checkpoints as deltas; 3: heads and parents as row numbers;
-# 4: fault_versions; 5: an undo log instead of deltas (older timelines are discarded, db.py)
+# Bump a service's control version when a fault rule appears, goes or is used up, or a clock
+# changes, so a worker can keep rules and clocks between requests and re-read them only when
+# the version moved (faults.py, clock.py): one primary-key read per request for both.
+_BUMP = ("INSERT INTO control_versions (service, version) VALUES ({row}.service, 1)"
+         " ON CONFLICT (service) DO UPDATE SET version=version+1;")
+TRIGGERS += [f"""
+CREATE TRIGGER IF NOT EXISTS {table}_version_{name} AFTER {event} ON {table}{when} BEGIN
+    {_BUMP.format(row=row)}
+END""" for table, name, event, row, when in (
+    ("faults", "insert", "INSERT", "NEW", ""), ("faults", "delete", "DELETE", "OLD", ""),
+    ("faults", "spent", "UPDATE OF remaining", "NEW", " WHEN NEW.remaining = 0"),
+    ("faults", "edit", "UPDATE OF rule, namespace, id, ord", "NEW", ""),
+    ("clocks", "insert", "INSERT", "NEW", ""), ("clocks", "delete", "DELETE", "OLD", ""),
+    ("clocks", "edit", "UPDATE", "NEW", ""))]
+
+SCHEMA_VERSION = 6  # 2: checkpoints as deltas; 3: heads and parents as row numbers;
+# 4: fault_versions; 5: an undo log instead of deltas (older timelines are discarded, db.py);
+# 6: checkpoints keyed by branch, heads derived, journal columns, metrics folded, clock cached
+
 
 
 def _columns(conn, table):
@@ -139,18 +149,88 @@ def _migrate_before(conn):
     return high
 
 
+def _migrate_v6(conn):
+    """Carry older tables over to version 6 (after SCHEMA created the new ones), keeping every
+    checkpoint and journal entry; return the checkpoint number high-water mark, or None.
+
+    Each step looks at the table's shape, not the version number, so any older database
+    converges. Checkpoint rows move to the branch-keyed table (numbers unchanged); branches
+    record `since` = the newest number, so heads stay where they are; journal entries are split
+    into columns, and the metrics watermark starts past every old entry (each was counted when
+    it was written); fault versions become control versions (clocks bump them too).
+    """
+    high = None
+    if _columns(conn, "timeline_nodes"):
+        high = conn.execute("SELECT max(n) FROM timeline_nodes").fetchone()[0] or 0
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='timeline_nodes'")
+        high = max(high, (row.fetchone() or (0,))[0])
+        conn.execute("INSERT INTO checkpoints (service, namespace, branch, n, parent, at_ms,"
+                     " pinned, sequences, rng, clock_now, clock_frozen) SELECT service,"
+                     " namespace, branch, n, parent, at_ms, pinned, sequences, rng, clock_now,"
+                     " clock_frozen FROM timeline_nodes")
+        conn.execute("DROP TABLE timeline_nodes")  # its index and head trigger go with it
+    if "since" not in _columns(conn, "branches"):
+        conn.execute("ALTER TABLE branches RENAME TO branches_v5")
+        conn.execute(f"CREATE TABLE branches {_table_body('branches')}")
+        conn.execute("INSERT INTO branches SELECT service, namespace, branch, head, ? FROM"
+                     " branches_v5", (high or 0,))
+        conn.execute("DROP TABLE branches_v5")
+    if "entry" in _columns(conn, "journal"):
+        row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name='journal'").fetchone()
+        journal_high = row[0] if row else 0
+        conn.execute("ALTER TABLE journal RENAME TO journal_v5")
+        conn.execute(f"CREATE TABLE journal {_table_body('journal')}")
+        conn.execute(
+            "INSERT INTO journal SELECT seq, service, namespace, at_ms, json_extract(entry,"
+            " '$.method'), json_extract(entry, '$.path'), operation, status, coalesce("
+            "json_extract(entry, '$.durationMs'), 0), json_extract(entry, '$.faultId'),"
+            " nullif(json_remove(entry, '$.service', '$.namespace', '$.method', '$.path',"
+            " '$.operationId', '$.unmatched', '$.status', '$.faultId', '$.durationMs'), '{}')"
+            " FROM journal_v5")
+        conn.execute("INSERT INTO metrics_folded SELECT service, max(seq) FROM journal_v5"
+                     " GROUP BY service")
+        conn.execute("DROP TABLE journal_v5")
+        conn.execute("UPDATE sqlite_sequence SET seq=max(seq, ?) WHERE name='journal'",
+                     (journal_high,))
+    if _columns(conn, "fault_versions"):
+        for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND"
+                                    " name LIKE 'faults_version_%'").fetchall():
+            conn.execute(f"DROP TRIGGER {name}")
+        conn.execute("INSERT INTO control_versions SELECT service, version + 1 FROM"
+                     " fault_versions")
+        conn.execute("DROP TABLE fault_versions")
+    return high
+
+
+def _table_body(table):
+    """The column list of a table in SCHEMA (for the migrations that rebuild a table)."""
+    marker = f"CREATE TABLE IF NOT EXISTS {table} ("
+    start = SCHEMA.index(marker) + len(marker) - 1
+    return SCHEMA[start:SCHEMA.index(";", start)]
+
+
 def _migrate_after(conn, high):
-    """Carry the id high-water mark over to the new node table: ids are never reused."""
-    if high:
-        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('timeline_nodes', ?)",
-                     (high,))
+    """Start the checkpoint counter (past `high`, the old ids): ids are never reused."""
+    row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name=?",
+                       (CHECKPOINT_COUNTER,)).fetchone()
+    if row is None:
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)",
+                     (CHECKPOINT_COUNTER, high or 0))
+    elif high and row[0] < high:
+        conn.execute("UPDATE sqlite_sequence SET seq=? WHERE name=?", (high, CHECKPOINT_COUNTER))
 
 
 class _Transaction:
     """Database.transaction() as a plain class: it runs several times per request, and a
-    generator-based context manager cost more than the SQL of a savepoint."""
+    generator-based context manager cost more than the SQL of a savepoint.
 
-    __slots__ = ("_db", "_commit_on_error", "_savepoint", "_conn", "_depth")
+    A block nested right inside a transaction that has written nothing yet (the runtime's
+    batch around a request, before the handler's first block) needs no SAVEPOINT: if it
+    raises, rolling the whole transaction back and beginning a new one undoes exactly the
+    block. `total_changes` (every row written on this connection) tells it is clean.
+    """
+
+    __slots__ = ("_db", "_commit_on_error", "_savepoint", "_conn", "_depth", "_whole")
 
     def __init__(self, db, commit_on_error, savepoint):
         self._db = db
@@ -162,13 +242,18 @@ class _Transaction:
         conn = self._conn = db.conn
         local = db._local
         depth = self._depth = local.depth
+        self._whole = False
         if depth:
             if self._savepoint:
-                conn.execute(f"SAVEPOINT sp{depth}")
+                if depth == 1 and conn.total_changes == local.clean:
+                    self._whole = True
+                else:
+                    conn.execute(f"SAVEPOINT sp{depth}")
                 local.depth = depth + 1
         else:
             conn.execute("BEGIN IMMEDIATE")
             local.depth = 1
+            local.clean = conn.total_changes
         return conn
 
     def __exit__(self, kind, error, traceback):
@@ -176,9 +261,15 @@ class _Transaction:
         if depth and not self._savepoint:
             return False
         conn = self._conn
-        self._db._local.depth = depth
+        local = self._db._local
+        local.depth = depth
         keep = kind is None or self._commit_on_error or issubclass(kind, ConnectionDropped)
-        if depth:
+        if self._whole:
+            if not keep:
+                conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                local.clean = conn.total_changes
+        elif depth:
             if not keep:
                 conn.execute(f"ROLLBACK TO sp{depth}")
             conn.execute(f"RELEASE sp{depth}")
@@ -215,6 +306,10 @@ class Database:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                    timeout=self.busy_timeout_ms / 1000)
+            # Small pages: a request dirties a handful of rows in as many tables, and each
+            # dirty page is a WAL frame its commit writes (a new file only: an existing
+            # database keeps its size).
+            conn.execute("PRAGMA page_size=1024")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=OFF")
         conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
@@ -226,6 +321,8 @@ class Database:
                     for statement in SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+                    moved = _migrate_v6(conn)
+                    high = moved if high is None else high
                     for statement in TRIGGERS:
                         conn.execute(statement)
                     _migrate_after(conn, high)
@@ -253,6 +350,7 @@ class Database:
                 self._forked()
             conn = self._local.conn = self._open()
             self._local.depth = 0
+            self._local.clean = -1
         return conn
 
     def transaction(self, *, commit_on_error=False, savepoint=True):

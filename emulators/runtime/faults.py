@@ -202,34 +202,26 @@ class Faults:
             self._parsed[text] = rule
         return rule
 
-    def _rules(self, namespace):
+    def _rules(self, namespace, version):
         """Return the live rules of a namespace (its own and `*`), in order.
 
-        Kept per namespace until the service's fault version moves (a trigger bumps it when
-        a rule is added, edited, deleted or used up, in any worker): one primary-key read per
-        request instead of the rule query. A rule used up since is skipped by evaluate's
-        re-read inside its transaction.
+        Kept per namespace for one control version (a trigger bumps it when a rule is added,
+        edited, deleted or used up, in any worker; the caller reads it once per request): no
+        rule query while nothing changed. A rule used up since is skipped by evaluate's re-read
+        inside its transaction.
         """
-        row = self._db.one("SELECT version FROM fault_versions WHERE service=?", (self._service,))
-        version = 0 if row is None else row[0]
         cached = self._active.get(namespace)
         if cached is not None and cached[0] == version:
             return cached[1]
+        # Read after the version: the rules are at least as new as the version they are kept
+        # for, so a rule added since moves the version past it and is seen next request.
         rows = self._db.all(
-            "SELECT (SELECT version FROM fault_versions WHERE service=:service), id, namespace,"
-            " rule FROM faults WHERE service=:service AND namespace IN (:namespace, '*')"
-            " AND (remaining IS NULL OR remaining > 0) ORDER BY ord",
-            {"service": self._service, "namespace": namespace})
-        if not rows:
-            # Nothing to read the version with; the one read above came first, so a rule added
-            # since moves the version past it and is seen on the next request.
-            rules = []
-        else:
-            version, rules = rows[0][0] or 0, [row[1:] for row in rows]
+            "SELECT id, namespace, rule FROM faults WHERE service=? AND namespace IN (?, '*')"
+            " AND (remaining IS NULL OR remaining > 0) ORDER BY ord", (self._service, namespace))
         if len(self._active) > 4096:
             self._active.clear()
-        self._active[namespace] = (version, rules)
-        return rules
+        self._active[namespace] = (version, rows)
+        return rows
 
     @staticmethod
     def _matches(rule, operation_id, method, path):
@@ -243,9 +235,15 @@ class Faults:
             return False
         return True
 
-    def evaluate(self, namespace, operation_id, method, path):
-        """Return the hits for a request: effect/delay hits layer, the first terminal one stops."""
-        candidates = [(rid, ns) for rid, ns, text in self._rules(namespace)
+    def evaluate(self, namespace, operation_id, method, path, version):
+        """Return the hits for a request: effect/delay hits layer, the first terminal one stops.
+
+        `version` is the control version the caller read for this request (Clocks.version).
+        """
+        rules = self._rules(namespace, version)
+        if not rules:
+            return []
+        candidates = [(rid, ns) for rid, ns, text in rules
                       if self._matches(self._rule(text), operation_id, method, path)]
         if not candidates:
             return []

@@ -19,29 +19,66 @@ def instance_of(req):
 class Instance:
     """State and controls of one storage key (a namespace, or one of its branches)."""
 
+    __slots__ = ("_runtime", "namespace", "branch", "key", "method", "_base_url", "_environ",
+                 "_hits", "ids", "writes", "accepted", "_checkpoint", "in_flight", "_records",
+                 "_rng", "version")
+
     def __init__(self, runtime, namespace, branch, key, *, method="GET", base_url="",
-                 hits=()):
+                 hits=(), environ=None, version=None):
         self._runtime = runtime
         self.namespace = namespace
         self.branch = branch
         self.key = key
         self.method = method
-        self.base_url = base_url
-        self._hits = list(hits)
+        self._base_url = base_url
+        self._environ = environ  # the public base URL is worked out from it on first use
+        self._hits = hits
         self.ids = {}
         self.writes = 0
         self.accepted = None
         self._checkpoint = None  # (id, writes when it was committed)
         self.in_flight = True
-        self.records = Records(runtime.db, runtime.name, namespace, key, on_write=self._wrote)
-        self.rng = Rng(runtime.db, runtime.name, namespace, key, seed=runtime.settings.seed)
+        self._records = None
+        self._rng = None
+        # The control version the runtime read for this request: the namespace clock is the
+        # worker's kept copy while it holds (clock.py). None (admin and tool instances): read.
+        self.version = version
+
+    @property
+    def records(self):
+        """The record store of this key (below)."""
+        if self._records is None:
+            runtime = self._runtime
+            self._records = Records(runtime.db, runtime.name, self.namespace, self.key,
+                                    on_write=self._wrote)
+        return self._records
+
+    @property
+    def rng(self):
+        """The deterministic RNG of this key, captured by checkpoints."""
+        if self._rng is None:
+            runtime = self._runtime
+            self._rng = Rng(runtime.db, runtime.name, self.namespace, self.key,
+                            seed=runtime.settings.seed)
+        return self._rng
+
+    @property
+    def base_url(self):
+        """The public base URL of the service, mount prefix included."""
+        if self._environ is not None:
+            from .app import public_base
+            self._base_url, self._environ = public_base(self._environ), None
+        return self._base_url
 
     def _wrote(self):
         self.writes += 1
 
     def now_ms(self):
         """Return the namespace clock in epoch milliseconds."""
-        return self._runtime.clocks.now_ms(self.namespace)
+        clocks = self._runtime.clocks
+        if self.version is None:
+            return clocks.now_ms(self.namespace)
+        return clocks.current(self.namespace, self.version)[0]
 
     def transaction(self):
         """Return a context manager running the block as one BEGIN IMMEDIATE transaction."""

@@ -1,45 +1,56 @@
 """Checkpoints and branches as rows, recorded with an undo log so a commit costs one small
-INSERT whatever was written. Ids come from an AUTOINCREMENT column: unique for the life of the
-database, so a stale or foreign id is a clean 409, never someone else's state.
+INSERT whatever was written. Ids are numbers from a database-wide counter: unique for the life
+of the database, so a stale or foreign id is a clean 409, never someone else's state.
 
 Design (why each piece exists; the triggers are in db.py):
 
-- A checkpoint node is one row: its sequences, RNG and clock whole (a few values), its parent,
-  and its branch, whose storage key holds its rows. Committing it copies no record; a trigger
-  makes it the branch head. Restore and historical reads pay instead, rarely and at test time.
+- A checkpoint is one row keyed (namespace, number): its branch, its parent, and its
+  sequences, RNG and clock whole (a few values). Committing it copies no record and writes no
+  other row but the counter (a trigger, db.py), which shares a page with the journal's.
+- A branch's head is derived, not stored per commit: a `branches` row keeps the head set by a
+  fork or checkout and `since`, the counter at that moment; the head is the branch's newest
+  checkpoint numbered after `since`, else that stored head (found walking the namespace's
+  checkpoints back from the newest: one step when the branch committed last).
 - A trigger on `records` keeps the undo log: the first write of a row (insert, update or
-  delete) after checkpoint number t (the newest node of the whole database) saves the row as
-  it was when t was committed, tagged t (NULL value: absent). So the rows of a key at a node m
-  committed on it are its live rows, overlaid per row by the undo entry with the smallest
-  t >= m: nothing wrote that row between m and that entry. Every change of a key's rows
-  (fork, checkout, branch deletion) goes through `records`, so the log stays exact.
-- Retention evicts (deletes) the oldest nodes beyond `max_checkpoints` (branch heads and pinned
-  nodes stay) in batches: each worker prunes a namespace after every `max_checkpoints // 16`
-  of its commits there (1 to 64), so a namespace may briefly hold that many more per worker.
-  Then it drops the undo entries of each key older than its oldest retained node: no node
-  reads them any more.
-- Schema 5 replaced per-node deltas with this log; an older database's timeline is discarded at
-  start-up (db.py `_migrate_before`).
+  delete) after checkpoint number t (the counter: the newest checkpoint of the whole
+  database) saves the row as it was when t was committed, tagged t (NULL value: absent). So
+  the rows of a key at a checkpoint m committed on it are its live rows, overlaid per row by
+  the undo entry with the smallest t >= m: nothing wrote that row between m and that entry.
+  Every change of a key's rows (fork, checkout, branch deletion) goes through `records`, so
+  the log stays exact.
+- Retention evicts (deletes) the oldest checkpoints beyond `max_checkpoints` (branch heads and
+  pinned ones stay) in batches: each worker prunes a namespace after every
+  `max_checkpoints // 16` of its commits there (1 to 64), so a namespace may briefly hold that
+  many more per worker. Then it drops the undo entries of each key older than its oldest
+  retained checkpoint: none reads them any more.
+- Schema 5 replaced per-node deltas with this log (an older database's timeline is discarded
+  at start-up, db.py `_migrate_before`); schema 6 derived the heads.
 """
 import json
 import re
 
-from .clock import FROZEN_SQL, NOW_SQL
+from .db import CHECKPOINT_COUNTER
 from .errors import AdminError
 
 CP = re.compile(r"^cp_([0-9a-z]{8,})$")
 MAIN = "main"
 
-_COMMIT = (
-    "INSERT INTO timeline_nodes (service, namespace, branch, parent, at_ms, sequences, rng,"
-    " clock_now, clock_frozen) SELECT :service, :namespace, :branch, {head}, {now},"
-    " (SELECT coalesce(json_group_object(name, value), '{{}}') FROM sequences WHERE"
-    " service=:service AND key=:key), (SELECT state FROM rngs WHERE service=:service AND"
-    " key=:key), {now}, {frozen} {source} RETURNING n, parent, clock_now")
+# The effective head of a branch (see the module docstring), for a `branches` row aliased b.
+_HEAD = ("coalesce((SELECT n FROM checkpoints WHERE service=b.service AND"
+         " namespace=b.namespace AND n>b.since AND branch=b.branch ORDER BY n DESC LIMIT 1),"
+         " b.head)")
+_CAPTURE = (  # ?1 service, ?2 namespace, ?3 branch, ?4 storage key, ?5 now, ?6 frozen
+    "INSERT INTO checkpoints (service, namespace, branch, n, parent, at_ms, sequences, rng,"
+    " clock_now, clock_frozen) SELECT ?1, ?2, ?3, (SELECT seq + 1 FROM sqlite_sequence WHERE"
+    " name='" + CHECKPOINT_COUNTER + "'), {parent}, ?5, (SELECT coalesce(json_group_object("
+    "name, value), '{{}}') FROM sequences WHERE service=?1 AND key=?4), (SELECT state FROM"
+    " rngs WHERE service=?1 AND key=?4), ?5, ?6 {source} RETURNING n, parent")
 # On top of the branch head (no row when the branch has none), or as a namespace's first node.
-COMMIT_ON_HEAD = _COMMIT.format(head="head", now=NOW_SQL, frozen=FROZEN_SQL, source=(
-    "FROM branches WHERE service=:service AND namespace=:namespace AND branch=:branch"))
-COMMIT_ROOT = _COMMIT.format(head="NULL", now=NOW_SQL, frozen=FROZEN_SQL, source="")
+COMMIT_ON_HEAD = _CAPTURE.format(parent=_HEAD, source=(
+    "FROM branches b WHERE service=?1 AND namespace=?2 AND branch=?3"))
+COMMIT_ROOT = _CAPTURE.format(parent="NULL", source="")
+HEADS = ("SELECT branch, " + _HEAD + " FROM branches b WHERE service=? AND namespace=?"
+         " ORDER BY branch")
 
 
 class TimelineError(AdminError):
@@ -48,15 +59,18 @@ class TimelineError(AdminError):
     status = 409
 
 
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+_PAIRS = [a + b for a in _DIGITS for b in _DIGITS]  # base36 two digits at a time
+
+
 def checkpoint_id(n):
-    """Format a checkpoint row number: cp_ + base36, zero-padded to 8."""
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    """Format a checkpoint number: cp_ + base36, zero-padded to 8."""
     text = ""
     n = int(n)
     while n:
-        n, rest = divmod(n, 36)
-        text = digits[rest] + text
-    return "cp_" + text.rjust(8, "0")
+        n, rest = divmod(n, 1296)
+        text = _PAIRS[rest] + text
+    return "cp_" + (text.lstrip("0") or "").rjust(8, "0")
 
 
 def _id(n):
@@ -84,14 +98,27 @@ class Timeline:
         self._unpruned = {}  # namespace -> commits by this worker since it last pruned it
 
     # -- capture and restore ------------------------------------------------------------
-    def _commit(self, conn, namespace, branch, *, root=False):
-        """Commit a branch on its head (or as the first node): None when it has no head."""
-        rows = conn.execute(COMMIT_ROOT if root else COMMIT_ON_HEAD, {
-            "service": self._service, "namespace": namespace, "branch": branch,
-            "key": storage_key(namespace, branch), "wall": self._clocks.wall()}).fetchall()
-        if not rows:
+    def capture(self, conn, namespace, branch, clock=None, *, root=False):
+        """Commit a branch on its head (or as the first checkpoint) inside the caller's write
+        transaction; return (number, parent number, at) or None when the branch has no head.
+
+        `clock` is the namespace's (now, frozen) when the caller holds it (the request path
+        reads it from the worker's cache); otherwise it is read here.
+        """
+        if clock is None:
+            state = self._clocks.state(namespace)
+            clock = state["now"], state["frozen"]
+        now, frozen = clock
+        row = conn.execute(COMMIT_ROOT if root else COMMIT_ON_HEAD, (
+            self._service, namespace, branch,
+            namespace if branch == MAIN else f"{namespace}~{branch}", now,
+            1 if frozen else 0)).fetchone()
+        if row is None:
             return None
-        n, parent, at = rows[0]
+        n = row[0]
+        if root:
+            conn.execute("INSERT INTO branches (service, namespace, branch, head, since) VALUES"
+                         " (?, ?, ?, ?, ?)", (self._service, namespace, branch, n, n))
         count = self._unpruned.get(namespace, 0) + 1
         if count >= self._prune_every:
             self._prune(conn, namespace)
@@ -99,6 +126,14 @@ class Timeline:
         elif len(self._unpruned) >= 4096 and namespace not in self._unpruned:
             self._unpruned.clear()
         self._unpruned[namespace] = count
+        return n, row[1], now
+
+    def _commit(self, conn, namespace, branch, *, root=False):
+        """Commit a branch on its head (or as the first node): None when it has no head."""
+        done = self.capture(conn, namespace, branch, root=root)
+        if done is None:
+            return None
+        n, parent, at = done
         return {"id": checkpoint_id(n), "branch": branch, "parent": _id(parent), "at": at}
 
     def restore_storage(self, conn, namespace, key, node):
@@ -140,13 +175,15 @@ class Timeline:
     def heads(self, conn, namespace):
         """Return {branch: head id} of a namespace."""
         return {branch: checkpoint_id(head) for branch, head in conn.execute(
-            "SELECT branch, head FROM branches WHERE service=? AND namespace=? ORDER BY branch",
-            (self._service, namespace))}
+            HEADS, (self._service, namespace))}
 
     def _set_head(self, conn, namespace, branch, n):
-        conn.execute("INSERT INTO branches (service, namespace, branch, head) VALUES (?, ?, ?, ?)"
-                     " ON CONFLICT (service, namespace, branch) DO UPDATE SET head=excluded.head",
-                     (self._service, namespace, branch, n))
+        """Point a branch at checkpoint n: checkpoints of it numbered up to now no longer count."""
+        conn.execute("INSERT INTO branches (service, namespace, branch, head, since) SELECT ?, ?,"
+                     " ?, ?, seq FROM sqlite_sequence WHERE name=? ON CONFLICT (service,"
+                     " namespace, branch) DO UPDATE SET head=excluded.head,"
+                     " since=excluded.since",
+                     (self._service, namespace, branch, n, CHECKPOINT_COUNTER))
 
     def find(self, conn, namespace, cp_id):
         """Return the retained node of a checkpoint of this namespace, or raise 409."""
@@ -155,9 +192,9 @@ class Timeline:
         # An id past SQLite's 64-bit INTEGER names no row (and would not bind at all).
         if match and int(match.group(1), 36) < 2 ** 63:
             row = conn.execute("SELECT n, branch, parent, at_ms, sequences, rng, clock_now,"
-                               " clock_frozen FROM timeline_nodes WHERE n=? AND service=? AND"
-                               " namespace=?",
-                               (int(match.group(1), 36), self._service, namespace)).fetchone()
+                               " clock_frozen FROM checkpoints WHERE service=? AND namespace=?"
+                               " AND n=?",
+                               (self._service, namespace, int(match.group(1), 36))).fetchone()
         if row is None:
             raise TimelineError(f"no checkpoint {cp_id}")
         n, branch, parent, at, sequences, rng, now, frozen = row
@@ -179,24 +216,25 @@ class Timeline:
         Then drop each key's undo entries older than its oldest retained node.
         """
         service = self._service
-        row = conn.execute("SELECT n FROM timeline_nodes WHERE service=? AND namespace=?"
+        row = conn.execute("SELECT n FROM checkpoints WHERE service=? AND namespace=?"
                            " ORDER BY n DESC LIMIT 1 OFFSET ?",
                            (service, namespace, self.max_checkpoints)).fetchone()
         if row is None:
             return
+        heads = [n for _, n in conn.execute(HEADS, (service, namespace))]
+        # A range of the primary key: the oldest first, heads and pinned ones skipped.
         gone = {branch for branch, in conn.execute(
-            "DELETE FROM timeline_nodes WHERE service=? AND namespace=? AND n<=? AND pinned=0"
-            " AND n NOT IN (SELECT head FROM branches WHERE service=? AND namespace=?)"
-            " RETURNING branch", (service, namespace, row[0], service, namespace))}
+            "DELETE FROM checkpoints WHERE service=? AND namespace=? AND n<=? AND pinned=0"
+            " AND n NOT IN (SELECT value FROM json_each(?)) RETURNING branch",
+            (service, namespace, row[0], json.dumps(heads)))}
         # Live branches too: a fork's copy is logged before the branch's first node.
         self._collect(conn, namespace, gone | set(self.heads(conn, namespace)))
 
     def _collect(self, conn, namespace, branches):
         """Drop the undo entries of `branches`' keys that no retained node reads."""
         for branch in branches:
-            # Per branch, on the (service, namespace, n, branch) index: the oldest node of main
-            # is the first row, where a GROUP BY read every retained node of the namespace.
-            row = conn.execute("SELECT n FROM timeline_nodes WHERE service=? AND namespace=? AND"
+            # Its oldest retained checkpoint: main's is usually the namespace's first row.
+            row = conn.execute("SELECT n FROM checkpoints WHERE service=? AND namespace=? AND"
                                " branch=? ORDER BY n LIMIT 1",
                                (self._service, namespace, branch)).fetchone()
             conn.execute("DELETE FROM timeline_undo WHERE service=? AND key=? AND t<?",
@@ -280,7 +318,7 @@ class Timeline:
         """Return `{branches, checkpoints}` oldest retained first."""
         with self._db.transaction() as conn:
             heads = self._ensure(conn, namespace)
-            rows = conn.execute("SELECT n, branch, parent, at_ms FROM timeline_nodes WHERE"
+            rows = conn.execute("SELECT n, branch, parent, at_ms FROM checkpoints WHERE"
                                 " service=? AND namespace=? ORDER BY n",
                                 (self._service, namespace)).fetchall()
         return {"branches": heads,
@@ -297,7 +335,7 @@ class Timeline:
         where, params = "service=?", [self._service]
         if namespace is not None:
             where, params = "service=? AND namespace=?", [self._service, namespace]
-        for table in ("timeline_nodes", "branches"):
+        for table in ("checkpoints", "branches"):
             self._db.execute(f"DELETE FROM {table} WHERE {where}", params)
         if namespace is None:
             self._db.execute("DELETE FROM timeline_undo WHERE service=?", params)

@@ -223,7 +223,7 @@ def test_rules_changed_by_another_worker_are_seen_on_the_next_request(db, wall):
     one.get("/info", headers=ns("w9"), status=200)
 
 
-def test_a_version_3_database_gains_fault_versions_and_keeps_its_rules(db, wall):
+def test_a_version_3_database_gains_control_versions_and_keeps_its_rules(db, wall):
     import sqlite3
 
     from emulators.runtime.db import SCHEMA_VERSION, Database
@@ -232,9 +232,9 @@ def test_a_version_3_database_gains_fault_versions_and_keeps_its_rules(db, wall)
     Database(db).one("SELECT 1")
     with sqlite3.connect(db) as conn:
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND"
-                                    " name LIKE 'faults_version_%'").fetchall():
+                                    " name LIKE '%_version_%'").fetchall():
             conn.execute(f"DROP TRIGGER {name}")
-        conn.execute("DROP TABLE fault_versions")
+        conn.execute("DROP TABLE control_versions")
         conn.execute("INSERT INTO faults (service, namespace, id, ord, rule, remaining) VALUES"
                      " ('counter', 'default', 'old', 1, '{\"id\":\"old\",\"namespace\":"
                      "\"default\",\"operationId\":\"getCounter\",\"status\":503}', NULL)")
