@@ -282,3 +282,97 @@ def test_branch_checkout_after_eviction_and_nodes_of_a_deleted_branch(tmp_path):
     assert [v["name"] for v in state(app, other).values()][-1] == "o1"
     head = app.get("/__admin/timeline").json["branches"]["other"]
     assert state(app, {"x-mockingbird-at": head}) == state(app, other)
+
+
+V5 = """
+CREATE TABLE records (service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
+    collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
+CREATE TABLE faults (service TEXT NOT NULL, namespace TEXT NOT NULL, id TEXT NOT NULL,
+    ord INTEGER NOT NULL, rule TEXT NOT NULL, remaining INTEGER,
+    hits INTEGER NOT NULL DEFAULT 0, seen INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (service, namespace, id)) WITHOUT ROWID;
+CREATE TABLE fault_versions (service TEXT NOT NULL PRIMARY KEY, version INTEGER NOT NULL)
+    WITHOUT ROWID;
+CREATE TRIGGER faults_version_insert AFTER INSERT ON faults BEGIN
+    INSERT INTO fault_versions (service, version) VALUES (NEW.service, 1)
+    ON CONFLICT (service) DO UPDATE SET version=version+1; END;
+CREATE TABLE journal (seq INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL,
+    namespace TEXT NOT NULL, at_ms INTEGER NOT NULL, operation TEXT, status INTEGER NOT NULL,
+    entry TEXT NOT NULL);
+CREATE TABLE metrics (service TEXT NOT NULL, namespace TEXT NOT NULL, operation TEXT NOT NULL,
+    method TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL, count INTEGER NOT NULL,
+    faults INTEGER NOT NULL, duration_ms REAL NOT NULL,
+    PRIMARY KEY (service, namespace, operation, method, path, status)) WITHOUT ROWID;
+CREATE TABLE timeline_nodes (n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL,
+    namespace TEXT NOT NULL, branch TEXT NOT NULL, parent INTEGER, at_ms INTEGER NOT NULL,
+    pinned INTEGER NOT NULL DEFAULT 0, sequences TEXT NOT NULL, rng INTEGER,
+    clock_now INTEGER NOT NULL, clock_frozen INTEGER NOT NULL);
+CREATE INDEX timeline_nodes_listed ON timeline_nodes (service, namespace, n, branch);
+CREATE TABLE timeline_undo (service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL,
+    t INTEGER NOT NULL, collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER, value TEXT,
+    PRIMARY KEY (service, key, t, collection, id)) WITHOUT ROWID;
+CREATE TABLE branches (service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL,
+    head INTEGER NOT NULL, PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
+INSERT INTO records VALUES
+    ('counter', 'default', 'default', 'items', '1', 1, '{"id":1,"name":"a"}'),
+    ('counter', 'default', 'default', 'items', '2', 2, '{"id":2,"name":"b"}'),
+    ('counter', 'default', 'default~side', 'items', '1', 1, '{"id":1,"name":"a"}'),
+    ('counter', 'default', 'default~side', 'items', '9', 2, '{"id":9,"name":"s"}');
+INSERT INTO timeline_nodes VALUES
+    (3, 'counter', 'default', 'main', NULL, 1000, 0, '{"items":1}', NULL, 1000, 0),
+    (5, 'counter', 'default', 'main', 3, 2000, 0, '{"items":1}', NULL, 2000, 0),
+    (6, 'counter', 'default', 'side', 3, 3000, 0, '{"items":9}', NULL, 3000, 0);
+INSERT INTO timeline_undo VALUES ('counter', 'default', 'default', 5, 'items', '2', NULL, NULL);
+INSERT INTO branches VALUES ('counter', 'default', 'main', 5), ('counter', 'default', 'side', 6);
+INSERT INTO journal VALUES
+    (11, 'counter', 'default', 1500, 'createItem', 201, '{"service":"counter","namespace":
+     "default","method":"POST","path":"/items","operationId":"createItem","unmatched":false,
+     "status":201,"ids":{"itemId":2},"durationMs":1.5}'),
+    (12, 'counter', 'default', 2500, NULL, 404, '{"service":"counter","namespace":"default",
+     "method":"GET","path":"/nope","unmatched":true,"status":404,"request":{"contentType":
+     null,"bodyBytes":null,"transferEncoding":null},"durationMs":0.25}');
+INSERT INTO metrics VALUES ('counter', 'default', 'createItem', 'POST', '', 201, 11, 0, 16.5),
+    ('counter', 'default', '', 'GET', '/nope', 404, 1, 0, 0.25);
+UPDATE sqlite_sequence SET seq=9 WHERE name='timeline_nodes';
+UPDATE sqlite_sequence SET seq=14 WHERE name='journal';
+INSERT INTO fault_versions VALUES ('counter', 4);
+PRAGMA user_version=5;
+"""
+
+
+def test_a_version_5_database_keeps_its_checkpoints_heads_journal_and_counts(tmp_path):
+    db = tmp_path / "v5.db"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(V5)
+    app = test_app(service, db)
+    timeline = app.get("/__admin/timeline").json
+    assert timeline["branches"] == {"main": "cp_00000005", "side": "cp_00000006"}
+    assert [(c["id"], c["branch"], c["parent"]) for c in timeline["checkpoints"]] == [
+        ("cp_00000003", "main", None), ("cp_00000005", "main", "cp_00000003"),
+        ("cp_00000006", "side", "cp_00000003")]
+    old = app.get("/__admin/requests").json["requests"]
+    assert old == [
+        {"service": "counter", "namespace": "default", "method": "POST", "path": "/items",
+         "operationId": "createItem", "unmatched": False, "status": 201, "ids": {"itemId": 2},
+         "durationMs": 1.5, "seq": 11, "at": "1970-01-01T00:00:01.500Z"},
+        {"service": "counter", "namespace": "default", "method": "GET", "path": "/nope",
+         "unmatched": True, "status": 404, "request": {"contentType": None, "bodyBytes": None,
+                                                       "transferEncoding": None},
+         "durationMs": 0.25, "seq": 12, "at": "1970-01-01T00:00:02.500Z"}]
+    assert app.get("/__admin/metrics").json["requests"] == 12  # counted once, not again
+    assert [i["name"] for i in state(app, {"x-mockingbird-at": "cp_00000005"}).values()] == [
+        "a"]
+    assert [i["name"] for i in state(app, {"x-mockingbird-branch": "side"}).values()] == [
+        "a", "s"]
+    created = app.post_json("/items", {"name": "c"})
+    cp = created.headers["x-mockingbird-checkpoint"]
+    assert cp == "cp_0000000a"  # above every old id, deleted ones included
+    assert app.get("/__admin/timeline").json["checkpoints"][-1]["parent"] == "cp_00000005"
+    assert app.get("/__admin/requests").json["requests"][-1]["seq"] == 17
+    assert app.get("/__admin/metrics").json["requests"] == 15
+    app.post_json("/__admin/faults", {"id": "f", "operationId": "getCounter", "status": 503})
+    app.get("/counter", status=503)
+    assert Database(db).one("PRAGMA user_version")[0] == SCHEMA_VERSION
+    assert rows(db, "SELECT name FROM sqlite_master WHERE name IN ('timeline_nodes',"
+                    " 'fault_versions', 'journal_v5', 'branches_v5')") == []
