@@ -17,6 +17,7 @@ from .faults import Faults
 from .instance import MUTATING, Instance
 from .journal import Journal
 from .openapi import OperationMatcher
+from .requestlog import guarded_sink
 from .rng import seed_state
 from .settings import Settings
 from .timeline import MAIN, Timeline, TimelineError, storage_key
@@ -65,6 +66,7 @@ class Runtime:
         self.version = service.version
         self.settings = settings
         self.admin_prefix = settings.admin_prefix
+        self._on_log = guarded_sink(settings.on_log)  # None when no sink: nothing per request
         self.db = db or Database(settings.db)
         self.clocks = Clocks(self.db, self.name, wall=wall)
         self.faults = Faults(self.db, self.name, seed=settings.seed)
@@ -331,6 +333,8 @@ class Runtime:
             else:
                 now = self.clocks.now_ms(namespace) if valid else wall_ms()
             self.journal.record(conn, entry, now)
+        if self._on_log is not None:
+            self._on_log(entry)
         return checkpoint
 
     def _cleanup(self, scratch):
