@@ -16,6 +16,7 @@ from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .faults import Faults
 from .instance import MUTATING, Instance
 from .journal import Journal
+from .mount import rewrite_response
 from .openapi import OperationMatcher
 from .requestlog import guarded_sink
 from .rng import seed_state
@@ -288,7 +289,7 @@ class Runtime:
                           error_body("internal error", "mockingbird_internal"),
                           [("content-type", JSON)])
         status = captured["status"]
-        headers = _rebase_location(captured["headers"], env.get("SCRIPT_NAME", ""))
+        headers, result = rewrite_response(captured["headers"], result, env)
         code = int(status.split()[0])
         entry["status"] = code
         commit = None
@@ -371,19 +372,6 @@ def close_socket(environ):
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-
-
-def _rebase_location(headers, script_name):
-    """Prefix a root-relative Location with the mount prefix (and namespace carrier)."""
-    if not script_name:
-        return list(headers)
-    rebased = []
-    for name, value in headers:
-        if (name.lower() == "location" and value.startswith("/") and not value.startswith("//")
-                and not value.startswith(script_name + "/")):
-            value = script_name + value
-        rebased.append((name, value))
-    return rebased
 
 
 def _status_line(code):
