@@ -150,13 +150,13 @@ def main(argv=None, *, environ=None, loader=None):
                "admin_prefix": prefix or base.admin_prefix, "on_log": on_log}
     if args.seed is not None:
         options["seed"] = args.seed
+    stop = threading.Event()  # set by SIGINT/SIGTERM, also one arriving during start-up
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
     server = _start(args, loader, Settings(**options))
     if server is None:
         return 1
     _banner(server)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     stop.wait()
     server.close()
     return 0

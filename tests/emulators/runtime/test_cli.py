@@ -227,8 +227,12 @@ def run_main(monkeypatch, argv, loader):
         ["serve", "hermes", "--port", str(port), *argv], environ={}, loader=loader)))
     thread.start()
     deadline = time.monotonic() + 10
-    while not handlers and time.monotonic() < deadline:
-        time.sleep(0.02)
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.02)
     return f"http://127.0.0.1:{port}", handlers, thread, done
 
 
