@@ -17,7 +17,9 @@ from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .faults import Faults
 from .instance import MUTATING, Instance
 from .journal import Journal
+from .mount import rewrite_response
 from .openapi import OperationMatcher
+from .requestlog import guarded_sink
 from .rng import seed_state
 from .settings import Settings
 from .timeline import MAIN, Timeline, TimelineError, checkpoint_id, storage_key
@@ -66,6 +68,7 @@ class Runtime:
         self.version = service.version
         self.settings = settings
         self.admin_prefix = settings.admin_prefix
+        self._on_log = guarded_sink(settings.on_log)  # None when no sink: nothing per request
         self.db = db or Database(settings.db)
         self.clocks = Clocks(self.db, self.name, wall=wall)
         self.faults = Faults(self.db, self.name, seed=settings.seed)
@@ -305,9 +308,9 @@ class Runtime:
                           error_body("internal error", "mockingbird_internal"),
                           [("content-type", JSON)])
         status = captured["status"]
-        script_name = environ.get("SCRIPT_NAME")
-        headers = _rebase_location(captured["headers"], script_name) if script_name \
-            else captured["headers"]
+        headers = captured["headers"]
+        if environ.get("SCRIPT_NAME"):  # mounted or carried: local URLs move under it
+            headers, result = rewrite_response(headers, result, environ)
         code = int(status[:3])
         entry["status"] = code
         commit = None
@@ -366,6 +369,8 @@ class Runtime:
                 else:
                     checkpoint = checkpoint_id(done[0])
             self.journal.record(conn, entry, now)
+        if self._on_log is not None:  # after the commit: a slow sink never holds the lock
+            self.db.after_transaction(lambda: self._on_log(entry))
         return checkpoint
 
     def _cleanup(self, scratch):
@@ -402,19 +407,6 @@ def close_socket(environ):
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-
-
-def _rebase_location(headers, script_name):
-    """Prefix a root-relative Location with the mount prefix (and namespace carrier)."""
-    if not script_name:
-        return list(headers)
-    rebased = []
-    for name, value in headers:
-        if (name.lower() == "location" and value.startswith("/") and not value.startswith("//")
-                and not value.startswith(script_name + "/")):
-            value = script_name + value
-        rebased.append((name, value))
-    return rebased
 
 
 def _status_line(code):

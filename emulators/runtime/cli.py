@@ -1,13 +1,18 @@
-"""Command line: `python -m emulators serve hermes|github [--port N] [--host H] [--db FILE]
-[--admin-key KEY]`."""
+"""Command line (spec §14): `python -m emulators serve hermes|github [options]`, strict parsing
+(an unknown command or flag exits 2), start-up errors exit 1, SIGINT/SIGTERM exit 0."""
 import argparse
 import os
+import re
 import signal
 import sys
 import threading
 
+from . import requestlog
+from .mount import PREFIX
 from .server import serve
 from .settings import Settings
+
+PROG = "python -m emulators"
 
 DESCRIPTION = """\
 Local emulators of Hermes Agent and GitHub for testing their clients.
@@ -18,39 +23,102 @@ the emulator with admin routes under /__admin: namespaces (x-mockingbird-namespa
 All state lives in one SQLite file (EMULATORS_DB) shared by every worker and process.
 """
 
+EPILOG = """\
+commands:
+  serve <service>   serve one emulator (hermes or github) until Ctrl-C
+  help [command]    this text, or a command's options
+
+`python -m emulators serve --help` explains every option.
+"""
+
+SERVE_DESCRIPTION = """\
+Serve one emulator on a TCP port (threaded; event streams are not buffered) until SIGINT or
+SIGTERM, then close it and exit 0. Start-up lines name the URL, the health route and the admin
+plane; then one line per provider request (--log). A start-up error exits 1, a bad option 2.
+"""
+
 SERVE_EPILOG = """\
+options in detail:
+  --port PORT          TCP port; default the service's own (hermes 8827, github 8828);
+                       0 picks a free one (read the URL from the first line)
+  --host HOST          interface to bind; default 127.0.0.1 (loopback only). An IPv6
+                       host is printed bracketed: http://[::1]:8827
+  --db FILE            SQLite file holding all state, shared with gunicorn workers and
+                       other processes using the same file; default $EMULATORS_DB, else
+                       var/emulators.sqlite3
+  --admin-key KEY      lock the admin plane: every /__admin route except health needs the
+                       header x-mockingbird-admin-key: KEY; default $EMULATORS_ADMIN_KEY,
+                       else open (provider routes never need it)
+  --admin-prefix PATH  where the admin plane lives (and the /ns/<name> path carrier); plain
+                       segments, a trailing slash is dropped; default $EMULATORS_ADMIN_PREFIX,
+                       else /__admin
+  --seed SEED          seed of the service RNG and of fault rates (an integer, or any other
+                       text, which is hashed); default 0. Same seed, same run
+  --log MODE           the request log on stdout, one line per provider request (admin
+                       and health calls are not logged); metadata only, never bodies, query
+                       values or credentials:
+                         pretty  <service> <METHOD> <path> <status> <operationId|UNMATCHED|->
+                                 <ms>ms[ [ns]][ fault=<id>][ adopted]
+                                 [ received=<n>B|? ct=<ct|-> [te=<te>]][ issues=...]
+                                 (the default; [ns] only outside the default namespace,
+                                 received/ct/te only for a rejected request)
+                         json    the journal entry of GET /__admin/requests, without `at`
+                         off     nothing
+  --log-requests       the same as --log json
+
 environment:
-  EMULATORS_DB          SQLite file of all emulator state (default var/emulators.sqlite3)
-  EMULATORS_ADMIN_KEY   when set, every /__admin route but health needs
-                        the header x-mockingbird-admin-key: <key>
+  EMULATORS_DB            SQLite file of all emulator state (default var/emulators.sqlite3)
+  EMULATORS_ADMIN_KEY     as --admin-key
+  EMULATORS_ADMIN_PREFIX  as --admin-prefix
   each service reads its own variables too (hermes: HERMES_EMULATOR_API_KEY, CORS
   origins, model name, stream timings); see emulators/<service>/README.md
 
 examples:
   python -m emulators serve github --port 8828
+  python -m emulators serve hermes --port 0 --db /tmp/h.sqlite3 --seed 7
+  python -m emulators serve github --admin-key s3cret --log json
+  python -m emulators serve hermes --admin-prefix /_mock --log off
   curl -s localhost:8828/__admin/health
   curl -s -X POST localhost:8828/__admin/clock -d '{"set":"2030-01-01T00:00:00Z","freeze":true}'
 """
 
 
-def _parser(services):
-    parser = argparse.ArgumentParser(prog="python -m emulators", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def _port(text):
+    if not re.fullmatch(r"[0-9]{1,5}", text) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port from 0 to 65535 (got {text})")
+    return int(text)
+
+
+def _seed(text):
+    return int(text) if re.fullmatch(r"-?[0-9]+", text) else text
+
+
+def _parsers(services):
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=formatter, allow_abbrev=False)
     commands = parser.add_subparsers(dest="command", metavar="command")
     run = commands.add_parser(
-        "serve", help="serve one emulator on a loopback port",
-        description="Serve one emulator (threaded; streams are not buffered).",
-        epilog=SERVE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "serve", help="serve one emulator", description=SERVE_DESCRIPTION, epilog=SERVE_EPILOG,
+        formatter_class=formatter, allow_abbrev=False)
     run.add_argument("service", choices=services, help="which emulator to serve")
-    run.add_argument("--port", type=int, default=None,
-                     help="TCP port (default: the service's, hermes 8827, github 8828; 0 = any)")
+    run.add_argument("--port", type=_port, default=None,
+                     help="TCP port (default: the service's; 0 = any free port)")
     run.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    run.add_argument("--db", default=None,
-                     help="SQLite file of the state (default: $EMULATORS_DB or "
-                          "var/emulators.sqlite3)")
-    run.add_argument("--admin-key", default=None,
-                     help="require x-mockingbird-admin-key (default: $EMULATORS_ADMIN_KEY; open)")
-    return parser
+    run.add_argument("--db", default=None, metavar="FILE",
+                     help="SQLite file of the state (default $EMULATORS_DB)")
+    run.add_argument("--admin-key", default=None, metavar="KEY",
+                     help="require x-mockingbird-admin-key (default $EMULATORS_ADMIN_KEY; open)")
+    run.add_argument("--admin-prefix", default=None, metavar="PATH",
+                     help="admin plane path (default $EMULATORS_ADMIN_PREFIX or /__admin)")
+    run.add_argument("--seed", type=_seed, default=None, help="RNG seed (default 0)")
+    run.add_argument("--log", default="pretty", metavar="MODE",
+                     help="request log: pretty (default), json or off")
+    run.add_argument("--log-requests", dest="log", action="store_const", const="json",
+                     help="the same as --log json")
+    helper = commands.add_parser("help", help="show help", allow_abbrev=False)
+    helper.add_argument("topic", nargs="?", choices=["serve"], help="a command")
+    return parser, run
 
 
 def main(argv=None, *, environ=None, loader=None):
@@ -58,30 +126,94 @@ def main(argv=None, *, environ=None, loader=None):
     from emulators import SERVICES, load
     loader = loader or load
     environ = os.environ if environ is None else environ
-    parser = _parser(list(SERVICES))
-    args = parser.parse_args(argv)
-    if args.command != "serve":
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser, run = _parsers(list(SERVICES))
+    if not argv:
         parser.print_help()
         return 0
-    base = Settings.from_env(environ)
-    settings = Settings(db=args.db or base.db, admin_key=args.admin_key or base.admin_key)
     try:
-        service = loader(args.service)
-        port = service.default_port if args.port is None else args.port
-        server = serve(service, host=args.host, port=port, settings=settings)
-    except Exception as error:  # start-up errors: message, exit 1
+        args = parser.parse_args(argv)
+        if args.command == "serve":
+            prefix = _admin_prefix(run, args.admin_prefix)
+            on_log = _log_sink(run, args.log)
+    except SystemExit as exit_:  # argparse: --help exits 0, a bad command or option 2
+        return exit_.code if isinstance(exit_.code, int) else 0
+    if args.command != "serve":  # `help [serve]`, or only `--`
+        (run if getattr(args, "topic", None) == "serve" else parser).print_help()
+        return 0
+    try:
+        base = Settings.from_env(environ)
+    except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    name, url, prefix = service.name, server.url, server.runtime.admin_prefix
-    lock = "x-mockingbird-admin-key required" if settings.admin_key else \
-        "open — pass --admin-key to lock"
-    print(f"{name} emulator listening on {url}")
-    print(f"{name} health: GET {url}{prefix}/health")
-    print(f"{name} admin: {url}{prefix} ({lock})")
-    print(f"{name} state: {settings.db}", flush=True)
-    stop = threading.Event()
+    options = {"db": args.db or base.db, "admin_key": args.admin_key or base.admin_key,
+               "admin_prefix": prefix or base.admin_prefix, "on_log": on_log}
+    if args.seed is not None:
+        options["seed"] = args.seed
+    stop = threading.Event()  # set by SIGINT/SIGTERM, also one arriving during start-up
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    server = _start(args, loader, Settings(**options))
+    if server is None:
+        return 1
+    _banner(server)
     stop.wait()
     server.close()
     return 0
+
+
+def _admin_prefix(run, value):
+    if value is None:
+        return None
+    trimmed = value.rstrip("/")
+    if not PREFIX.match(trimmed):
+        run.error(f"--admin-prefix must be an absolute path of plain segments, like /__admin"
+                  f" (got {value})")
+    return trimmed
+
+
+def _log_sink(run, mode):
+    try:
+        return requestlog.sink(mode)
+    except ValueError as error:
+        run.error(str(error))
+
+
+def _start(args, loader, settings):
+    """Load the service and listen; on failure print one line to stderr and return None."""
+    try:
+        service = loader(args.service)
+    except Exception as error:  # e.g. a HERMES_* variable the service refused
+        print(f"error: {args.service}: {error}", file=sys.stderr)
+        return None
+    port = service.default_port if args.port is None else args.port
+    try:
+        server = serve(service, host=args.host, port=port, settings=settings)
+    except OSError as error:
+        print(f"error: cannot listen on {args.host}:{port}: {error.strerror or error}",
+              file=sys.stderr)
+        return None
+    except Exception as error:
+        print(f"error: {error}", file=sys.stderr)
+        return None
+    try:
+        server.runtime.namespaces()  # open the database now: a bad --db fails at start-up
+    except Exception as error:
+        server.close()
+        print(f"error: cannot open {settings.db}: {error}", file=sys.stderr)
+        return None
+    return server
+
+
+def _banner(server):
+    runtime = server.runtime
+    name, url, prefix = runtime.name, server.url, runtime.admin_prefix
+    lock = "x-mockingbird-admin-key required" if runtime.settings.admin_key else \
+        "open — pass --admin-key to lock"
+    lines = [f"{name} emulator listening on {url}",
+             f"{name} health: GET {url}{prefix}/health",
+             f"{name} admin: {url}{prefix} ({lock})"]
+    if "GET /ui" in runtime.admin.route_keys():  # the admin UI, once the admin plane has one
+        lines.append(f"{name} admin ui: {url}{prefix}/ui")
+    lines.append(f"{name} state: {runtime.settings.db}")
+    print("\n".join(lines), flush=True)

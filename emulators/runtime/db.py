@@ -275,6 +275,11 @@ class _Transaction:
             conn.execute(f"RELEASE sp{depth}")
         else:
             conn.execute("COMMIT" if keep else "ROLLBACK")
+            after = local.after
+            if after:
+                local.after = None
+                for callback in after:
+                    callback()
         return False
 
 
@@ -351,6 +356,7 @@ class Database:
             conn = self._local.conn = self._open()
             self._local.depth = 0
             self._local.clean = -1
+            self._local.after = None
         return conn
 
     def transaction(self, *, commit_on_error=False, savepoint=True):
@@ -365,6 +371,17 @@ class Database:
         answer, not the work, and an `accept()` inside the block must stay durable.
         """
         return _Transaction(self, commit_on_error, savepoint)
+
+    def after_transaction(self, callback):
+        """Call `callback()` once this thread's outermost transaction has ended (now if none
+        is open): work that must not hold the write lock, such as writing a log line."""
+        local = self._local
+        if getattr(local, "depth", 0):
+            if local.after is None:
+                local.after = []
+            local.after.append(callback)
+        else:
+            callback()
 
     def execute(self, sql, params=()):
         """Run one statement (atomic on its own) and return the cursor."""

@@ -1,4 +1,5 @@
 """`serve()`: run a service on a loopback port in a background thread (threaded, streaming)."""
+import dataclasses
 import os
 import socketserver
 import tempfile
@@ -74,10 +75,12 @@ class Server:
 
 
 def serve(service, *, host="127.0.0.1", port=0, db=None, admin_key=None, settings=None,
-          wall=None):
+          wall=None, **options):
     """Start `service` on host:port (0 = ephemeral) in a thread; return the running Server.
 
-    Without `db` the state lives in a fresh temporary file, removed on close().
+    `options` are further Settings fields (`admin_prefix`, `seed`, `on_log`, `journal_size`, …),
+    applied over `settings` when it is given. Without `db` (and without `settings`) the state
+    lives in a fresh temporary file, removed on close().
     """
     cleanup = None
     if settings is None:
@@ -88,7 +91,14 @@ def serve(service, *, host="127.0.0.1", port=0, db=None, admin_key=None, setting
             def cleanup():
                 import shutil
                 shutil.rmtree(folder, ignore_errors=True)
-        settings = Settings(db=db, admin_key=admin_key)
+        settings = Settings(db=db, admin_key=admin_key, **options)
+    elif options:
+        settings = dataclasses.replace(settings, **options)
     kwargs = {"wall": wall} if wall else {}
-    runtime = Runtime(service, settings, **kwargs)
-    return Server(runtime, runtime, host=host, port=port, cleanup=cleanup)
+    try:
+        runtime = Runtime(service, settings, **kwargs)
+        return Server(runtime, runtime, host=host, port=port, cleanup=cleanup)
+    except BaseException:
+        if cleanup:
+            cleanup()
+        raise

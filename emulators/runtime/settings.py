@@ -1,24 +1,39 @@
 """Emulator runtime settings; `Settings.from_env` is the only reader of EMULATORS_* variables."""
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .mount import PREFIX
+
 REPO = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DB = str(REPO / "var" / "emulators.sqlite3")
+DEFAULT_ADMIN_PREFIX = "/__admin"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """What every emulator runtime needs: where state lives and who may steer it."""
+    """What every emulator runtime needs: where state lives and who may steer it.
+
+    `on_log(entry)`, when set, is called with each finished vendor request's journal entry
+    (spec §9, without `at`); an exception it raises is logged and the request goes on.
+    """
 
     db: str = DEFAULT_DB
     admin_key: str | None = None
-    admin_prefix: str = "/__admin"
+    admin_prefix: str = DEFAULT_ADMIN_PREFIX
     journal_size: int = 1000
     max_checkpoints: int = 1000
-    seed: int = 0
+    seed: int | str = 0
+    on_log: Callable[[dict], None] | None = None
 
     @classmethod
     def from_env(cls, environ):
-        """Build settings from an environment mapping (EMULATORS_DB, EMULATORS_ADMIN_KEY)."""
+        """Build settings from an environment mapping (EMULATORS_DB, EMULATORS_ADMIN_KEY,
+        EMULATORS_ADMIN_PREFIX); a bad value raises ValueError naming the variable."""
+        prefix = environ.get("EMULATORS_ADMIN_PREFIX") or DEFAULT_ADMIN_PREFIX
+        if not PREFIX.match(prefix):
+            raise ValueError("EMULATORS_ADMIN_PREFIX must be an absolute path of plain segments"
+                             f" without a trailing slash, like /__admin (got {prefix!r})")
         return cls(db=environ.get("EMULATORS_DB") or DEFAULT_DB,
-                   admin_key=environ.get("EMULATORS_ADMIN_KEY") or None)
+                   admin_key=environ.get("EMULATORS_ADMIN_KEY") or None,
+                   admin_prefix=prefix)

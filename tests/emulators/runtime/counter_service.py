@@ -107,6 +107,58 @@ def files_sink(req, resp):
     resp.media = {"path": req.path[len("/files/"):]}
 
 
+PAGE = (b'<a href="/items/1">item</a> <a HREF=\'/counter\'>counter</a> <img src=/logo.png>'
+        b' <form action="/items"></form> <a href="//cdn.example/x">cdn</a>'
+        b' <a href="https://other.example/y">other</a> <a href="relative/z">rel</a>'
+        b' <div data-src="/lazy"></div> <style>body{background:url( "/bg.png" )}</style>'
+        b' <a href="PREFIX/already">mounted</a>')
+
+
+class Page:
+    """`GET /page`: HTML with local and foreign links (`?gzip=1` compressed, `?stream=1` as a
+    stream, `?plain=1` with no root-relative link); `{PREFIX}` becomes the mount prefix."""
+
+    def on_get(self, req, resp):
+        import gzip
+        body = PAGE.replace(b"PREFIX", req.env.get("SCRIPT_NAME", "").encode())
+        if req.get_param_as_bool("plain"):
+            body = b'<a href="https://other.example/">out</a>'
+        resp.content_type = "text/html; charset=utf-8"
+        resp.set_header("etag", '"page-v1"')
+        if req.get_param_as_bool("gzip"):
+            body = gzip.compress(body)
+            resp.set_header("content-encoding", "gzip")
+        if req.get_param_as_bool("stream"):
+            resp.stream = iter([body])
+        else:
+            resp.data = body
+
+    on_head = on_get
+
+
+class Blob:
+    """`GET /blob`: the same bytes as /page, but binary: never rewritten."""
+
+    def on_get(self, req, resp):
+        resp.content_type = "application/octet-stream"
+        resp.data = PAGE
+
+
+class Links:
+    """`GET /links`: `Link`, `Location`, `Set-Cookie` with local and foreign targets."""
+
+    def on_get(self, req, resp):
+        here = f"{req.scheme}://{req.env.get('HTTP_HOST') or req.host}"
+        resp.set_header("link", f'</items?page=2>; rel="next", <{here}/items?page=3>; rel="last",'
+                                f' <https://other.example/items>; rel="other",'
+                                f' <//cdn.example/x>; rel="cdn", <{here}>; rel="home"')
+        resp.set_header("location", f"{here}/items/7")
+        resp.set_cookie("session", "abc", path="/", secure=False)
+        resp.set_cookie("pref", "1", path="/items")
+        resp.set_cookie("free", "1", max_age=60, secure=False, http_only=False)
+        resp.media = {"here": here}
+
+
 class WorkerPid:
     """Tell which process answered (the gunicorn tests prove state crosses workers)."""
 
@@ -122,6 +174,9 @@ def provider_app():
     app.add_route("/info", Info())
     app.add_route("/stream", Stream())
     app.add_route("/boom", Boom())
+    app.add_route("/page", Page())
+    app.add_route("/blob", Blob())
+    app.add_route("/links", Links())
     app.add_sink(files_sink, prefix="/files/")
     return app
 
@@ -170,6 +225,9 @@ OPENAPI = {
         "/info": {"get": _op("getInfo")},
         "/stream": {"get": _op("stream")},
         "/boom": {"get": _op("boom")},
+        "/page": {"get": _op("getPage")},
+        "/blob": {"get": _op("getBlob")},
+        "/links": {"get": _op("getLinks")},
         "/files/{path}": {"get": {**_op("getFile"), "parameters": [
             {"name": "path", "in": "path", "required": True, "x-slash-bearing": True,
              "schema": {"type": "string"}}]}},
