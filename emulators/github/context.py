@@ -1,11 +1,10 @@
 """What the GitHub service needs from the request context: public URLs, `Link`, checkpoints.
 
 Every URL the emulator returns points back at itself (scheme, host, mount prefix, and the
-`/__admin/ns/<name>` path carrier when one was used), so real clients keep talking to it.
+`<admin prefix>/ns/<name>` path carrier when one was used), so real clients keep talking to it.
 """
 from urllib.parse import quote
 
-CARRIER = "/__admin/ns/"
 _FORM_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")
 
 
@@ -18,8 +17,9 @@ def _link_base(instance, req):
     # §6.10.6: a namespace chosen by header is written into links as a path carrier, so a client
     # following `next` without the header stays in its namespace.
     base = public_base(instance)
-    if req.get_header("x-mockingbird-namespace") and CARRIER not in base:
-        base += CARRIER + quote(instance.namespace, safe="")
+    carrier = instance.admin_prefix + "/ns/"
+    if req.get_header("x-mockingbird-namespace") and carrier not in base:
+        base += carrier + quote(instance.namespace, safe="")
     return base
 
 

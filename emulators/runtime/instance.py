@@ -70,6 +70,11 @@ class Instance:
             self._base_url, self._environ = public_base(self._environ), None
         return self._base_url
 
+    @property
+    def admin_prefix(self):
+        """The runtime's admin prefix (`/__admin` unless configured), for path carriers."""
+        return self._runtime.admin_prefix
+
     def _wrote(self):
         self.writes += 1
 

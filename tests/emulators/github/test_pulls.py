@@ -291,6 +291,27 @@ def test_list_link_under_a_header_namespace_uses_the_path_carrier(app):
     assert carried.json[0]["url"] == f"{BASE}/__admin/ns/w9{PULLS}/2"
 
 
+def test_list_link_carrier_follows_a_configured_admin_prefix(tmp_path):
+    import webtest
+
+    from emulators.github.app import service
+    from emulators.runtime import Runtime, Settings
+
+    from .conftest import HOST, GitHubClient, graph_body
+    runtime = Runtime(service, Settings(db=str(tmp_path / "e.db"), admin_prefix="/ctl"))
+    w = GitHubClient(webtest.TestApp(runtime, extra_environ={"HTTP_HOST": HOST}),
+                     namespace="w9")
+    w.post("/ctl/github/repositories", graph_body(), 201)
+    for i in range(2):
+        w.create_ref(f"refs/heads/t{i}", B, status=201)
+        w.open_pull(head=f"t{i}", title=f"PR {i}", status=201)
+    link = w.get(f"{PULLS}?per_page=1").headers["Link"]
+    assert link.startswith(f"<{BASE}/ctl/ns/w9{PULLS}?per_page=1&page=2>")
+    carried = webtest.TestApp(runtime, extra_environ={"HTTP_HOST": HOST}).get(
+        link[1:link.index(">")].removeprefix(BASE))
+    assert [pull["number"] for pull in carried.json] == [1]
+
+
 # --- update ------------------------------------------------------------------------------
 
 def test_update_fields_and_body_clearing(topic):
