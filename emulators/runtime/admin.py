@@ -10,6 +10,7 @@ from .errors import AdminError, EmulatorError
 from .faults import validate_rule
 from .instance import MUTATING
 from .service import AdminCall
+from .state import StateRoutes
 from .timeline import MAIN, TimelineError
 
 log = logging.getLogger("emulators")
@@ -77,6 +78,8 @@ class Admin:
             ("GET", "/requests", self.requests), ("DELETE", "/requests", self.clear_requests),
             ("GET", "/metrics", self.metrics), ("DELETE", "/metrics", self.clear_metrics),
         ]
+        for part in (StateRoutes,):
+            standard += part(runtime).routes()
         self.routes = {}
         for method, path, handler in standard:
             self.routes[(method, path)] = (handler, False)
@@ -140,7 +143,7 @@ class Admin:
             else:
                 result = handler(request)
                 code, payload = result[0], result[1]
-                headers = []
+                headers = list(result[2]) if len(result) > 2 else []
         except EmulatorError as error:
             code, headers = error.status, list((error.headers or {}).items())
             payload = {"error": {"type": error.type if isinstance(error, AdminError)
