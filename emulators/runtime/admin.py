@@ -6,6 +6,7 @@ import re
 from urllib.parse import parse_qs
 
 from .clock import parse_duration, parse_instant
+from .credentials import CredentialRoutes
 from .errors import AdminError, EmulatorError
 from .faults import validate_rule
 from .instance import MUTATING
@@ -78,7 +79,7 @@ class Admin:
             ("GET", "/requests", self.requests), ("DELETE", "/requests", self.clear_requests),
             ("GET", "/metrics", self.metrics), ("DELETE", "/metrics", self.clear_metrics),
         ]
-        for part in (StateRoutes,):
+        for part in (StateRoutes, CredentialRoutes):
             standard += part(runtime).routes()
         self.routes = {}
         for method, path, handler in standard:

@@ -11,6 +11,7 @@ import time
 import uuid
 
 from .clock import Clocks, wall_ms
+from .credentials import Credentials
 from .db import Database
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .faults import Faults
@@ -72,6 +73,8 @@ class Runtime:
         self.timeline = Timeline(self.db, self.name, self.clocks, seed_state(settings.seed),
                                  settings.max_checkpoints)
         self.matcher = OperationMatcher(service.openapi)
+        self.credentials = Credentials(self.db, self.name)
+        self._credential = getattr(service, "credential", None)  # None: no lookup per request
         self.started = time.monotonic()
         self._known = set()
         self._stamps = {}
@@ -169,7 +172,14 @@ class Runtime:
             headers.append(("x-mockingbird", self.stamp(namespace)))
             start_response(status, headers)
             return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
-        namespace = header_ns if header_ns is not None else (carrier_ns or "default")
+        if header_ns is not None:
+            namespace = header_ns
+        elif carrier_ns:
+            namespace = carrier_ns
+        elif self._credential is not None:  # spec §3 step 3: the credential map
+            namespace = self.credentials.resolve(self._credential, environ)
+        else:
+            namespace = "default"
         return self._vendor(environ, start_response, path, namespace, started)
 
     def _vendor(self, environ, start_response, path, namespace, started):

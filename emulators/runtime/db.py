@@ -60,6 +60,9 @@ CREATE TABLE IF NOT EXISTS timeline_undo (
 CREATE TABLE IF NOT EXISTS branches (
     service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL,
     head INTEGER NOT NULL, PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS credentials (
+    service TEXT NOT NULL, credential TEXT NOT NULL, namespace TEXT NOT NULL,
+    PRIMARY KEY (service, credential)) WITHOUT ROWID;
 """
 
 
