@@ -11,6 +11,7 @@ from .errors import AdminError, EmulatorError
 from .faults import validate_rule
 from .instance import MUTATING
 from .service import AdminCall
+from .snapshots import SnapshotRoutes
 from .state import StateRoutes
 from .timeline import MAIN, TimelineError
 
@@ -79,7 +80,7 @@ class Admin:
             ("GET", "/requests", self.requests), ("DELETE", "/requests", self.clear_requests),
             ("GET", "/metrics", self.metrics), ("DELETE", "/metrics", self.clear_metrics),
         ]
-        for part in (StateRoutes, CredentialRoutes):
+        for part in (StateRoutes, CredentialRoutes, SnapshotRoutes):
             standard += part(runtime).routes()
         self.routes = {}
         for method, path, handler in standard:

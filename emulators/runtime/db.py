@@ -63,6 +63,9 @@ CREATE TABLE IF NOT EXISTS branches (
 CREATE TABLE IF NOT EXISTS credentials (
     service TEXT NOT NULL, credential TEXT NOT NULL, namespace TEXT NOT NULL,
     PRIMARY KEY (service, credential)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+    n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
+    checkpoint TEXT NOT NULL);
 """
 
 
