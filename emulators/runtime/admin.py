@@ -14,6 +14,7 @@ from .service import AdminCall
 from .snapshots import SnapshotRoutes
 from .state import StateRoutes
 from .timeline import MAIN, TimelineError
+from .ui import Page, UiRoutes
 
 log = logging.getLogger("emulators")
 
@@ -80,7 +81,7 @@ class Admin:
             ("GET", "/requests", self.requests), ("DELETE", "/requests", self.clear_requests),
             ("GET", "/metrics", self.metrics), ("DELETE", "/metrics", self.clear_metrics),
         ]
-        for part in (StateRoutes, CredentialRoutes, SnapshotRoutes):
+        for part in (StateRoutes, CredentialRoutes, SnapshotRoutes, UiRoutes):
             standard += part(runtime).routes()
         self.routes = {}
         for method, path, handler in standard:
@@ -123,7 +124,8 @@ class Admin:
         namespace = query.get("namespace") or header_ns or "default"
         try:
             key = self.runtime.settings.admin_key
-            open_route = method in ("GET", "HEAD") and relative.rstrip("/") == "/health"
+            open_route = (method in ("GET", "HEAD") and relative.rstrip("/") == "/health") or \
+                (method == "GET" and relative.rstrip("/") == "/ui")  # the shell holds no data
             if key and not open_route:
                 given = environ.get("HTTP_X_MOCKINGBIRD_ADMIN_KEY", "")
                 if not hmac.compare_digest(given.encode(), key.encode()):
@@ -163,6 +165,9 @@ class Admin:
                           method, relative)
             code, headers = 500, []
             payload = {"error": {"type": "mockingbird_internal", "message": "internal error"}}
+        if isinstance(payload, Page):
+            return (status_line(code), [("content-type", payload.content_type), *headers],
+                    payload.body, namespace)
         body = json.dumps(payload, separators=(",", ":")).encode()
         return (status_line(code), [("content-type", JSON), *headers], body, namespace)
 
@@ -199,6 +204,7 @@ class Admin:
             "clock": runtime.clocks.state(request.namespace),
             "namespaces": len(runtime.namespaces()),
             "adminPrefix": runtime.admin_prefix,
+            "adminUi": runtime.admin_prefix + "/ui",
             "adminKey": bool(runtime.settings.admin_key),
         })
         return 200, body

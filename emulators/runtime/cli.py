@@ -14,15 +14,16 @@ Local emulators of Hermes Agent and GitHub for testing their clients.
 
 Point a client at the printed URL (OpenAI(base_url=URL + "/v1"), Github(base_url=URL)) and steer
 the emulator with admin routes under /__admin: namespaces (x-mockingbird-namespace header or the
-/__admin/ns/<name>/... path carrier), clock, faults, journal, metrics, checkpoints and branches.
+/__admin/ns/<name>/... path carrier), clock, faults, journal, metrics, checkpoints and branches,
+records (/__admin/state) and snapshots; a browser page at /__admin/ui.
 All state lives in one SQLite file (EMULATORS_DB) shared by every worker and process.
 """
 
 SERVE_EPILOG = """\
 environment:
   EMULATORS_DB          SQLite file of all emulator state (default var/emulators.sqlite3)
-  EMULATORS_ADMIN_KEY   when set, every /__admin route but health needs
-                        the header x-mockingbird-admin-key: <key>
+  EMULATORS_ADMIN_KEY   when set, every /__admin route but health and the
+                        /ui page needs the header x-mockingbird-admin-key: <key>
   each service reads its own variables too (hermes: HERMES_EMULATOR_API_KEY, CORS
   origins, model name, stream timings); see emulators/<service>/README.md
 
@@ -78,6 +79,7 @@ def main(argv=None, *, environ=None, loader=None):
     print(f"{name} emulator listening on {url}")
     print(f"{name} health: GET {url}{prefix}/health")
     print(f"{name} admin: {url}{prefix} ({lock})")
+    print(f"{name} admin ui: {url}{prefix}/ui")
     print(f"{name} state: {settings.db}", flush=True)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
