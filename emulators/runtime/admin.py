@@ -18,7 +18,7 @@ from .ui import Page, UiRoutes
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: `$` lets a trailing newline in
 JSON = "application/json"
 RESET_PARTS = {"faults", "clock", "journal", "metrics"}
 STATUS_TEXT = {200: "200 OK", 201: "201 Created", 400: "400 Bad Request", 401: "401 Unauthorized",

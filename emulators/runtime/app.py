@@ -24,7 +24,7 @@ from .timeline import MAIN, Timeline, TimelineError, storage_key
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: `$` lets a trailing newline in
 PREFIX = re.compile(r"^/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 NS_MESSAGE = "x-mockingbird-namespace must match /^[A-Za-z0-9_.-]{1,64}$/"
 BRANCH_MESSAGE = "x-mockingbird-branch must match /^[A-Za-z0-9_.-]{1,64}$/"
