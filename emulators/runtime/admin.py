@@ -6,15 +6,19 @@ import re
 from urllib.parse import parse_qs
 
 from .clock import parse_duration, parse_instant
+from .credentials import CredentialRoutes
 from .errors import AdminError, EmulatorError
 from .faults import validate_rule
 from .instance import MUTATING
 from .service import AdminCall
+from .snapshots import SnapshotRoutes
+from .state import StateRoutes
 from .timeline import MAIN, TimelineError
+from .ui import Page, UiRoutes
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: `$` lets a trailing newline in
 JSON = "application/json"
 RESET_PARTS = {"faults", "clock", "journal", "metrics"}
 STATUS_TEXT = {200: "200 OK", 201: "201 Created", 400: "400 Bad Request", 401: "401 Unauthorized",
@@ -77,6 +81,8 @@ class Admin:
             ("GET", "/requests", self.requests), ("DELETE", "/requests", self.clear_requests),
             ("GET", "/metrics", self.metrics), ("DELETE", "/metrics", self.clear_metrics),
         ]
+        for part in (StateRoutes, CredentialRoutes, SnapshotRoutes, UiRoutes):
+            standard += part(runtime).routes()
         self.routes = {}
         for method, path, handler in standard:
             self.routes[(method, path)] = (handler, False)
@@ -118,7 +124,8 @@ class Admin:
         namespace = query.get("namespace") or header_ns or "default"
         try:
             key = self.runtime.settings.admin_key
-            open_route = method in ("GET", "HEAD") and relative.rstrip("/") == "/health"
+            open_route = (method in ("GET", "HEAD") and relative.rstrip("/") == "/health") or \
+                (method == "GET" and relative.rstrip("/") == "/ui")  # the shell holds no data
             if key and not open_route:
                 given = environ.get("HTTP_X_MOCKINGBIRD_ADMIN_KEY", "")
                 if not hmac.compare_digest(given.encode(), key.encode()):
@@ -140,7 +147,7 @@ class Admin:
             else:
                 result = handler(request)
                 code, payload = result[0], result[1]
-                headers = []
+                headers = list(result[2]) if len(result) > 2 else []
         except EmulatorError as error:
             code, headers = error.status, list((error.headers or {}).items())
             payload = {"error": {"type": error.type if isinstance(error, AdminError)
@@ -158,6 +165,9 @@ class Admin:
                           method, relative)
             code, headers = 500, []
             payload = {"error": {"type": "mockingbird_internal", "message": "internal error"}}
+        if isinstance(payload, Page):
+            return (status_line(code), [("content-type", payload.content_type), *headers],
+                    payload.body, namespace)
         body = json.dumps(payload, separators=(",", ":")).encode()
         return (status_line(code), [("content-type", JSON), *headers], body, namespace)
 
@@ -194,6 +204,7 @@ class Admin:
             "clock": runtime.clocks.state(request.namespace),
             "namespaces": len(runtime.namespaces()),
             "adminPrefix": runtime.admin_prefix,
+            "adminUi": runtime.admin_prefix + "/ui",
             "adminKey": bool(runtime.settings.admin_key),
         })
         return 200, body

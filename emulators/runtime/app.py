@@ -12,6 +12,7 @@ import uuid
 from time import perf_counter
 
 from .clock import Clocks, wall_ms
+from .credentials import Credentials
 from .db import Database
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .faults import Faults
@@ -26,7 +27,7 @@ from .timeline import MAIN, Timeline, TimelineError, checkpoint_id, storage_key
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: `$` lets a trailing newline in
 PREFIX = re.compile(r"^/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
 NS_MESSAGE = "x-mockingbird-namespace must match /^[A-Za-z0-9_.-]{1,64}$/"
 BRANCH_MESSAGE = "x-mockingbird-branch must match /^[A-Za-z0-9_.-]{1,64}$/"
@@ -77,6 +78,8 @@ class Runtime:
                                has_document=self.matcher.has_document)
         self.timeline = Timeline(self.db, self.name, self.clocks, seed_state(settings.seed),
                                  settings.max_checkpoints)
+        self.credentials = Credentials(self.db, self.name)
+        self._credential = getattr(service, "credential", None)  # None: no lookup per request
         self.started = time.monotonic()
         self._known = set()
         self._checked = set()  # namespaces of provider requests that passed the pattern
@@ -159,8 +162,10 @@ class Runtime:
         path = environ.get("PATH_INFO") or "/"
         header_ns = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
         if not path.startswith(self.admin_prefix):  # the common case: a provider request
-            return self._vendor(environ, start_response, path,
-                                "default" if header_ns is None else header_ns, started)
+            if header_ns is None:
+                header_ns = "default" if self._credential is None else \
+                    self.credentials.resolve(self._credential, environ)
+            return self._vendor(environ, start_response, path, header_ns, started)
         carrier_ns = None
         match = self._carrier.match(path)
         if match:
@@ -178,7 +183,14 @@ class Runtime:
             headers.append(("x-mockingbird", self.stamp(namespace)))
             start_response(status, headers)
             return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
-        namespace = header_ns if header_ns is not None else (carrier_ns or "default")
+        if header_ns is not None:
+            namespace = header_ns
+        elif carrier_ns:
+            namespace = carrier_ns
+        elif self._credential is not None:  # spec §3 step 3: the credential map
+            namespace = self.credentials.resolve(self._credential, environ)
+        else:
+            namespace = "default"
         return self._vendor(environ, start_response, path, namespace, started)
 
     def _vendor(self, environ, start_response, path, namespace, started):

@@ -19,7 +19,8 @@ Local emulators of Hermes Agent and GitHub for testing their clients.
 
 Point a client at the printed URL (OpenAI(base_url=URL + "/v1"), Github(base_url=URL)) and steer
 the emulator with admin routes under /__admin: namespaces (x-mockingbird-namespace header or the
-/__admin/ns/<name>/... path carrier), clock, faults, journal, metrics, checkpoints and branches.
+/__admin/ns/<name>/... path carrier), clock, faults, journal, metrics, checkpoints and branches,
+records (/__admin/state) and snapshots; a browser page at /__admin/ui.
 All state lives in one SQLite file (EMULATORS_DB) shared by every worker and process.
 """
 
@@ -68,7 +69,7 @@ options in detail:
 
 environment:
   EMULATORS_DB            SQLite file of all emulator state (default var/emulators.sqlite3)
-  EMULATORS_ADMIN_KEY     as --admin-key
+  EMULATORS_ADMIN_KEY     as --admin-key (health and the /ui page stay open)
   EMULATORS_ADMIN_PREFIX  as --admin-prefix
   each service reads its own variables too (hermes: HERMES_EMULATOR_API_KEY, CORS
   origins, model name, stream timings); see emulators/<service>/README.md
@@ -213,7 +214,6 @@ def _banner(server):
     lines = [f"{name} emulator listening on {url}",
              f"{name} health: GET {url}{prefix}/health",
              f"{name} admin: {url}{prefix} ({lock})"]
-    if "GET /ui" in runtime.admin.route_keys():  # the admin UI, once the admin plane has one
-        lines.append(f"{name} admin ui: {url}{prefix}/ui")
+    lines.append(f"{name} admin ui: {url}{prefix}/ui")
     lines.append(f"{name} state: {runtime.settings.db}")
     print("\n".join(lines), flush=True)

@@ -62,6 +62,12 @@ CREATE TABLE IF NOT EXISTS branches (
     service TEXT NOT NULL, namespace TEXT NOT NULL, branch TEXT NOT NULL,
     head INTEGER NOT NULL, since INTEGER NOT NULL,
     PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS credentials (
+    service TEXT NOT NULL, credential TEXT NOT NULL, namespace TEXT NOT NULL,
+    PRIMARY KEY (service, credential)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+    n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
+    checkpoint TEXT NOT NULL);
 """
 
 # Checkpoint numbers come from the `checkpoints` row of sqlite_sequence, which this code owns

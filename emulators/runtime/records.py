@@ -97,3 +97,34 @@ class Records:
             (self._service, self._namespace, self._key, sequence))
         self._wrote()
         return row[0]
+
+    # -- read helpers of the admin state view (state.py) -----------------------------------
+    def collections(self):
+        """Return the names of the collections this key holds rows in, sorted."""
+        return [row[0] for row in self._db.all(
+            "SELECT DISTINCT collection FROM records WHERE service=? AND key=? ORDER BY"
+            " collection", (self._service, self._key))]
+
+    def rows(self, collection, *, desc=False, after=None, limit=None):
+        """Return `{id, seq, value}` rows in insertion order (newest first when `desc`),
+        only those past the insertion order `after` in that direction."""
+        sql = ("SELECT id, seq, value FROM records WHERE service=? AND key=? AND"
+               " collection=?")
+        params = [self._service, self._key, collection]
+        if after is not None:
+            sql += " AND seq < ?" if desc else " AND seq > ?"
+            params.append(int(after))
+        sql += " ORDER BY seq DESC" if desc else " ORDER BY seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        return [{"id": id_, "seq": seq, "value": json.loads(value)}
+                for id_, seq, value in self._db.all(sql, params)]
+
+    def row(self, collection, id):
+        """Return the `{id, seq, value}` row of a record, or None."""
+        found = self._db.one("SELECT seq, value FROM records WHERE service=? AND key=? AND"
+                             " collection=? AND id=?",
+                             (self._service, self._key, collection, str(id)))
+        return None if found is None else {"id": str(id), "seq": found[0],
+                                           "value": json.loads(found[1])}

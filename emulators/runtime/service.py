@@ -17,8 +17,14 @@ class Service:
     Pass callables as keyword arguments or subclass and override the methods.
     """
 
+    # Optional `credential(environ) -> str | None`: the vendor credential of a request (bearer
+    # token, API key...). Declared, it routes requests that name no namespace through the
+    # credential map (`PUT /__admin/credentials`, spec §3); None keeps that lookup off.
+    credential = None
+
     def __init__(self, *, name, version="0.0.0-development", default_port=0, openapi=None,
-                 provider_app=None, presets=None, admin_routes=(), describe=None, reset=None):
+                 provider_app=None, presets=None, admin_routes=(), describe=None, reset=None,
+                 credential=None):
         self.name = name
         self.version = version
         self.default_port = default_port
@@ -29,6 +35,8 @@ class Service:
         self._provider_app = provider_app
         self._describe = describe
         self._reset = reset
+        if credential is not None:
+            self.credential = credential
 
     def provider_app(self):
         """Return a falcon.App with the provider routes at the root."""

@@ -309,6 +309,17 @@ class Timeline:
             # The deletion was logged: retained nodes of the branch stay restorable.
             self._collect(conn, namespace, [branch])
 
+    def pin(self, namespace, cp_id, by=1):
+        """Spare a checkpoint from retention (counted: each `pin` needs its own `unpin`)."""
+        with self._db.transaction() as conn:
+            conn.execute("UPDATE checkpoints SET pinned=max(pinned+?, 0) WHERE service=? AND"
+                         " namespace=? AND n=?",
+                         (by, self._service, namespace, self.find(conn, namespace, cp_id)["n"]))
+
+    def unpin(self, namespace, cp_id):
+        """Undo one `pin`: the checkpoint is evicted again once retention reaches it."""
+        self.pin(namespace, cp_id, by=-1)
+
     def has_branch(self, namespace, branch):
         """Tell whether a branch exists."""
         return self._db.one("SELECT 1 FROM branches WHERE service=? AND namespace=? AND branch=?",

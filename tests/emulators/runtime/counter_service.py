@@ -251,3 +251,14 @@ service = Service(
                   ("POST", "/counter/ping", ping_counter), ("GET", "/counter", read_counter)],
     describe=lambda instance: {"status": "shadowed?", "flavour": "counter"},
 )
+
+
+def bearer(environ):
+    """The credential hook of `keyed_service`: the token of `Authorization: Bearer <token>`."""
+    scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+# The same provider routes with credential routing (spec §3 step 3).
+keyed_service = Service(name="counter", version="1.2.3", openapi=OPENAPI,
+                        provider_app=provider_app, credential=bearer)

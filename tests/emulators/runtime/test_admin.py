@@ -143,3 +143,39 @@ def test_admin_write_after_its_checkpoint_gets_a_newer_one(app):
     assert header != quoted
     assert app.get("/counter", headers={"x-mockingbird-at": quoted}).json == {"value": 1}
     assert app.get("/counter", headers={"x-mockingbird-at": header}).json == {"value": 2}
+
+
+STATE_CREDENTIALS_SNAPSHOTS_UI = [
+    "GET /state", "GET /state/:collection", "GET /state/:collection/:id",
+    "POST /state/:collection", "PUT /state/:collection/:id", "PATCH /state/:collection/:id",
+    "DELETE /state/:collection/:id", "GET /credentials", "PUT /credentials",
+    "DELETE /credentials", "POST /snapshots", "POST /snapshots/:id/restore",
+    "DELETE /snapshots/:id", "GET /ui", "GET /ui/", "GET /ui/manifest"]
+
+
+def test_index_lists_state_credential_snapshot_and_ui_routes(app):
+    routes = app.get("/__admin").json["routes"]
+    assert set(STATE_CREDENTIALS_SNAPSHOTS_UI) <= set(routes)
+
+
+def test_openapi_document_has_the_state_credential_snapshot_and_ui_routes(app):
+    paths = app.get("/__admin/openapi.json").json["paths"]
+    item = paths["/__admin/state/{collection}/{id}"]
+    assert set(item) == {"get", "put", "patch", "delete"}
+    assert [p["name"] for p in item["patch"]["parameters"]] == ["collection", "id"]
+    assert set(paths["/__admin/state/{collection}"]) == {"get", "post"}
+    assert set(paths["/__admin/credentials"]) == {"get", "put", "delete"}
+    assert set(paths["/__admin/snapshots/{id}/restore"]) == {"post"}
+    assert set(paths["/__admin/snapshots/{id}"]) == {"delete"}
+    assert set(paths["/__admin/ui"]) == {"get"} and set(paths["/__admin/ui/manifest"]) == {"get"}
+
+
+def test_health_names_the_admin_ui(app):
+    assert app.get("/__admin/health").json["adminUi"] == "/__admin/ui"
+
+
+def test_a_service_route_may_not_take_a_state_or_credentials_key(tmp_path):
+    for path in ("/state", "/credentials", "/ui/manifest"):
+        svc = Service(name="x", admin_routes=[("GET", path, lambda call: (200, {}))])
+        with pytest.raises(ValueError, match="overrides a shared route"):
+            Runtime(svc, Settings(db=str(tmp_path / "x.db")))

@@ -14,7 +14,6 @@ import time
 import pytest
 import requests
 
-from emulators.runtime import Service
 from emulators.runtime.cli import main
 from emulators.runtime.rng import mulberry32, seed_state
 from tests.emulators.runtime.counter_service import service as counter
@@ -140,9 +139,10 @@ def test_serve_prints_its_lines_logs_requests_and_stops_on_sigint(launch, tmp_pa
     served = launch("github", "--port", "0", "--db", str(tmp_path / "g.db"))
     first = served.line()
     url = re.fullmatch(r"github emulator listening on (http://127\.0\.0\.1:\d+)", first).group(1)
-    assert served.banner(3) == [
+    assert served.banner(4) == [
         f"github health: GET {url}/__admin/health",
         f"github admin: {url}/__admin (open — pass --admin-key to lock)",
+        f"github admin ui: {url}/__admin/ui",
         f"github state: {tmp_path / 'g.db'}"]
     assert requests.get(url + "/__admin/health").json()["service"] == "github"
     requests.get(url + "/repos/octo/demo?access_token=QUERYSECRET")
@@ -167,8 +167,9 @@ def test_json_log_admin_key_and_prefix_and_sigterm(launch, tmp_path):
     served = launch("hermes", "--port", "0", "--db", str(tmp_path / "h.db"), "--log-requests",
                     "--admin-key", "k1", "--admin-prefix", "/_mock/", env=env)
     url = served.line().rsplit(" ", 1)[1]
-    assert served.banner(2) == [f"hermes health: GET {url}/_mock/health",
-                                f"hermes admin: {url}/_mock (x-mockingbird-admin-key required)"]
+    assert served.banner(3) == [f"hermes health: GET {url}/_mock/health",
+                                f"hermes admin: {url}/_mock (x-mockingbird-admin-key required)",
+                                f"hermes admin ui: {url}/_mock/ui"]
     assert served.line().startswith("hermes state: ")
     assert requests.get(url + "/_mock/requests").status_code == 401
     assert requests.get(url + "/_mock/requests", headers={
@@ -191,7 +192,7 @@ def test_json_log_admin_key_and_prefix_and_sigterm(launch, tmp_path):
 def test_log_off_prints_nothing_per_request(launch, tmp_path):
     served = launch("github", "--port", "0", "--db", str(tmp_path / "g.db"), "--log", "off")
     url = served.line().rsplit(" ", 1)[1]
-    served.banner(3)
+    served.banner(4)
     assert requests.get(url + "/repos/o/r").status_code == 404
     assert served.stop() == 0
     assert served.rest() == []
@@ -234,26 +235,6 @@ def run_main(monkeypatch, argv, loader):
         except OSError:
             time.sleep(0.02)
     return f"http://127.0.0.1:{port}", handlers, thread, done
-
-
-def test_admin_ui_line_appears_only_when_the_admin_plane_has_a_ui(monkeypatch, tmp_path,
-                                                                    capsys):
-    with_ui = Service(name="counter", version="1", default_port=0,
-                      provider_app=counter.provider_app,
-                      admin_routes=[("GET", "/ui", lambda call: (200, {"ui": True}))])
-    for svc, shown in ((counter, False), (with_ui, True)):
-        url, handlers, thread, done = run_main(
-            monkeypatch, ["--db", str(tmp_path / f"{shown}.db"), "--log", "off"],
-            lambda name, svc=svc: svc)
-        handlers[signal.SIGINT]()
-        thread.join(timeout=10)
-        assert done["rc"] == 0
-        lines = capsys.readouterr().out.splitlines()
-        assert lines[:3] == [f"counter emulator listening on {url}",
-                             f"counter health: GET {url}/__admin/health",
-                             f"counter admin: {url}/__admin (open — pass --admin-key to lock)"]
-        assert (f"counter admin ui: {url}/__admin/ui" in lines) is shown
-        assert lines[-1] == f"counter state: {tmp_path / f'{shown}.db'}"
 
 
 @pytest.mark.parametrize("seed, state", [("7", 7), ("-3", -3 & 0xFFFFFFFF),

@@ -88,3 +88,14 @@ def test_reset_hook_runs(tmp_path):
     svc = Service(name="hooked", reset=lambda inst: seen.append(inst.namespace))
     test_app(svc, tmp_path / "h.db").post("/__admin/reset?namespace=zz")
     assert seen == ["zz"]
+
+
+def test_a_trailing_newline_is_not_a_valid_namespace(app):
+    # `$` matched before a final newline: "w1\n" passed and broke the x-mockingbird header.
+    res = app.get("/__admin/clock?namespace=w1%0A", status=400)
+    assert res.headers["x-mockingbird"] == "counter@1.2.3"
+    res = app.get("/__admin/ns/w1%0A/info", status=400)
+    assert res.json["error"]["message"] == \
+        "x-mockingbird-namespace must match /^[A-Za-z0-9_.-]{1,64}$/"
+    assert res.headers["x-mockingbird"] == "counter@1.2.3"
+    assert app.get("/__admin/namespaces").json["namespaces"] == ["default"]

@@ -131,4 +131,6 @@ def test_cli_serves_until_signalled(tmp_path, capsys):
     finally:
         signal.signal = real_signal
     assert done["rc"] == 0
-    assert f"counter emulator listening on http://127.0.0.1:{port}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"counter emulator listening on http://127.0.0.1:{port}" in out
+    assert f"counter admin ui: http://127.0.0.1:{port}/__admin/ui" in out
