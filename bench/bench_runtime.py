@@ -1,6 +1,8 @@
 """Emulator runtime overhead: a mutating provider request through the full pipeline (namespace,
 fault check, dispatch, automatic checkpoint, journal, metrics, stamping) vs the same falcon
-handler called bare with a ready instance. Same SQLite file settings, one run, side by side.
+handler called bare with a ready instance. Same SQLite file settings, one run, side by side:
+first in process (the pipeline's own cost, nothing else), then over HTTP through gunicorn
+with several clients (what a client of the emulator sees).
 Then the same write into namespaces of 10 and 10,000 records (a commit copies no rows: ~flat),
 and what one automatic checkpoint adds to a handler's write on its own: the part of the
 overhead that bounds the ratio (node row and its index, branch head, the undo entry of the
@@ -125,9 +127,40 @@ def main():
     checkpoints = runtime.db.one("SELECT count(*) FROM checkpoints")[0]
     journal = runtime.db.one("SELECT count(*) FROM journal")[0]
     print(f"(checkpoints kept {checkpoints}, journal rows {journal}, n={N})")
+    over_http(folder)
     if os.environ.get("BENCH_BREAKDOWN"):
         breakdown(runtime, full, os.path.join(folder, "e.sqlite3-wal"))
     return 0  # a report, not a gate: the machine's load moves the ratio between runs
+
+
+def over_http(folder):
+    """The same POST /counter over HTTP: the runtime and the bare provider, each under
+    gunicorn (bench.harness config), several clients, interleaved rounds."""
+    from bench.harness import CLIENTS, SERVER, report, trips_per_second
+    from tests.servers import gunicorn
+    env = {"EMULATORS_DB": os.path.join(folder, "http.sqlite3")}
+
+    def trip(namespace):
+        headers = {"x-mockingbird-namespace": namespace} if namespace else {}
+
+        def one(conn, _):
+            conn.request("POST", "/counter", body=b"", headers=headers)
+            answer = conn.getresponse()
+            answer.read()
+            assert answer.status == 200, answer.status
+        return one
+
+    with gunicorn("bench.counter_apps:full", env=env, ready_path="/__admin/health",
+                  **SERVER) as full, \
+            gunicorn("bench.counter_apps:bare", env=env, ready_path="/counter", **SERVER) as bare:
+        trips_per_second(full, trip("http"))  # warm up both
+        trips_per_second(bare, trip(None))
+        ours, theirs = [], []
+        for _ in range(3):
+            ours.append(trips_per_second(full, trip("http")))
+            theirs.append(trips_per_second(bare, trip(None)))
+    print(f"over HTTP (gunicorn, {CLIENTS} clients, POST /counter): full pipeline vs bare")
+    report("requests/s", ours, theirs)
 
 
 def breakdown(runtime, call, wal):

@@ -260,8 +260,8 @@ class Runtime:
             # and the journal: a single commit per mutation, committed even when the handler
             # raises or drops. Only a rule that fires (it may sleep) moves dispatch to a
             # transaction of its own below.
-            with self.db.transaction(commit_on_error=True):
-                version = self.clocks.version()
+            with self.db.transaction(commit_on_error=True) as conn:
+                version = self.clocks.version(conn)
                 hits = self.faults.evaluate(namespace, operation, method, path, version)
                 if not hits:
                     instance = Instance(self, namespace, branch, key, method=method,

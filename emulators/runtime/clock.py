@@ -81,9 +81,9 @@ class Clocks:
         self.wall = wall
         self._rows = {}  # namespace -> (control version, frozen, now_ms, offset_ms)
 
-    def version(self):
+    def version(self, conn=None):
         """Return the service's control version (moves with every fault or clock change)."""
-        row = self._db.one(VERSION, (self._service,))
+        row = (conn or self._db.conn).execute(VERSION, (self._service,)).fetchone()
         return 0 if row is None else row[0]
 
     def state(self, namespace):

@@ -203,7 +203,7 @@ class Faults:
         return rule
 
     def _rules(self, namespace, version):
-        """Return the live rules of a namespace (its own and `*`), in order.
+        """Return the live rules of a namespace (its own and `*`), parsed, in order.
 
         Kept per namespace for one control version (a trigger bumps it when a rule is added,
         edited, deleted or used up, in any worker; the caller reads it once per request): no
@@ -215,9 +215,9 @@ class Faults:
             return cached[1]
         # Read after the version: the rules are at least as new as the version they are kept
         # for, so a rule added since moves the version past it and is seen next request.
-        rows = self._db.all(
+        rows = [(rule_id, rule_ns, self._rule(text)) for rule_id, rule_ns, text in self._db.all(
             "SELECT id, namespace, rule FROM faults WHERE service=? AND namespace IN (?, '*')"
-            " AND (remaining IS NULL OR remaining > 0) ORDER BY ord", (self._service, namespace))
+            " AND (remaining IS NULL OR remaining > 0) ORDER BY ord", (self._service, namespace))]
         if len(self._active) > 4096:
             self._active.clear()
         self._active[namespace] = (version, rows)
@@ -243,8 +243,9 @@ class Faults:
         rules = self._rules(namespace, version)
         if not rules:
             return []
-        candidates = [(rid, ns) for rid, ns, text in rules
-                      if self._matches(self._rule(text), operation_id, method, path)]
+        matches = self._matches
+        candidates = [(rid, ns) for rid, ns, rule in rules
+                      if matches(rule, operation_id, method, path)]
         if not candidates:
             return []
         hits = []

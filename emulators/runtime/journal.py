@@ -11,7 +11,7 @@ import json
 from .clock import iso
 
 UNMATCHED = "(unmatched)"
-EXTRA = ("ids", "accepted", "checkpoint", "request")
+EXTRA = ("ids", "accepted", "checkpoint", "request")  # `checkpoint` only comes with `accepted`
 
 _INSERT = ("INSERT INTO journal (service, namespace, at_ms, method, path, operation, status,"
            " duration_ms, fault, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
@@ -54,10 +54,9 @@ class Journal:
         """Store one entry (call inside a write transaction); return its seq, or None when
         the journal is off."""
         extra = None
-        for name in EXTRA:
-            if name in entry:
-                extra = {name: entry[name] for name in EXTRA if name in entry}
-                break
+        if "ids" in entry or "accepted" in entry or "request" in entry:
+            extra = json.dumps({name: entry[name] for name in EXTRA if name in entry},
+                               separators=(",", ":"))
         operation = entry.get("operationId")
         if self.size <= 0:
             conn.execute(_COUNT, (self._service, entry["namespace"], operation or "",
@@ -67,8 +66,7 @@ class Journal:
             return None
         seq = conn.execute(_INSERT, (
             self._service, entry["namespace"], at_ms, entry["method"], entry["path"], operation,
-            entry["status"], entry["durationMs"], entry.get("faultId"),
-            None if extra is None else json.dumps(extra, separators=(",", ":")))).lastrowid
+            entry["status"], entry["durationMs"], entry.get("faultId"), extra)).lastrowid
         self._since_trim += 1
         if self._since_trim >= self.trim_every:
             self._since_trim = 0

@@ -39,16 +39,17 @@ MAIN = "main"
 _HEAD = ("coalesce((SELECT n FROM checkpoints WHERE service=b.service AND"
          " namespace=b.namespace AND n>b.since AND branch=b.branch ORDER BY n DESC LIMIT 1),"
          " b.head)")
-_CAPTURE = (  # ?1 service, ?2 namespace, ?3 branch, ?4 storage key, ?5 now, ?6 frozen
+# The branch head and the next checkpoint number (no row when the branch has none), then the
+# row itself: two plain statements cost less than one INSERT ... SELECT ... RETURNING.
+_NEXT = "(SELECT seq + 1 FROM sqlite_sequence WHERE name='" + CHECKPOINT_COUNTER + "')"
+HEAD_AND_NEXT = ("SELECT " + _HEAD + ", " + _NEXT + " FROM branches b WHERE service=? AND"
+                 " namespace=? AND branch=?")
+NEXT = "SELECT NULL, " + _NEXT
+CAPTURE = (  # ?1 service ?2 namespace ?3 branch ?4 n ?5 parent ?6 now ?7 storage key ?8 frozen
     "INSERT INTO checkpoints (service, namespace, branch, n, parent, at_ms, sequences, rng,"
-    " clock_now, clock_frozen) SELECT ?1, ?2, ?3, (SELECT seq + 1 FROM sqlite_sequence WHERE"
-    " name='" + CHECKPOINT_COUNTER + "'), {parent}, ?5, (SELECT coalesce(json_group_object("
-    "name, value), '{{}}') FROM sequences WHERE service=?1 AND key=?4), (SELECT state FROM"
-    " rngs WHERE service=?1 AND key=?4), ?5, ?6 {source} RETURNING n, parent")
-# On top of the branch head (no row when the branch has none), or as a namespace's first node.
-COMMIT_ON_HEAD = _CAPTURE.format(parent=_HEAD, source=(
-    "FROM branches b WHERE service=?1 AND namespace=?2 AND branch=?3"))
-COMMIT_ROOT = _CAPTURE.format(parent="NULL", source="")
+    " clock_now, clock_frozen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, (SELECT coalesce("
+    "json_group_object(name, value), '{}') FROM sequences WHERE service=?1 AND key=?7),"
+    " (SELECT state FROM rngs WHERE service=?1 AND key=?7), ?6, ?8)")
 HEADS = ("SELECT branch, " + _HEAD + " FROM branches b WHERE service=? AND namespace=?"
          " ORDER BY branch")
 
@@ -63,14 +64,25 @@ _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 _PAIRS = [a + b for a in _DIGITS for b in _DIGITS]  # base36 two digits at a time
 
 
+_LAST_HIGH = [(0, "")]  # (n // 1296, its base36 digits) of the previous call, swapped whole
+
+
 def checkpoint_id(n):
-    """Format a checkpoint number: cp_ + base36, zero-padded to 8."""
-    text = ""
+    """Format a checkpoint number: cp_ + base36, zero-padded to 8.
+
+    The digits above the last two are kept from the previous call (consecutive numbers share
+    them); the pair is replaced in one store, so threads never see half of it.
+    """
     n = int(n)
-    while n:
-        n, rest = divmod(n, 1296)
-        text = _PAIRS[rest] + text
-    return "cp_" + (text.lstrip("0") or "").rjust(8, "0")
+    high, low = divmod(n, 1296)
+    last = _LAST_HIGH[0]
+    if last[0] != high:
+        text, rest = "", high
+        while rest:
+            rest, digits = divmod(rest, 1296)
+            text = _PAIRS[digits] + text
+        last = _LAST_HIGH[0] = (high, text)
+    return "cp_" + (last[1] + _PAIRS[low]).lstrip("0").rjust(8, "0")
 
 
 def _id(n):
@@ -109,13 +121,15 @@ class Timeline:
             state = self._clocks.state(namespace)
             clock = state["now"], state["frozen"]
         now, frozen = clock
-        row = conn.execute(COMMIT_ROOT if root else COMMIT_ON_HEAD, (
-            self._service, namespace, branch,
-            namespace if branch == MAIN else f"{namespace}~{branch}", now,
-            1 if frozen else 0)).fetchone()
+        service = self._service
+        row = conn.execute(NEXT if root else HEAD_AND_NEXT,
+                           () if root else (service, namespace, branch)).fetchone()
         if row is None:
             return None
-        n = row[0]
+        parent, n = row
+        conn.execute(CAPTURE, (service, namespace, branch, n, parent, now,
+                               namespace if branch == MAIN else f"{namespace}~{branch}",
+                               1 if frozen else 0))
         if root:
             conn.execute("INSERT INTO branches (service, namespace, branch, head, since) VALUES"
                          " (?, ?, ?, ?, ?)", (self._service, namespace, branch, n, n))
@@ -126,7 +140,7 @@ class Timeline:
         elif len(self._unpruned) >= 4096 and namespace not in self._unpruned:
             self._unpruned.clear()
         self._unpruned[namespace] = count
-        return n, row[1], now
+        return n, parent, now
 
     def _commit(self, conn, namespace, branch, *, root=False):
         """Commit a branch on its head (or as the first node): None when it has no head."""
@@ -222,11 +236,14 @@ class Timeline:
         if row is None:
             return
         heads = [n for _, n in conn.execute(HEADS, (service, namespace))]
-        # A range of the primary key: the oldest first, heads and pinned ones skipped.
         gone = {branch for branch, in conn.execute(
-            "DELETE FROM checkpoints WHERE service=? AND namespace=? AND n<=? AND pinned=0"
-            " AND n NOT IN (SELECT value FROM json_each(?)) RETURNING branch",
-            (service, namespace, row[0], json.dumps(heads)))}
+            "SELECT DISTINCT branch FROM checkpoints WHERE service=? AND namespace=? AND n<=?",
+            (service, namespace, row[0]))}
+        # A range of the primary key, heads and pinned ones skipped (no RETURNING: it costs
+        # several times the delete itself).
+        conn.execute("DELETE FROM checkpoints WHERE service=? AND namespace=? AND n<=? AND"
+                     " pinned=0 AND n NOT IN (SELECT value FROM json_each(?))",
+                     (service, namespace, row[0], json.dumps(heads)))
         # Live branches too: a fork's copy is logged before the branch's first node.
         self._collect(conn, namespace, gone | set(self.heads(conn, namespace)))
 
