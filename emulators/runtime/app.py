@@ -23,7 +23,8 @@ from .openapi import OperationMatcher
 from .requestlog import guarded_sink
 from .rng import seed_state
 from .settings import Settings
-from .timeline import MAIN, Timeline, TimelineError, checkpoint_id, storage_key
+from .timeline import (MAIN, START_ON_MAIN, Timeline, TimelineError, checkpoint_id,
+                       storage_key)
 
 log = logging.getLogger("emulators")
 
@@ -105,10 +106,10 @@ class Runtime:
 
     def stamp(self, namespace):
         """Return the `x-mockingbird` header value."""
-        if namespace is None or not NAMESPACE.match(namespace):
-            return f"{self.name}@{self.version}"
-        stamp = self._stamps.get(namespace)
+        stamp = self._stamps.get(namespace)  # only valid namespaces are kept
         if stamp is None:
+            if namespace is None or not NAMESPACE.match(namespace):
+                return f"{self.name}@{self.version}"
             if len(self._stamps) >= 4096:
                 self._stamps.clear()
             stamp = self._stamps[namespace] = f"{self.name}@{self.version}; ns={namespace}"
@@ -207,23 +208,11 @@ class Runtime:
             echo.append(("x-mockingbird-branch", branch))
         if at:
             echo.append(("x-mockingbird-at", at))
-
-        def answer(status, body, headers=(), journal=True, fault=None, version=None):
-            entry["status"] = int(status[:3])
-            if fault:
-                entry["faultId"] = fault
-            elif entry["status"] >= 400:
-                entry["request"] = _request_meta(environ)
-            if journal:
-                self._log(entry, started, version=version)
-            start_response(status, [*headers, ("content-length", str(len(body))), *echo,
-                                    ("x-mockingbird", self.stamp(namespace))])
-            return [] if method == "HEAD" else [body]
-
+        call = (environ, start_response, entry, echo, started)
         if namespace not in self._checked:
             if not NAMESPACE.match(namespace):
-                return answer("400 Bad Request", error_body(NS_MESSAGE),
-                              [("content-type", JSON)])
+                return self._answer(call, "400 Bad Request", error_body(NS_MESSAGE),
+                                    [("content-type", JSON)])
             self.touch(namespace)
             if len(self._checked) >= 4096:
                 self._checked.clear()
@@ -232,8 +221,8 @@ class Runtime:
         scratch = None
         if echo:
             if not NAMESPACE.match(branch):
-                return answer("400 Bad Request", error_body(BRANCH_MESSAGE),
-                              [("content-type", JSON)])
+                return self._answer(call, "400 Bad Request", error_body(BRANCH_MESSAGE),
+                                    [("content-type", JSON)])
             try:
                 key = storage_key(namespace, branch)
                 if at and branch == MAIN:
@@ -251,8 +240,8 @@ class Runtime:
                 elif not self.timeline.has_branch(namespace, branch):
                     self.timeline.branch(namespace, branch)
             except TimelineError as error:
-                return answer("409 Conflict", error_body(error.message),
-                              [("content-type", JSON)])
+                return self._answer(call, "409 Conflict", error_body(error.message),
+                                    [("content-type", JSON)])
 
         mutation = method in MUTATING and scratch is None
         if mutation:
@@ -261,13 +250,19 @@ class Runtime:
             # raises or drops. Only a rule that fires (it may sleep) moves dispatch to a
             # transaction of its own below.
             with self.db.transaction(commit_on_error=True) as conn:
-                version = self.clocks.version(conn)
+                head = None
+                if branch == MAIN:  # one read for the control version and main's head
+                    version, parent, after = conn.execute(
+                        START_ON_MAIN, (self.name, namespace)).fetchone()
+                    if parent is not None:
+                        head = (self.timeline.moves, (parent, after))
+                else:
+                    version = self.clocks.version(conn)
                 hits = self.faults.evaluate(namespace, operation, method, path, version)
                 if not hits:
-                    instance = Instance(self, namespace, branch, key, method=method,
-                                        environ=environ, version=version)
-                    return self._dispatch(environ, start_response, instance, entry, echo,
-                                          started, scratch, answer)
+                    instance = Instance(self, namespace, branch, key, method, environ, (),
+                                        version)
+                    return self._dispatch(call, instance, scratch, head)
         else:
             version = self.clocks.version()
             hits = self.faults.evaluate(namespace, operation, method, path, version)
@@ -284,28 +279,42 @@ class Runtime:
         if terminal is not None:
             status, headers, body = terminal.response()
             self._cleanup(scratch)
-            return answer(_status_line(status), body, headers, fault=terminal.id)
+            return self._answer(call, _status_line(status), body, headers, fault=terminal.id)
 
         if mutation:
             with self.db.transaction(commit_on_error=True):
-                instance = Instance(self, namespace, branch, key, method=method,
-                                    environ=environ, hits=hits, version=self.clocks.version())
-                return self._dispatch(environ, start_response, instance, entry, echo, started,
-                                      scratch, answer)
-        instance = Instance(self, namespace, branch, key, method=method, environ=environ,
-                            hits=hits, version=version)
-        return self._dispatch(environ, start_response, instance, entry, echo, started, scratch,
-                              answer)
+                instance = Instance(self, namespace, branch, key, method, environ, hits,
+                                    self.clocks.version())
+                return self._dispatch(call, instance, scratch)
+        instance = Instance(self, namespace, branch, key, method, environ, hits, version)
+        return self._dispatch(call, instance, scratch)
 
-    def _dispatch(self, environ, start_response, instance, entry, echo, started, scratch,
-                  answer):
-        namespace, branch, method = instance.namespace, instance.branch, instance.method
+    def _answer(self, call, status, body, headers=(), fault=None):
+        """Answer without the provider (bad namespace or branch, 409, a fault's response)."""
+        environ, start_response, entry, echo, started = call
+        entry["status"] = int(status[:3])
+        if fault:
+            entry["faultId"] = fault
+        elif entry["status"] >= 400:
+            entry["request"] = _request_meta(environ)
+        self._log(entry, started)
+        start_response(status, [*headers, ("content-length", str(len(body))), *echo,
+                                ("x-mockingbird", self.stamp(entry["namespace"]))])
+        return [] if entry["method"] == "HEAD" else [body]
+
+    def _dispatch(self, call, instance, scratch, head=None):
+        """Call the provider on `instance`; checkpoint, journal and stamp its answer.
+
+        `head` is (timeline moves, (main's head, next checkpoint number)) read at the start of
+        the request's transaction: still true at the end unless a checkpoint moved it since.
+        """
+        environ, start_response, entry, echo, started = call
         environ["emulators.instance"] = instance
-        captured = {}
+        captured = []
 
         def capture(status, headers, exc_info=None):
-            captured["status"], captured["headers"] = status, headers
-            return lambda data: captured.setdefault("early", []).append(data)
+            captured[:] = status, headers, []
+            return captured[2].append
 
         try:
             result = self.provider(environ, capture)
@@ -316,33 +325,35 @@ class Runtime:
             log.exception("emulator %s: unhandled error", self.name)
             self._finish_accepted(instance, entry)
             self._cleanup(scratch)
-            return answer("500 Internal Server Error",
-                          error_body("internal error", "mockingbird_internal"),
-                          [("content-type", JSON)])
-        status = captured["status"]
-        headers = captured["headers"]
+            return self._answer(call, "500 Internal Server Error",
+                                error_body("internal error", "mockingbird_internal"),
+                                [("content-type", JSON)])
+        status, headers, early = captured
         if environ.get("SCRIPT_NAME"):  # mounted or carried: local URLs move under it
             headers, result = rewrite_response(headers, result, environ)
         code = int(status[:3])
         entry["status"] = code
         commit = None
-        if method in MUTATING and 200 <= code < 400 and scratch is None:
+        if 200 <= code < 400 and instance.method in MUTATING and scratch is None:
             fresh = instance.fresh_checkpoint()
             if fresh is not None:
                 headers.append(("x-mockingbird-checkpoint", fresh))
             else:
-                commit = branch
+                commit = instance.branch
         self._finish_accepted(instance, entry)
         if code >= 400 and "faultId" not in entry:
             entry["request"] = _request_meta(environ)
-        checkpoint = self._log(entry, started, commit=commit, version=instance.version)
+        if head is not None and head[0] != self.timeline.moves:
+            head = None
+        checkpoint = self._log(entry, started, commit, instance.version,
+                               None if head is None else head[1])
         if checkpoint:
             headers.append(("x-mockingbird-checkpoint", checkpoint))
-        start_response(status, [*headers, *echo, ("x-mockingbird", self.stamp(namespace))])
+        start_response(status, [*headers, *echo, ("x-mockingbird",
+                                                  self.stamp(instance.namespace))])
         if scratch is None and isinstance(result, list):
-            early = captured.get("early")
-            return result if early is None else [*early, *result]
-        return self._stream(result, environ, entry, scratch, captured.get("early", ()))
+            return [*early, *result] if early else result
+        return self._stream(result, environ, entry, scratch, early)
 
     # -- pieces -----------------------------------------------------------------------------
     @staticmethod
@@ -354,35 +365,44 @@ class Runtime:
             entry["accepted"] = True
             entry["checkpoint"] = instance.accepted
 
-    def _log(self, entry, started, commit=None, version=None):
+    def _log(self, entry, started, commit=None, version=None, head=None):
         """Journal the request; commit a checkpoint of branch `commit` in the same transaction
         (one write per request for both). Return the checkpoint id or None.
 
         `version` is the control version read for this request: the clock comes from the
-        worker's kept copy (clock.py). Without it the clock row is read.
+        worker's kept copy (clock.py). Without it the clock row is read. `head` is the
+        branch's (head, next number) when still known (_dispatch).
         """
-        entry["durationMs"] = round((perf_counter() - started) * 1000, 2)
-        namespace = entry["namespace"]
-        checkpoint = None
-        with self.db.transaction(savepoint=False) as conn:
-            if version is not None:
-                clock = self.clocks.current(namespace, version)
-            elif NAMESPACE.match(namespace):
-                state = self.clocks.state(namespace)
-                clock = state["now"], state["frozen"]
-            else:  # an invalid namespace has no clock
-                clock = wall_ms(), False
-            now = clock[0]
-            if commit is not None:
-                done = self.timeline.capture(conn, namespace, commit, clock)
-                if done is None:  # a namespace's first checkpoint, or a new branch's
-                    committed = self.timeline.commit(namespace, commit)
-                    checkpoint, now = committed["id"], committed["at"]
-                else:
-                    checkpoint = checkpoint_id(done[0])
-            self.journal.record(conn, entry, now)
+        entry["durationMs"] = int((perf_counter() - started) * 100_000 + 0.5) / 100
+        conn = self.db.joined()  # a mutation's batch; otherwise a transaction of its own
+        if conn is not None:
+            checkpoint = self._write(conn, entry, commit, version, head)
+        else:
+            with self.db.transaction() as conn:
+                checkpoint = self._write(conn, entry, commit, version, head)
         if self._on_log is not None:  # after the commit: a slow sink never holds the lock
             self.db.after_transaction(lambda: self._on_log(entry))
+        return checkpoint
+
+    def _write(self, conn, entry, commit, version, head):
+        namespace = entry["namespace"]
+        if version is not None:
+            clock = self.clocks.current(namespace, version)
+        elif NAMESPACE.match(namespace):
+            state = self.clocks.state(namespace)
+            clock = state["now"], state["frozen"]
+        else:  # an invalid namespace has no clock
+            clock = wall_ms(), False
+        now = clock[0]
+        checkpoint = None
+        if commit is not None:
+            done = self.timeline.capture(conn, namespace, commit, clock, head=head)
+            if done is None:  # a namespace's first checkpoint, or a new branch's
+                committed = self.timeline.commit(namespace, commit)
+                checkpoint, now = committed["id"], committed["at"]
+            else:
+                checkpoint = checkpoint_id(done[0])
+        self.journal.record(conn, entry, now)
         return checkpoint
 
     def _cleanup(self, scratch):

@@ -378,6 +378,12 @@ class Database:
         """
         return _Transaction(self, commit_on_error, savepoint)
 
+    def joined(self):
+        """This thread's connection if it has a transaction open, else None (a statement run
+        on it joins that transaction)."""
+        local = self._local
+        return local.conn if getattr(local, "depth", 0) else None
+
     def after_transaction(self, callback):
         """Call `callback()` once this thread's outermost transaction has ended (now if none
         is open): work that must not hold the write lock, such as writing a log line."""

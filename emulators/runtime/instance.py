@@ -23,8 +23,8 @@ class Instance:
                  "_hits", "ids", "writes", "accepted", "_checkpoint", "in_flight", "_records",
                  "_rng", "version")
 
-    def __init__(self, runtime, namespace, branch, key, *, method="GET", base_url="",
-                 hits=(), environ=None, version=None):
+    def __init__(self, runtime, namespace, branch, key, method="GET", environ=None, hits=(),
+                 version=None, *, base_url=""):
         self._runtime = runtime
         self.namespace = namespace
         self.branch = branch

@@ -18,6 +18,8 @@ def _dumps(value):
 class Records:
     """The rows of one storage key; every call is atomic on its own, or joins `transaction()`."""
 
+    __slots__ = ("_db", "_service", "_namespace", "_key", "_on_write")
+
     def __init__(self, db, service, namespace, key, on_write=None):
         self._db = db
         self._service = service

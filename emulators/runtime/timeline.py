@@ -45,6 +45,11 @@ _NEXT = "(SELECT seq + 1 FROM sqlite_sequence WHERE name='" + CHECKPOINT_COUNTER
 HEAD_AND_NEXT = ("SELECT " + _HEAD + ", " + _NEXT + " FROM branches b WHERE service=? AND"
                  " namespace=? AND branch=?")
 NEXT = "SELECT NULL, " + _NEXT
+# What a provider mutation on main reads first: the control version (clock.py), main's head
+# and the next checkpoint number (None, None when main has no checkpoint yet).
+START_ON_MAIN = ("SELECT coalesce((SELECT version FROM control_versions WHERE service=?1), 0),"
+                 " (SELECT " + _HEAD + " FROM branches b WHERE service=?1 AND namespace=?2"
+                 " AND branch='main'), " + _NEXT)
 CAPTURE = (  # ?1 service ?2 namespace ?3 branch ?4 n ?5 parent ?6 now ?7 storage key ?8 frozen
     "INSERT INTO checkpoints (service, namespace, branch, n, parent, at_ms, sequences, rng,"
     " clock_now, clock_frozen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, (SELECT coalesce("
@@ -108,25 +113,34 @@ class Timeline:
         self.max_checkpoints = max_checkpoints
         self._prune_every = max(1, min(64, max_checkpoints // 16))
         self._unpruned = {}  # namespace -> commits by this worker since it last pruned it
+        # Commits and head changes by this process: a head read earlier in a write transaction
+        # is still the head while the count stands (no other thread or process writes until
+        # that transaction ends; one that counted meanwhile only costs a re-read).
+        self.moves = 0
+
+    def _moved(self):
+        self.moves += 1
 
     # -- capture and restore ------------------------------------------------------------
-    def capture(self, conn, namespace, branch, clock=None, *, root=False):
+    def capture(self, conn, namespace, branch, clock=None, *, root=False, head=None):
         """Commit a branch on its head (or as the first checkpoint) inside the caller's write
         transaction; return (number, parent number, at) or None when the branch has no head.
 
         `clock` is the namespace's (now, frozen) when the caller holds it (the request path
-        reads it from the worker's cache); otherwise it is read here.
+        reads it from the worker's cache); otherwise it is read here. `head` is (head, next
+        number) when the caller read them in this transaction with no move since (`moves`).
         """
         if clock is None:
             state = self._clocks.state(namespace)
             clock = state["now"], state["frozen"]
         now, frozen = clock
         service = self._service
-        row = conn.execute(NEXT if root else HEAD_AND_NEXT,
-                           () if root else (service, namespace, branch)).fetchone()
+        row = head or conn.execute(NEXT if root else HEAD_AND_NEXT,
+                                   () if root else (service, namespace, branch)).fetchone()
         if row is None:
             return None
         parent, n = row
+        self._moved()
         conn.execute(CAPTURE, (service, namespace, branch, n, parent, now,
                                namespace if branch == MAIN else f"{namespace}~{branch}",
                                1 if frozen else 0))
@@ -193,6 +207,7 @@ class Timeline:
 
     def _set_head(self, conn, namespace, branch, n):
         """Point a branch at checkpoint n: checkpoints of it numbered up to now no longer count."""
+        self._moved()
         conn.execute("INSERT INTO branches (service, namespace, branch, head, since) SELECT ?, ?,"
                      " ?, ?, seq FROM sqlite_sequence WHERE name=? ON CONFLICT (service,"
                      " namespace, branch) DO UPDATE SET head=excluded.head,"
@@ -315,6 +330,7 @@ class Timeline:
         if branch == MAIN:
             raise TimelineError("the main branch cannot be deleted")
         with self._db.transaction() as conn:
+            self._moved()
             gone = conn.execute("DELETE FROM branches WHERE service=? AND namespace=? AND"
                                 " branch=?", (self._service, namespace, branch)).rowcount
             if not gone:
@@ -360,6 +376,7 @@ class Timeline:
 
     def reset(self, namespace=None):
         """Forget the timeline of a namespace, or of all (ids are never reused)."""
+        self._moved()
         where, params = "service=?", [self._service]
         if namespace is not None:
             where, params = "service=? AND namespace=?", [self._service, namespace]
