@@ -73,6 +73,15 @@ class Counter:
         effect = inst.fault_effect("double")
         resp.media = {"value": value, "effect": effect}
 
+    def on_put(self, req, resp):
+        """Write, commit a checkpoint mid-request, then (unless ?once) write again."""
+        inst = instance_of(req)
+        inst.records.put("counter", "c", {"value": 100})
+        mid = inst.checkpoint()
+        if not req.get_param_as_bool("once"):
+            inst.records.put("counter", "c", {"value": 101})
+        resp.media = {"mid": mid}
+
 
 class Info:
     def on_get(self, req, resp):

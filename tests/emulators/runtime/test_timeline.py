@@ -137,6 +137,20 @@ def test_accepted_checkpoint_is_reused_when_nothing_changed(app):
     assert app.get("/__admin/timeline").json["branches"]["main"] == accepted
 
 
+def test_a_checkpoint_taken_mid_request_is_the_parent_of_the_request_s_own(app):
+    before = app.post("/counter").headers["x-mockingbird-checkpoint"]
+    res = app.put("/counter")
+    mid, own = res.json["mid"], res.headers["x-mockingbird-checkpoint"]
+    assert before < mid < own
+    listed = {c["id"]: c["parent"] for c in app.get("/__admin/timeline").json["checkpoints"]}
+    assert listed[mid] == before and listed[own] == mid
+    assert app.get("/counter", headers={"x-mockingbird-at": mid}).json == {"value": 100}
+    assert app.get("/counter").json == {"value": 101}
+    once = app.put("/counter?once=1")  # nothing written after it: the mid one is the answer's
+    assert once.headers["x-mockingbird-checkpoint"] == once.json["mid"]
+    assert app.get("/__admin/timeline").json["branches"]["main"] == once.json["mid"]
+
+
 def test_retention_keeps_heads(tmp_path):
     from emulators.runtime.testing import test_app
     from tests.emulators.runtime.counter_service import service
