@@ -317,10 +317,6 @@ class Database:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False,
                                    timeout=self.busy_timeout_ms / 1000)
-            # Small pages: a request dirties a handful of rows in as many tables, and each
-            # dirty page is a WAL frame its commit writes (a new file only: an existing
-            # database keeps its size).
-            conn.execute("PRAGMA page_size=1024")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=OFF")
         conn.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
