@@ -250,14 +250,15 @@ class Runtime:
             # raises or drops. Only a rule that fires (it may sleep) moves dispatch to a
             # transaction of its own below.
             with self.db.transaction(commit_on_error=True) as conn:
-                head = None
+                known = None
                 if branch == MAIN:  # one read for the control version and main's head
                     version, parent, after = conn.execute(
                         START_ON_MAIN, (self.name, namespace)).fetchone()
                     if parent is not None:
-                        head = (self.timeline.moves, (parent, after))
+                        known = (parent, after)
                 else:
                     version = self.clocks.version(conn)
+                head = (self.timeline.moves, self.db.restarts(), known)
                 hits = self.faults.evaluate(namespace, operation, method, path, version)
                 if not hits:
                     instance = Instance(self, namespace, branch, key, method, environ, (),
@@ -305,8 +306,9 @@ class Runtime:
     def _dispatch(self, call, instance, scratch, head=None):
         """Call the provider on `instance`; checkpoint, journal and stamp its answer.
 
-        `head` is (timeline moves, (main's head, next checkpoint number)) read at the start of
-        the request's transaction: still true at the end unless a checkpoint moved it since.
+        `head` is (timeline moves, transaction restarts, (main's head, next checkpoint number)
+        or None) read at the start of a mutation's transaction: still true at the end unless a
+        checkpoint moved it or the transaction was begun anew (db.py) since.
         """
         environ, start_response, entry, echo, started = call
         environ["emulators.instance"] = instance
@@ -343,10 +345,14 @@ class Runtime:
         self._finish_accepted(instance, entry)
         if code >= 400 and "faultId" not in entry:
             entry["request"] = _request_meta(environ)
-        if head is not None and head[0] != self.timeline.moves:
-            head = None
-        checkpoint = self._log(entry, started, commit, instance.version,
-                               None if head is None else head[1])
+        version, known = instance.version, None
+        if head is not None:
+            moves, restarts, known = head
+            if restarts != self.db.restarts():  # begun anew: the clock may have moved too
+                version = known = None
+            elif moves != self.timeline.moves:
+                known = None
+        checkpoint = self._log(entry, started, commit, version, known)
         if checkpoint:
             headers.append(("x-mockingbird-checkpoint", checkpoint))
         start_response(status, [*headers, *echo, ("x-mockingbird",

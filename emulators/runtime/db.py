@@ -275,6 +275,7 @@ class _Transaction:
                 conn.execute("ROLLBACK")
                 conn.execute("BEGIN IMMEDIATE")
                 local.clean = conn.total_changes
+                local.restarts += 1  # what the transaction read before may be stale now
         elif depth:
             if not keep:
                 conn.execute(f"ROLLBACK TO sp{depth}")
@@ -359,6 +360,7 @@ class Database:
             self._local.depth = 0
             self._local.clean = -1
             self._local.after = None
+            self._local.restarts = 0
         return conn
 
     def transaction(self, *, commit_on_error=False, savepoint=True):
@@ -373,6 +375,11 @@ class Database:
         answer, not the work, and an `accept()` inside the block must stay durable.
         """
         return _Transaction(self, commit_on_error, savepoint)
+
+    def restarts(self):
+        """Count this thread's transactions begun anew after a clean first block raised: a
+        value read earlier in a transaction holds while the count stands."""
+        return self._local.restarts if getattr(self._local, "conn", None) else 0
 
     def joined(self):
         """This thread's connection if it has a transaction open, else None (a statement run

@@ -73,6 +73,18 @@ class Counter:
         effect = inst.fault_effect("double")
         resp.media = {"value": value, "effect": effect}
 
+    def on_patch(self, req, resp):
+        """A first block that fails (rolled back), then a write that stays."""
+        inst = instance_of(req)
+        try:
+            with inst.transaction():
+                inst.records.put("counter", "c", {"value": -1})
+                raise CounterRejected("not this one")
+        except CounterRejected:
+            pass
+        inst.records.put("counter", "c", {"value": 7})
+        resp.media = {"value": 7}
+
     def on_put(self, req, resp):
         """Write, commit a checkpoint mid-request, then (unless ?once) write again."""
         inst = instance_of(req)

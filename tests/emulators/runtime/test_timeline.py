@@ -151,6 +151,39 @@ def test_a_checkpoint_taken_mid_request_is_the_parent_of_the_request_s_own(app):
     assert app.get("/__admin/timeline").json["branches"]["main"] == once.json["mid"]
 
 
+def test_a_batch_begun_anew_after_a_failed_first_block_reads_the_head_again(app, db):
+    from emulators.runtime import Runtime, Settings
+    from tests.emulators.runtime.counter_service import service
+    before = app.post("/counter").headers["x-mockingbird-checkpoint"]
+    other = Runtime(service, Settings(db=str(db)))  # another worker
+    real = app.runtime.db.conn
+    meanwhile = []
+
+    class Interleaved:
+        """Another worker commits a checkpoint between the rollback and the new BEGIN."""
+
+        def execute(self, sql, params=()):
+            if sql == "ROLLBACK":
+                real.execute(sql, params)
+                meanwhile.append(other.timeline.commit("default")["id"])
+                return None
+            return real.execute(sql, params)
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    app.runtime.db._local.conn = Interleaved()
+    try:
+        res = app.patch("/counter")
+    finally:
+        app.runtime.db._local.conn = real
+    own = res.headers["x-mockingbird-checkpoint"]
+    assert res.json == {"value": 7} and before < meanwhile[0] < own
+    listed = {c["id"]: c["parent"] for c in app.get("/__admin/timeline").json["checkpoints"]}
+    assert listed[meanwhile[0]] == before and listed[own] == meanwhile[0]
+    assert app.get("/counter", headers={"x-mockingbird-at": own}).json == {"value": 7}
+
+
 def test_retention_keeps_heads(tmp_path):
     from emulators.runtime.testing import test_app
     from tests.emulators.runtime.counter_service import service
