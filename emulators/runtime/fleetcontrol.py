@@ -3,6 +3,7 @@ controls, with the reference's statuses and `{"error": ...}` bodies, over a runn
 
 GET /health                                       200 ready / 503 failed (HEAD too)
 GET /fleet/metrics, GET /fleet/clock              per-service diagnostics, clocks
+GET /fleet/openapi.json                           (ours) this table as OpenAPI 3
 POST /fleet/wait-until-idle                       200 idle / 409 busy ({"timeoutMs"} waits)
 POST /fleet/clock                                 {set?, advance?, freeze?, services?}
 POST /fleet/namespaces/{ns}/reset                 {services?}
@@ -90,6 +91,8 @@ class FleetControl:
             return 200, {"namespace": namespace, "services": fleet.metrics(namespace)}
         if method == "GET" and path == "/fleet/clock":
             return 200, fleet.clock(namespace)
+        if method == "GET" and path == "/fleet/openapi.json":
+            return 200, document(self.prefix)
         snapshot_id = route.group(3) if route and route.group(2) == "snapshots" else None
         if method == "DELETE" and snapshot_id and not route.group(4):
             return fleet.delete_snapshot(namespace, snapshot_id)
@@ -179,3 +182,59 @@ def _read_object(environ):
 
 def _no_constant(name):
     raise ValueError(f"{name} is not JSON")
+
+
+def document(prefix):
+    """Return the OpenAPI 3 document of the control listener under `prefix`."""
+    error = {"description": "error", "content": {"application/json": {"schema": {
+        "type": "object", "properties": {"error": {"type": "string"}}}}}}
+    namespace = {"name": "namespace", "in": "query", "required": False,
+                 "schema": {"type": "string", "pattern": NAMESPACE.pattern}}
+
+    def operation(op_id, summary, *, body=None, path_params=(), query=True, answers=None):
+        spec = {"operationId": op_id, "summary": summary, "tags": ["fleet"],
+                "responses": {**(answers or {"200": {"description": "ok"}}), "400": error,
+                              "401": error, "404": error, "409": error}}
+        params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                  for name in path_params] + ([namespace] if query else [])
+        if params:
+            spec["parameters"] = params
+        if body is not None:
+            spec["requestBody"] = {"required": False, "content": {"application/json": {
+                "schema": {"type": "object", "properties": {
+                    "services": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                    **body}}}}}
+        return spec
+    instant = {"oneOf": [{"type": "number"}, {"type": "string"}]}
+    ns, snap = f"{prefix}/fleet/namespaces/{{ns}}", ["ns"]
+    return {"openapi": "3.0.3", "info": {"title": "emulator fleet control", "version": "1"},
+            "paths": {
+                f"{prefix}/health": {"get": operation(
+                    "fleet_health", "every service's readiness", query=False,
+                    answers={"200": {"description": "ready"}, "503": error})},
+                f"{prefix}/fleet/metrics": {"get": operation(
+                    "fleet_metrics", "per-service quiescence counters of a namespace")},
+                f"{prefix}/fleet/clock": {
+                    "get": operation("fleet_clock", "the fleet clock and each service's"),
+                    "post": operation("fleet_set_clock", "move every selected clock at once",
+                                      body={"set": instant, "advance": instant,
+                                            "freeze": {"type": "boolean"}})},
+                f"{prefix}/fleet/wait-until-idle": {"post": operation(
+                    "fleet_wait_until_idle", "200 idle, 409 busy", body={"timeoutMs": {
+                        "type": "integer", "minimum": 0, "maximum": MAX_WAIT_MS}})},
+                f"{prefix}/fleet/openapi.json": {"get": operation(
+                    "fleet_openapi", "this document", query=False)},
+                f"{ns}/reset": {"post": operation(
+                    "fleet_reset", "reset the namespace in every selected service", body={},
+                    path_params=snap, query=False)},
+                f"{ns}/snapshots": {"post": operation(
+                    "fleet_snapshot", "copy the namespace's state in every selected service",
+                    body={"label": {"type": "string", "maxLength": MAX_LABEL}},
+                    path_params=snap, query=False,
+                    answers={"201": {"description": "created"}})},
+                f"{ns}/snapshots/{{id}}/restore": {"post": operation(
+                    "fleet_restore", "put a snapshot back", body={}, path_params=["ns", "id"],
+                    query=False)},
+                f"{ns}/snapshots/{{id}}": {"delete": operation(
+                    "fleet_delete_snapshot", "forget a snapshot", path_params=["ns", "id"],
+                    query=False)}}}

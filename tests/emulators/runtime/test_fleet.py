@@ -13,12 +13,16 @@ import time
 
 import pytest
 import requests
+import webtest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import emulators
 from emulators.runtime import Service
 from emulators.runtime.cli import main
 from emulators.runtime.fleet import FleetError, FleetStartError, start_fleet
 from emulators.runtime.fleetconfig import ConfigError, plan
+from emulators.runtime.fleetcontrol import FleetControl
 from tests.emulators.runtime.counter_service import OPENAPI, provider_app
 from tests.emulators.runtime.counter_service import service as counter
 from tests.emulators.runtime.test_cli import clean_env
@@ -282,6 +286,57 @@ def test_control_statuses_and_error_bodies(shared_fleet, method, path, data, sta
     assert answer.headers["content-type"] == "application/json"
     if body is not None:
         assert answer.json() == body
+
+
+def test_the_control_documents_itself(shared_fleet):
+    document = requests.get(shared_fleet.admin_url + "/openapi.json").json()
+    operations = {op["operationId"] for item in document["paths"].values() for op in item.values()}
+    assert operations == {"fleet_health", "fleet_metrics", "fleet_clock", "fleet_set_clock",
+                          "fleet_wait_until_idle", "fleet_openapi", "fleet_reset",
+                          "fleet_snapshot", "fleet_restore", "fleet_delete_snapshot"}
+    assert "/__admin/fleet/namespaces/{ns}/snapshots/{id}/restore" in document["paths"]
+
+
+SEGMENT = st.one_of(st.sampled_from(["w1", "default", "a b", "", "x" * 65, "..", "%2F", "\u00e9",
+                                     "reset", "snapshots", "restore", "fleet"]),
+                    st.text(max_size=8))
+FLEET_PATH = st.one_of(
+    st.sampled_from(["/__admin/health", "/__admin/fleet/metrics", "/__admin/fleet/clock",
+                     "/__admin/fleet/wait-until-idle", "/__admin/fleet/openapi.json",
+                     "/__admin/fleet/", "/__admin/fleet", "/", "/__admin"]),
+    st.builds(lambda ns, tail: f"/__admin/fleet/namespaces/{ns}/{tail}", SEGMENT,
+              st.sampled_from(["reset", "snapshots", "snapshots/x/restore", "snapshots/x",
+                               "reset/x/restore", "other"])),
+    st.lists(SEGMENT, max_size=5).map(lambda parts: "/__admin/fleet/" + "/".join(parts)))
+JSON_BODY = st.recursive(
+    st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.text(max_size=8)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from(["15m", "2030-01-01T00:00:00Z", "hermes", "github", 8.64e15, -1]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["set", "advance", "freeze", "services", "label", "timeoutMs", "x"]),
+        inner, max_size=4), max_leaves=8)
+BODY = st.one_of(st.none(), JSON_BODY.map(lambda v: json.dumps(v).encode()),
+                 st.binary(max_size=12), st.sampled_from([b"NaN", b'{"set": Infinity}', b" "]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(method=st.sampled_from(["GET", "POST", "PUT", "DELETE", "HEAD", "PATCH"]), path=FLEET_PATH,
+       namespace=st.one_of(st.none(), SEGMENT), header=st.one_of(st.none(), SEGMENT), body=BODY)
+def test_fuzzed_controls_answer_json_and_never_5xx(shared_fleet, method, path, namespace,
+                                                   header, body):
+    from urllib.parse import quote
+    control = webtest.TestApp(FleetControl(shared_fleet))
+    query = "" if namespace is None else "?namespace=" + quote(namespace, safe="")
+    headers = {} if header is None else {"x-mockingbird-namespace": quote(header, safe="")}
+    answer = control.request(quote(path, safe="/%") + query, method=method, body=body or b"",
+                             headers=headers, expect_errors=True)
+    assert answer.status_int in (200, 201, 400, 404, 405, 409), answer.body
+    if method != "HEAD":
+        payload = answer.json
+        assert isinstance(payload, dict)
+        if answer.status_int >= 400:
+            assert "error" in payload or payload.get("status") == "busy", payload
 
 
 def test_admin_key_prefixes_and_namespace_resolution(tmp_path):
