@@ -3,6 +3,8 @@ the control routes and their errors, namespace holds, quiescence, and operations
 across every service or not at all; the CLI as a real process."""
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import stat
@@ -547,6 +549,30 @@ def test_requests_in_flight_make_the_namespace_busy(tmp_path):
         reader.join(10)
         assert streamed == [b"data: 0\n\ndata: 1\n\ndata: 2\n\ndata: 3\n\n"]
         assert post(fleet, "/namespaces/w1/reset").status_code == 200
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_the_readme_walk_through_works_as_written(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    section = readme[readme.index("### A fleet: several emulators from one process"):]
+    config = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
+    for entry in config["services"].values():
+        entry["port"] = 0
+    config["control"]["port"] = 0
+    config["log"] = "off"
+    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    with start_fleet(config, db=str(tmp_path / "f.db")) as fleet:
+        script = script.replace("http://127.0.0.1:8829", fleet.url).replace(
+            "http://127.0.0.1:8828", fleet.children["github"].url)
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True,
+                              text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    health, clock, reset, gone, restored, back, final = done.stdout.splitlines()
+    assert '"status":"ready"' in health and '"now":1893456000000' in clock
+    assert (gone, back) == ("404", "200")
+    for answer in (reset, restored):
+        assert json.loads(answer)["status"] == "ok"
+    assert (json.loads(final)["now"], json.loads(final)["frozen"]) == (1_893_456_000_000, True)
 
 
 # -- the command line -----------------------------------------------------------------------
