@@ -18,5 +18,6 @@ __all__ = ["AdminCall", "AdminError", "ConnectionDropped", "DroppedByFault", "Em
            "serve"]
 
 from .mount import PathDispatcher  # noqa: E402
+from .fleet import start_fleet  # noqa: E402
 
-__all__.append("PathDispatcher")
+__all__ += ["PathDispatcher", "start_fleet"]

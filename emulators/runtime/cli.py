@@ -1,6 +1,8 @@
-"""Command line (spec §14): `python -m emulators serve hermes|github [options]`, strict parsing
-(an unknown command or flag exits 2), start-up errors exit 1, SIGINT/SIGTERM exit 0."""
+"""Command line (spec §14): `python -m emulators serve hermes|github [options]`, or a fleet of
+them with `serve --config FILE` (spec §15); strict parsing (an unknown command or flag exits 2),
+start-up errors exit 1, SIGINT/SIGTERM exit 0."""
 import argparse
+import json
 import os
 import re
 import signal
@@ -22,11 +24,15 @@ the emulator with admin routes under /__admin: namespaces (x-mockingbird-namespa
 /__admin/ns/<name>/... path carrier), clock, faults, journal, metrics, checkpoints and branches,
 records (/__admin/state) and snapshots; a browser page at /__admin/ui.
 All state lives in one SQLite file (EMULATORS_DB) shared by every worker and process.
+`serve --config FILE` serves several emulators from one process, each on its own port, with a
+control listener that resets, snapshots, restores and moves the clock of a namespace across all
+of them at once.
 """
 
 EPILOG = """\
 commands:
   serve <service>   serve one emulator (hermes or github) until Ctrl-C
+  serve --config F  serve a fleet: every service of the JSON file F, plus its control
   help [command]    this text, or a command's options
 
 `python -m emulators serve --help` explains every option.
@@ -36,6 +42,7 @@ SERVE_DESCRIPTION = """\
 Serve one emulator on a TCP port (threaded; event streams are not buffered) until SIGINT or
 SIGTERM, then close it and exit 0. Start-up lines name the URL, the health route and the admin
 plane; then one line per provider request (--log). A start-up error exits 1, a bad option 2.
+With --config FILE instead of a service: serve a fleet (below).
 """
 
 SERVE_EPILOG = """\
@@ -67,6 +74,38 @@ options in detail:
                          off     nothing
   --log-requests       the same as --log json
 
+a fleet (--config FILE instead of a service):
+  --config FILE        a JSON file naming the services to serve from this one process,
+                       each on its own port, plus a control listener for all of them:
+                         {"services": {"hermes": {"port": 0}, "github": {"port": 0}},
+                          "control": {"port": 0}}
+                       a service takes port (default its own), host (127.0.0.1),
+                       adminPrefix, adminKey, seed, protocol ("http" only); the file
+                       may set adminPrefix, adminKey, namespace (default of the
+                       controls), log, db, control {host, port (default 0)}. The
+                       file's adminKey, adminPrefix, log and db win over --admin-key,
+                       --admin-prefix, --log and --db, which win over the
+                       environment; a service's own adminKey/adminPrefix win over all.
+                       Every service shares the one SQLite file, so a fleet control
+                       is one transaction over all of them. --port, --host and --seed
+                       belong in the file. A service that cannot start closes every
+                       listener started and exits 1
+  --ready-file FILE    once every service answered its health probe, write the ready
+                       manifest (JSON: control adminBase and healthUrl, each service's
+                       url, healthUrl, adminUrl) there atomically, mode 0600; an old
+                       file is deleted before start-up, ours is removed on exit
+  --connections-file FILE
+                       the same for {version, id, pid, services: {name: {url}}}
+  --ready-json         print the ready manifest as one JSON line instead of the
+                       start-up lines
+  controls, under <control>/__admin/fleet (x-mockingbird-admin-key when a key is set):
+    GET  /fleet/metrics?namespace=N    GET /fleet/clock?namespace=N
+    POST /fleet/clock {"set"|"advance"|"freeze", "services"?}
+    POST /fleet/wait-until-idle {"timeoutMs"?}
+    POST /fleet/namespaces/N/reset     POST /fleet/namespaces/N/snapshots {"label"?}
+    POST /fleet/namespaces/N/snapshots/ID/restore
+  and GET <control>/__admin/health (200 when every service is ready, else 503)
+
 environment:
   EMULATORS_DB            SQLite file of all emulator state (default var/emulators.sqlite3)
   EMULATORS_ADMIN_KEY     as --admin-key (health and the /ui page stay open)
@@ -79,6 +118,7 @@ examples:
   python -m emulators serve hermes --port 0 --db /tmp/h.sqlite3 --seed 7
   python -m emulators serve github --admin-key s3cret --log json
   python -m emulators serve hermes --admin-prefix /_mock --log off
+  python -m emulators serve --config fleet.json --ready-file var/fleet.json --ready-json
   curl -s localhost:8828/__admin/health
   curl -s -X POST localhost:8828/__admin/clock -d '{"set":"2030-01-01T00:00:00Z","freeze":true}'
 """
@@ -102,10 +142,11 @@ def _parsers(services):
     run = commands.add_parser(
         "serve", help="serve one emulator", description=SERVE_DESCRIPTION, epilog=SERVE_EPILOG,
         formatter_class=formatter, allow_abbrev=False)
-    run.add_argument("service", choices=services, help="which emulator to serve")
+    run.add_argument("service", nargs="?", choices=services,
+                     help="which emulator to serve (omit with --config)")
     run.add_argument("--port", type=_port, default=None,
                      help="TCP port (default: the service's; 0 = any free port)")
-    run.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    run.add_argument("--host", default=None, help="interface (default 127.0.0.1)")
     run.add_argument("--db", default=None, metavar="FILE",
                      help="SQLite file of the state (default $EMULATORS_DB)")
     run.add_argument("--admin-key", default=None, metavar="KEY",
@@ -117,6 +158,14 @@ def _parsers(services):
                      help="request log: pretty (default), json or off")
     run.add_argument("--log-requests", dest="log", action="store_const", const="json",
                      help="the same as --log json")
+    run.add_argument("--config", default=None, metavar="FILE",
+                     help="serve the fleet of a JSON config file instead of one service")
+    run.add_argument("--ready-file", default=None, metavar="FILE",
+                     help="fleet: write the ready manifest there (0600)")
+    run.add_argument("--connections-file", default=None, metavar="FILE",
+                     help="fleet: write the service URLs there (0600)")
+    run.add_argument("--ready-json", action="store_true",
+                     help="fleet: print the ready manifest as one JSON line")
     helper = commands.add_parser("help", help="show help", allow_abbrev=False)
     helper.add_argument("topic", nargs="?", choices=["serve"], help="a command")
     return parser, run
@@ -137,6 +186,7 @@ def main(argv=None, *, environ=None, loader=None):
         if args.command == "serve":
             prefix = _admin_prefix(run, args.admin_prefix)
             on_log = _log_sink(run, args.log)
+            _check_mode(run, args)
     except SystemExit as exit_:  # argparse: --help exits 0, a bad command or option 2
         return exit_.code if isinstance(exit_.code, int) else 0
     if args.command != "serve":  # `help [serve]`, or only `--`
@@ -154,6 +204,8 @@ def main(argv=None, *, environ=None, loader=None):
     stop = threading.Event()  # set by SIGINT/SIGTERM, also one arriving during start-up
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
+    if args.config is not None:
+        return _serve_fleet(args, loader, options, stop)
     server = _start(args, loader, Settings(**options))
     if server is None:
         return 1
@@ -180,6 +232,24 @@ def _log_sink(run, mode):
         run.error(str(error))
 
 
+def _check_mode(run, args):
+    """One service, or a fleet (--config): each with its own options (exit 2 otherwise)."""
+    if args.config is None:
+        if args.service is None:
+            run.error("choose a service (hermes or github), or a fleet with --config FILE")
+        for flag, value in (("--ready-file", args.ready_file),
+                            ("--connections-file", args.connections_file),
+                            ("--ready-json", args.ready_json or None)):
+            if value is not None:
+                run.error(f"{flag} only applies to a fleet (--config FILE)")
+        return
+    if args.service is not None:
+        run.error("give a service or --config FILE, not both")
+    for flag, value in (("--port", args.port), ("--host", args.host), ("--seed", args.seed)):
+        if value is not None:
+            run.error(f"{flag} does not apply with --config: set it per service in the file")
+
+
 def _start(args, loader, settings):
     """Load the service and listen; on failure print one line to stderr and return None."""
     try:
@@ -188,10 +258,11 @@ def _start(args, loader, settings):
         print(f"error: {args.service}: {error}", file=sys.stderr)
         return None
     port = service.default_port if args.port is None else args.port
+    host = args.host or "127.0.0.1"
     try:
-        server = serve(service, host=args.host, port=port, settings=settings)
+        server = serve(service, host=host, port=port, settings=settings)
     except OSError as error:
-        print(f"error: cannot listen on {args.host}:{port}: {error.strerror or error}",
+        print(f"error: cannot listen on {host}:{port}: {error.strerror or error}",
               file=sys.stderr)
         return None
     except Exception as error:
@@ -216,4 +287,50 @@ def _banner(server):
              f"{name} admin: {url}{prefix} ({lock})"]
     lines.append(f"{name} admin ui: {url}{prefix}/ui")
     lines.append(f"{name} state: {runtime.settings.db}")
+    print("\n".join(lines), flush=True)
+
+
+def _serve_fleet(args, loader, options, stop):
+    """Serve the fleet of --config until a signal; return the exit status."""
+    from .fleet import FleetError, FleetStartError, start_fleet
+    from .fleetconfig import ConfigError
+    try:
+        fleet = start_fleet(args.config, admin_key=options["admin_key"],
+                            admin_prefix=options["admin_prefix"], log=args.log,
+                            db=options["db"], loader=loader, ready_file=args.ready_file,
+                            connections_file=args.connections_file)
+    except FleetStartError as error:
+        print(f"error: {error} ({_reason(error.cause)})", file=sys.stderr)
+        return 1
+    except (ConfigError, FleetError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.ready_json:
+        print(json.dumps(fleet.manifest, separators=(",", ":")), flush=True)
+    else:
+        _fleet_banner(fleet)
+    stop.wait()
+    fleet.close()
+    return 0
+
+
+def _reason(cause):
+    if isinstance(cause, LookupError) and cause.args:
+        return str(cause.args[0])  # KeyError quotes its message
+    return str(cause) or type(cause).__name__
+
+
+def _fleet_banner(fleet):
+    lines = []
+    for name, child in fleet.children.items():
+        lock = "x-mockingbird-admin-key required" if child.runtime.settings.admin_key else \
+            "open — set adminKey to lock"
+        lines += [f"{name} emulator listening on {child.url}",
+                  f"{name} admin: {child.admin_url} ({lock})"]
+    lock = "x-mockingbird-admin-key required" if fleet.plan.admin_key else \
+        "open — set adminKey to lock"
+    lines += [f"fleet control listening on {fleet.url}",
+              f"fleet health: GET {fleet.health_url}",
+              f"fleet admin: {fleet.admin_url} ({lock})",
+              f"fleet state: {fleet.db_path}"]
     print("\n".join(lines), flush=True)

@@ -68,6 +68,10 @@ CREATE TABLE IF NOT EXISTS credentials (
 CREATE TABLE IF NOT EXISTS snapshots (
     n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
     checkpoint TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS fleet_snapshots (
+    id TEXT NOT NULL, service TEXT NOT NULL, namespace TEXT NOT NULL, label TEXT,
+    at_ms INTEGER NOT NULL, state TEXT NOT NULL, fleet_now INTEGER NOT NULL,
+    fleet_frozen INTEGER NOT NULL, PRIMARY KEY (id, service)) WITHOUT ROWID;
 """
 
 # Checkpoint numbers come from the `checkpoints` row of sqlite_sequence, which this code owns
