@@ -18,7 +18,7 @@ from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .faults import Faults
 from .instance import MUTATING, Instance
 from .journal import Journal
-from .mount import rewrite_response
+from .mount import origin, rewrite_response
 from .openapi import OperationMatcher
 from .requestlog import guarded_sink
 from .rng import seed_state
@@ -47,14 +47,7 @@ def error_body(message, type_="mockingbird_admin"):
 
 def public_base(environ):
     """Return scheme://host[:port] + SCRIPT_NAME of a WSGI request."""
-    scheme = environ.get("wsgi.url_scheme", "http")
-    host = environ.get("HTTP_HOST")
-    if not host:
-        host = environ.get("SERVER_NAME", "127.0.0.1")
-        port = environ.get("SERVER_PORT", "")
-        if port and port != ("443" if scheme == "https" else "80"):
-            host += ":" + port
-    return f"{scheme}://{host}{environ.get('SCRIPT_NAME', '')}"
+    return origin(environ) + environ.get("SCRIPT_NAME", "")
 
 
 class Runtime:
