@@ -146,7 +146,7 @@ class Timeline:
                                1 if frozen else 0))
         if root:
             conn.execute("INSERT INTO branches (service, namespace, branch, head, since) VALUES"
-                         " (?, ?, ?, ?, ?)", (self._service, namespace, branch, n, n))
+                         " (?, ?, ?, ?, ?)", (service, namespace, branch, n, n))
         count = self._unpruned.get(namespace, 0) + 1
         if count >= self._prune_every:
             self._prune(conn, namespace)
@@ -250,7 +250,7 @@ class Timeline:
                            (service, namespace, self.max_checkpoints)).fetchone()
         if row is None:
             return
-        heads = [n for _, n in conn.execute(HEADS, (service, namespace))]
+        heads = dict(conn.execute(HEADS, (service, namespace)))  # branch -> head number
         gone = {branch for branch, in conn.execute(
             "SELECT DISTINCT branch FROM checkpoints WHERE service=? AND namespace=? AND n<=?",
             (service, namespace, row[0]))}
@@ -258,9 +258,9 @@ class Timeline:
         # several times the delete itself).
         conn.execute("DELETE FROM checkpoints WHERE service=? AND namespace=? AND n<=? AND"
                      " pinned=0 AND n NOT IN (SELECT value FROM json_each(?))",
-                     (service, namespace, row[0], json.dumps(heads)))
+                     (service, namespace, row[0], json.dumps(list(heads.values()))))
         # Live branches too: a fork's copy is logged before the branch's first node.
-        self._collect(conn, namespace, gone | set(self.heads(conn, namespace)))
+        self._collect(conn, namespace, gone | set(heads))
 
     def _collect(self, conn, namespace, branches):
         """Drop the undo entries of `branches`' keys that no retained node reads."""
