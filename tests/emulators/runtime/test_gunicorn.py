@@ -94,6 +94,19 @@ def test_concurrent_checkpoint_commits_never_collide(url):
     assert set(ids) <= listed
 
 
+def test_concurrent_mutations_chain_their_checkpoints_and_count_once(url):
+    ids = fan_out(24, lambda i: requests.post(url + "/counter").headers[
+        "x-mockingbird-checkpoint"])
+    timeline = requests.get(url + "/__admin/timeline").json()
+    chain = [c for c in timeline["checkpoints"] if c["id"] in set(ids)]
+    # Heads are derived, never written per commit: each commit's parent is the one before it.
+    assert [c["id"] for c in chain] == sorted(ids)
+    assert all(b["parent"] == a["id"] for a, b in zip(chain, chain[1:]))
+    assert timeline["branches"]["main"] == max(ids)
+    metrics = requests.get(url + "/__admin/metrics").json()
+    assert metrics["byOperation"]["incrementCounter 200"] == 24
+
+
 def test_drop_and_journal_across_workers(url):
     requests.post(url + "/__admin/faults", json={"path": "/counter", "drop": True, "count": 1})
     with pytest.raises(requests.ConnectionError):

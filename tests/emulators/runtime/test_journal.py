@@ -133,3 +133,33 @@ def test_journal_ring_trims_in_batches_of_a_quarter_ring(tmp_path):
     add("b", 100)  # seq 600 trims b's ring (under size: nothing) and leaves a alone
     assert stored("a") == 400 and stored("b") == 100
     assert journal.metrics()["requests"] == 600
+
+
+def test_two_workers_folding_metrics_count_every_request_once(tmp_path):
+    from emulators.runtime.testing import test_app
+    from tests.emulators.runtime.counter_service import service
+    db = tmp_path / "fold.db"
+    one, two = (test_app(service, db, journal_size=5) for _ in range(2))
+    expected = {"w1": 0, "w2": 0}
+    for i in range(300):  # past several folds of each worker (every 64 of its own entries)
+        app, namespace = (one, two)[i % 2], ("w1", "w2")[i % 3 == 0]
+        if i % 7:
+            app.get("/counter", headers=ns(namespace))
+        else:
+            app.get("/items/404", headers=ns(namespace), status=404)
+        expected[namespace] += 1
+    metrics = one.get("/__admin/metrics").json
+    assert metrics == two.get("/__admin/metrics").json
+    assert metrics["requests"] == 300
+    assert metrics["byOperation"] == {"getCounter 200": 300 - len(range(0, 300, 7)),
+                                      "getItem 404": len(range(0, 300, 7))}
+    for namespace, count in expected.items():
+        assert one.get(f"/__admin/metrics?namespace={namespace}").json["requests"] == count
+        seqs = [e["seq"] for e in requests(two, f"?namespace={namespace}")]
+        assert len(seqs) == 5 and seqs == sorted(seqs)
+    two.delete("/__admin/requests?all=1")  # the journal goes, its counts stay
+    assert one.get("/__admin/metrics").json["requests"] == 300
+    one.delete("/__admin/metrics?namespace=w1")
+    assert two.get("/__admin/metrics").json["requests"] == expected["w2"]
+    two.get("/counter", headers=ns("w1"))
+    assert one.get("/__admin/metrics?namespace=w1").json["requests"] == 1
