@@ -9,15 +9,14 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 import requests
 
-from emulators.runtime.cli import main
 from emulators.runtime.rng import mulberry32, seed_state
 from tests.emulators.runtime.counter_service import service as counter
-from tests.servers import REPO, unused_port
+from tests.emulators.runtime.conftest import run_main
+from tests.servers import REPO
 
 USAGE_SERVE = "usage: python -m emulators serve [-h] [--port PORT] [--host HOST] [--db FILE]"
 MS = r"\d+(\.\d+)?ms"
@@ -216,25 +215,6 @@ def test_start_up_errors_exit_1_with_one_line(tmp_path):
     assert bad_db.returncode == 1 and bad_db.stdout == ""
     assert bad_db.stderr.startswith(f"error: cannot open {tmp_path / 'file' / 'g.db'}: ")
     assert len(bad_db.stderr.splitlines()) == 1
-
-
-def run_main(monkeypatch, argv, loader):
-    """Run main() in a thread with the signal handlers captured; yield the base URL."""
-    handlers, done = {}, {}
-    monkeypatch.setattr(signal, "signal", lambda signum, handler: handlers.setdefault(
-        signum, handler))
-    port = unused_port()
-    thread = threading.Thread(target=lambda: done.setdefault("rc", main(
-        ["serve", "hermes", "--port", str(port), *argv], environ={}, loader=loader)))
-    thread.start()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.02)
-    return f"http://127.0.0.1:{port}", handlers, thread, done
 
 
 @pytest.mark.parametrize("seed, state", [("7", 7), ("-3", -3 & 0xFFFFFFFF),

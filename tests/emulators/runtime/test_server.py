@@ -1,5 +1,5 @@
 """serve(): a real socket, drops that close it, unbuffered streams, no tracebacks; the CLI."""
-import socket
+import signal
 import subprocess
 import sys
 import threading
@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from emulators.runtime import serve
-from emulators.runtime.cli import main
+from tests.emulators.runtime.conftest import run_main
 from tests.emulators.runtime.counter_service import service
 from tests.servers import REPO
 
@@ -100,37 +100,14 @@ def test_cli_help_explains_itself():
     assert bad.returncode == 2
 
 
-def test_cli_serves_until_signalled(tmp_path, capsys):
-    from tests.servers import unused_port
-    port = unused_port()
-    done = {}
-    # Signals can only be installed on the main thread: capture the handler and call it.
-    import signal
-    captured = {}
-    real_signal = signal.signal
-
-    def fake_signal(signum, handler):
-        captured[signum] = handler
-    signal.signal = fake_signal
-    try:
-        thread = threading.Thread(target=lambda: done.setdefault("rc", main(
-            ["serve", "hermes", "--port", str(port), "--db", str(tmp_path / "c.db")],
-            environ={}, loader=lambda name: service)))
-        thread.start()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        assert requests.get(f"http://127.0.0.1:{port}/__admin/health").json()["service"] == \
-            "counter"
-        captured[signal.SIGTERM]()
-        thread.join(timeout=10)
-    finally:
-        signal.signal = real_signal
+def test_cli_serves_until_signalled(monkeypatch, tmp_path, capsys):
+    # Signals can only be installed on the main thread: run_main captures the handler.
+    url, handlers, thread, done = run_main(monkeypatch, ["--db", str(tmp_path / "c.db")],
+                                           lambda name: service)
+    assert requests.get(url + "/__admin/health").json()["service"] == "counter"
+    handlers[signal.SIGTERM]()
+    thread.join(timeout=10)
     assert done["rc"] == 0
     out = capsys.readouterr().out
-    assert f"counter emulator listening on http://127.0.0.1:{port}" in out
-    assert f"counter admin ui: http://127.0.0.1:{port}/__admin/ui" in out
+    assert f"counter emulator listening on {url}" in out
+    assert f"counter admin ui: {url}/__admin/ui" in out
