@@ -89,21 +89,12 @@ class Journal:
         sql = ("SELECT seq, at_ms, namespace, method, path, operation, status, duration_ms,"
                " fault, extra FROM journal WHERE service=?")
         params = [self._service]
-        if namespace is not None:
-            sql += " AND namespace=?"
-            params.append(namespace)
-        if operation_id is not None:
-            sql += " AND operation=?"
-            params.append(operation_id)
-        if status is not None:
-            sql += " AND status=?"
-            params.append(status)
-        if since_ms is not None:
-            sql += " AND at_ms>=?"
-            params.append(since_ms)
-        if after is not None:
-            sql += " AND seq>?"
-            params.append(after)
+        for condition, value in ((" AND namespace=?", namespace),
+                                 (" AND operation=?", operation_id), (" AND status=?", status),
+                                 (" AND at_ms>=?", since_ms), (" AND seq>?", after)):
+            if value is not None:
+                sql += condition
+                params.append(value)
         rows = self._db.all(sql + " ORDER BY seq DESC", params)
         kept, per_namespace = [], {}
         for row in rows:
