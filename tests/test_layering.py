@@ -24,6 +24,19 @@ def python_files(folder):
     return [p for p in (REPO / folder).rglob("*.py") if p.is_file()]
 
 
+def assert_layers_point_down(folder, order):
+    """Each module of `folder` ranked in `order` imports only modules ranked below it."""
+    package = folder.replace("/", ".") + "."
+    for path in python_files(folder):
+        if path.stem not in order:
+            continue
+        rank = order.index(path.stem)
+        for mod in imports_of(path):
+            if mod.startswith(package):
+                target = mod[len(package):].split(".")[0]
+                assert order.index(target) > rank, f"{path.name} imports {target}"
+
+
 def test_spaces_and_emulators_never_import_each_other():
     for path in python_files("spaces"):
         assert not any(m.startswith("emulators") for m in imports_of(path)), path
@@ -43,14 +56,7 @@ def test_only_app_and_resources_import_falcon_and_only_schemas_import_marshmallo
 def test_chat_layers_point_down():
     order = ["app", "resources", "schemas", "relay", "service", "ratelimit", "store",
              "hermes_client", "files", "errors", "settings", "clock"]
-    for path in python_files("spaces/newos4"):
-        if path.stem not in order:
-            continue
-        rank = order.index(path.stem)
-        for mod in imports_of(path):
-            if mod.startswith("spaces.newos4."):
-                target = mod.split(".")[2]
-                assert order.index(target) > rank, f"{path.name} imports {target}"
+    assert_layers_point_down("spaces/newos4", order)
 
 
 def test_host_tools_call_the_service_never_the_http_layer():
