@@ -6,6 +6,7 @@ import hmac
 import json
 import os
 import secrets
+from pathlib import Path
 
 from . import errors
 from .files import tmp_name
@@ -115,7 +116,7 @@ def _load_or_create_key(path):
         return path.read_bytes()
     except FileNotFoundError:
         pass
-    tmp = tmp_name(path)
+    tmp = Path(tmp_name(path))
     tmp.write_bytes(secrets.token_bytes(32))
     try:
         os.link(tmp, path)

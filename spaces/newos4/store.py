@@ -7,12 +7,9 @@ import json
 import os
 import re
 import time
-from pathlib import Path
-
-import filelock
 
 from . import errors
-from .files import TMP_SUFFIX, Locks, atomic_write
+from .files import TMP_SUFFIX, Locks, LockTimeout, discard, fsync_dir, replace, write_tmp
 
 THREAD_RE = re.compile(r"\A[0-9a-f]{16}\Z")
 THREAD_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\Z")
@@ -68,10 +65,10 @@ class ThreadStore:
 
         `doc` is a fresh copy ({"thread", "messages"}, empty for a new thread). Returning None
         writes nothing; a doc without messages deletes the file. Creating a thread when
-        `max_threads` files exist raises ThreadLimitReached. Returns after the write is durable.
+        `max_threads` files exist raises ThreadLimitReached. Returns after the write is durable:
+        file fsync'd, renamed into place, folder fsync'd.
         """
         path = self.path(thread)
-        self.chat_dir.mkdir(parents=True, exist_ok=True)
         try:
             with self._locks(f"{path}.lock"):
                 try:
@@ -88,16 +85,30 @@ class ThreadStore:
                         os.unlink(path)
                     return None
                 data = json.dumps(new, ensure_ascii=False, separators=(",", ":")).encode()
+                tmp = write_tmp(path, data)
                 if current is None:
-                    with self._locks(self._create_lock_path):
-                        if max_threads is not None and self.count() >= max_threads:
-                            raise errors.ThreadLimitReached()
-                        atomic_write(Path(path), data)
+                    self._create(tmp, path, max_threads)
                 else:
-                    atomic_write(Path(path), data)
+                    replace(tmp, path)
+                fsync_dir(self.chat_dir)
                 return new
-        except filelock.Timeout:
+        except LockTimeout:
             raise errors.StoreBusy()
+
+    def _create(self, tmp, path, max_threads):
+        """Rename a new thread's written file into place unless the cap is reached. Only the
+        count and the rename hold the one global lock; the fsyncs happen outside it."""
+        if max_threads is None:
+            replace(tmp, path)
+            return
+        try:
+            with self._locks(self._create_lock_path):
+                if self.count() >= max_threads:
+                    raise errors.ThreadLimitReached()
+                replace(tmp, path)
+        except BaseException:
+            discard(tmp)
+            raise
 
     def threads(self):
         """Names of every thread with a file, sorted."""
