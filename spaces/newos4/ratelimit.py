@@ -42,7 +42,6 @@ class IpWindows:
 
         Calling `record()` counts one accepted message; the window is saved on exit only then.
         """
-        self.folder.mkdir(parents=True, exist_ok=True)
         with _locked(self.folder / f"{self._hash(address)}.json") as fd:
             hits = _read_hits(fd)
             wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
@@ -85,7 +84,11 @@ def _locked(path):
     waited, so a hit is never written into a deleted window. A holder never waits on anything
     longer than the thread lock's timeout, so blocking here is bounded."""
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        except FileNotFoundError:  # the first window of a new data folder creates the folder
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if os.fstat(fd).st_nlink:
@@ -116,6 +119,7 @@ def _load_or_create_key(path):
         return path.read_bytes()
     except FileNotFoundError:
         pass
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tmp_name(path))
     tmp.write_bytes(secrets.token_bytes(32))
     try:

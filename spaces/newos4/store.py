@@ -42,22 +42,25 @@ class ThreadStore:
         return f"{self._chat_prefix}{thread}.json"
 
     def read(self, thread):
-        """The thread's document, or None when it has no file. Never writes, never locks."""
+        """The thread's document, or None when it has no file. Never writes, never locks.
+
+        An unchanged file costs one `stat`: the parse cached for its (inode, mtime, size).
+        """
         path = self.path(thread)
         try:
+            stat = os.stat(path)
+            cached = self._cache.get(path)
+            if cached is not None and cached[0] == (stat.st_ino, stat.st_mtime_ns, stat.st_size):
+                return cached[1]
             with open(path, "rb") as handle:
                 stat = os.fstat(handle.fileno())
-                key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-                cached = self._cache.get(path)
-                if cached is not None and cached[0] == key:
-                    return cached[1]
                 doc = _parse(handle.read(), path)
         except FileNotFoundError:
             return None
         if time.time_ns() - stat.st_mtime_ns > RACY_NS:
             if len(self._cache) >= CACHE_SIZE:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[path] = (key, doc)
+                self._cache.clear()  # threads of this worker may share it: no iteration
+            self._cache[path] = ((stat.st_ino, stat.st_mtime_ns, stat.st_size), doc)
         return doc
 
     def update(self, thread, change, *, max_threads=None):
