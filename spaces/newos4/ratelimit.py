@@ -14,9 +14,11 @@ from .files import tmp_name
 
 def retry_after_s(hits, now_ms, limit, window_ms):
     """Seconds until one more hit fits in the window, or None when it fits now."""
-    recent = sorted(h for h in hits if h > now_ms - window_ms)
+    cutoff = now_ms - window_ms
+    recent = [h for h in hits if h > cutoff]
     if len(recent) < limit:
         return None
+    recent.sort()
     frees_at = recent[len(recent) - limit] + window_ms
     return max(1, -(-(frees_at - now_ms) // 1000))
 
