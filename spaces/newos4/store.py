@@ -187,8 +187,9 @@ class ThreadStore:
             return 0
         for entry in entries:
             match = LOCK_FILE_RE.match(entry.name)
-            if not match or os.path.lexists(self.path(match.group(1))):
-                continue
+            if not match or not entry.is_file(follow_symlinks=False) or \
+                    os.path.lexists(self.path(match.group(1))):
+                continue  # not an orphan lock file (a directory by that name is not ours)
             try:
                 if now_s - entry.stat(follow_symlinks=False).st_mtime <= older_than_s:
                     continue
@@ -209,7 +210,8 @@ class ThreadStore:
         except FileNotFoundError:
             return 0
         for entry in entries:
-            if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
+            if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX) and \
+                    entry.is_file(follow_symlinks=False):
                 try:
                     if now_s - entry.stat().st_mtime > older_than_s:
                         os.unlink(entry.path)
