@@ -7,6 +7,8 @@ Figures: ../shared/perf/bench.py-style runs on a 2-core machine, `-w 2`, nginx i
 medians of interleaved 1-s slices against the PHP build with 16 php-fpm children.
 """
 import multiprocessing
+import os
+import sys
 
 bind = "127.0.0.1:8000"
 workers = min(4, multiprocessing.cpu_count() * 2 + 1)
@@ -38,3 +40,20 @@ forwarded_allow_ips = "127.0.0.1,::1"
 # `--access-logfile -` turns it back on when gunicorn runs alone (`make serve`).
 accesslog = None
 errorlog = "-"
+
+
+def on_starting(server):
+    """Refuse a bad configuration once, in the arbiter, before any worker starts: otherwise each
+    worker prints the same line (wsgi.py makes the same checks for servers without this file)."""
+    from emulators.hermes.settings import HermesSettings
+    from emulators.runtime import Settings as EmulatorSettings
+    from spaces.newos4.settings import Settings as ChatSettings
+    try:
+        ChatSettings.from_env(os.environ).check_data_dir()
+        EmulatorSettings.from_env(os.environ)
+        HermesSettings.from_env(os.environ)
+    except ValueError as exc:  # each names the variable and the value it refused
+        sys.stderr.write(f"gunicorn: configuration error: {exc}\n")
+        if server.pidfile is not None:
+            server.pidfile.unlink()
+        raise SystemExit(4)  # gunicorn's "App failed to load"
