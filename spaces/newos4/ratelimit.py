@@ -1,6 +1,7 @@
 """Sliding windows of accepted messages, shared by every worker through small files on disk."""
 import contextlib
 import fcntl
+import functools
 import hashlib
 import hmac
 import json
@@ -36,7 +37,7 @@ class IpWindows:
         self.folder = folder
         self.limit = limit
         self.window_ms = window_ms
-        self._key = None
+        self._hash_of = None
 
     @contextlib.contextmanager
     def hold(self, address, now_ms):
@@ -88,9 +89,12 @@ class IpWindows:
         return had_hits
 
     def _hash(self, address):
-        if self._key is None:
-            self._key = _load_or_create_key(self.folder / ".key")
-        return hmac.new(self._key, address.encode(), hashlib.sha256).hexdigest()[:32]
+        """The window's name for `address`; remembered, since each post asks (HMAC is slow)."""
+        if self._hash_of is None:
+            key = _load_or_create_key(self.folder / ".key")
+            self._hash_of = functools.lru_cache(maxsize=4096)(
+                lambda a: hmac.new(key, a.encode(), hashlib.sha256).hexdigest()[:32])
+        return self._hash_of(address)
 
 
 @contextlib.contextmanager

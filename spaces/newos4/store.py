@@ -11,7 +11,8 @@ import time
 import filelock
 
 from . import errors
-from .files import TMP_SUFFIX, Locks, LockTimeout, discard, fsync_dir, replace, write_tmp
+from .files import (TMP_SUFFIX, Locks, LockTimeout, discard, fsync_dir, read_file, replace,
+                    write_tmp)
 
 THREAD_RE = re.compile(r"\A[0-9a-f]{16}\Z")
 THREAD_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\Z")
@@ -55,9 +56,8 @@ class ThreadStore:
             cached = self._cache.get(path)
             if cached is not None and cached[0] == (stat.st_ino, stat.st_mtime_ns, stat.st_size):
                 return cached[1]
-            with open(path, "rb") as handle:
-                stat = os.fstat(handle.fileno())
-                doc = _parse(handle.read(), path)
+            stat, data = read_file(path)
+            doc = _parse(data, path)
         except FileNotFoundError:
             return None
         except OSError as exc:  # a directory or an unreadable file where a thread should be
@@ -80,8 +80,7 @@ class ThreadStore:
         try:
             with self._locks(f"{path}.lock"):
                 try:
-                    with open(path, "rb") as handle:
-                        current = _parse(handle.read(), path)
+                    current = _parse(read_file(path)[1], path)
                 except FileNotFoundError:
                     current = None
                 except OSError as exc:
@@ -237,7 +236,12 @@ class ThreadStore:
         return removed
 
 
-MESSAGE_FIELDS = {"id": str, "epoch": int, "ts": str, "author": str, "text": str}
+def _well_formed(message):
+    """A dict with string id, ts, author, text and integer epoch. Spelled out: every post parses
+    its whole thread, and a generator over a table of fields cost a tenth of a post's own CPU."""
+    get = message.get if type(message) is dict else None
+    return get is not None and type(get("id")) is str and type(get("epoch")) is int and \
+        type(get("ts")) is str and type(get("author")) is str and type(get("text")) is str
 
 
 def _parse(data, path):
@@ -249,8 +253,7 @@ def _parse(data, path):
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise errors.ThreadCorrupt(f"{path}: not a thread (no messages list)")
     for index, message in enumerate(doc["messages"]):
-        if not isinstance(message, dict) or any(
-                type(message.get(name)) is not kind for name, kind in MESSAGE_FIELDS.items()):
+        if not _well_formed(message):
             raise errors.ThreadCorrupt(
                 f"{path}: message {index} is not an object with string id, ts, author, text "
                 "and integer epoch")
