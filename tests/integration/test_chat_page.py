@@ -161,6 +161,9 @@ def test_a_question_is_answered_and_the_conversation_survives_a_reload(page, sit
     assert log_entries(page) == answered
     polled = requests.get(site["url"] + POLL_PATH, headers={"X-Chat-Token": token}, timeout=10)
     assert len(polled.json()["messages"]) == 2
+    page.reload()  # what was typed and not sent survives a reload too
+    wait_for_log(page, answered)
+    assert box.input_value() == too_long
 
 
 def test_a_rate_limited_message_shows_the_wait_and_keeps_the_text(page):
