@@ -11,8 +11,11 @@
   const HIDDEN_TAB_MS = 60000;             // a tab in the background looks once a minute
   const AUTHORS = {operator: "You", agent: "Assistant", hermes: "Hermes"};
 
-  // Poll delays: often while an answer is on its way, backing off when idle or failing.
+  // Poll delays: often while an answer is on its way, backing off when idle or failing, and
+  // when an answer is long overdue (Hermes down, a question given up).
+  const LONG_WAIT_MS = 120000;
   const awaitingDelay = backoff(1000, 3000, 1.25);
+  const overdueDelay = backoff(3000, 10000, 1.5);
   const idleDelay = backoff(2000, 30000, 2);
   const errorDelay = backoff(2000, 60000, 2);
 
@@ -23,7 +26,7 @@
     alert: $("alert"), form: $("composer"), input: $("message"), thread: $("thread"),
   };
   const state = {
-    token: loadToken(), cursor: 0, awaiting: false, seen: new Set(),
+    token: loadToken(), cursor: 0, awaiting: false, awaitingSince: 0, seen: new Set(),
     timer: null, polling: false, pollAgain: false, sending: false, alertSource: "",
   };
 
@@ -168,9 +171,19 @@
   }
 
   function setAwaiting(awaiting) {
-    if (awaiting && !state.awaiting) awaitingDelay.reset();
+    if (awaiting && !state.awaiting) {
+      state.awaitingSince = Date.now();
+      awaitingDelay.reset();
+      overdueDelay.reset();
+    }
     state.awaiting = awaiting;
-    ui.status.textContent = awaiting ? "Hermes is working on an answer…" : "";
+    ui.status.textContent = !awaiting ? ""
+      : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
+      : "Hermes is working on an answer…";
+  }
+
+  function overdue() {
+    return state.awaiting && Date.now() - state.awaitingSince > LONG_WAIT_MS;
   }
 
   function showAlert(text, source) {
@@ -205,7 +218,8 @@
       setAwaiting(body.awaiting);
       errorDelay.reset();
       clearAlert("poll");
-      delay = body.awaiting ? awaitingDelay.next() : idleDelay.next();
+      delay = !body.awaiting ? idleDelay.next()
+        : overdue() ? overdueDelay.next() : awaitingDelay.next();
     } catch (err) {
       delay = errorDelay.next();
       if (state.alertSource !== "send") {
