@@ -27,7 +27,8 @@ test: $(VENV)/.installed-test browser
 # The browser test drives Debian's chromium (no browser download is possible, so not
 # `playwright install`). Installed once when missing, as root with apt; the package lists are
 # refreshed only if the first try fails. Otherwise the test skips with the reason (fails in CI).
-APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends
+APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+  -o DPkg::Lock::Timeout=300
 browser:
 	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] \
 	  || ! command -v apt-get >/dev/null 2>&1 \
