@@ -144,6 +144,12 @@ def test_a_question_is_answered_and_the_conversation_survives_a_reload(page, sit
     wait_for_log(page, [["operator", "What is 6 x 7?"]])
     assert box.input_value() == ""
     shows_something(status)
+    # Polls while awaiting leave the status alone: a live region re-announces every change.
+    page.evaluate("""() => { window.statusChanges = 0; new MutationObserver(
+        () => window.statusChanges++).observe(document.querySelector('[role=status]'),
+        {childList: true, characterData: true, subtree: true}); }""")
+    page.wait_for_timeout(2500)
+    assert page.evaluate("window.statusChanges") == 0
 
     relay_pass(site)
     run_id = submitted_run(site, thread_of(token))

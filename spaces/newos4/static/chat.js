@@ -177,9 +177,14 @@
       overdueDelay.reset();
     }
     state.awaiting = awaiting;
-    ui.status.textContent = !awaiting ? ""
+    say(ui.status, !awaiting ? ""
       : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
-      : "Hermes is working on an answer…";
+      : "Hermes is working on an answer…");
+  }
+
+  function say(region, text) {
+    // A live region announces every change, even to the same words: touch it only to change it.
+    if (region.textContent !== text) region.textContent = text;
   }
 
   function overdue() {
@@ -187,7 +192,8 @@
   }
 
   function showAlert(text, source) {
-    ui.alert.textContent = text;
+    // A refused send is news each time, even in the same words; a poll failure only once.
+    if (source === "send") ui.alert.textContent = text; else say(ui.alert, text);
     state.alertSource = source;
   }
 
@@ -223,8 +229,8 @@
     } catch (err) {
       delay = errorDelay.next();
       if (state.alertSource !== "send") {
-        showAlert("Cannot reach the chat server (" + err.message + "); trying again in " +
-                  inWords(Math.round(delay / 1000)) + ".", "poll");
+        showAlert("Cannot reach the chat server (" + err.message + "). Trying again " +
+                  "automatically; nothing you sent is lost.", "poll");
       }
     } finally {
       state.polling = false;
