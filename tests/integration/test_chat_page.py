@@ -190,11 +190,17 @@ def test_a_question_is_answered_and_the_conversation_survives_a_reload(page, sit
 
 def test_a_rate_limited_message_shows_the_wait_and_keeps_the_text(page):
     box = page.get_by_role("textbox", name="Message")
-    sent = []
-    for n in range(RATE_THREAD):
+    box.press_sequentially("two")
+    box.press("Shift+Enter")  # a new line, not a send
+    box.press_sequentially("lines")
+    assert box.input_value() == "two\nlines" and log_entries(page) == []
+    box.press("Enter")  # Enter sends from a keyboard
+    sent = [["operator", "two\nlines"]]
+    wait_for_log(page, sent)
+    for n in range(1, RATE_THREAD):
         sent.append(["operator", f"message {n}"])
         box.fill(f"message {n}")
-        box.press("Enter")  # Enter sends from a keyboard
+        box.press("Enter")
         wait_for_log(page, sent)
     box.fill("one too many")
     with page.expect_response(lambda r: r.url.endswith("post.php")) as answer:
