@@ -247,7 +247,8 @@ def test_polling_backs_off_on_errors_and_when_idle_and_recovers(page):
     page.wait_for_timeout(7500)  # failing polls back off: 2 s, then 4 s
     failing["on"] = False
     gaps = [b - a for a, b in zip(polls, polls[1:])]
-    assert len(polls) <= 4 and gaps[1] > gaps[0] * 1.5, gaps
+    # Delays of 2 s then 4 s (±10% jitter); the margin is for a loaded machine's late timers.
+    assert len(polls) <= 4 and gaps[0] > 1.5 and gaps[1] > gaps[0] * 1.3, gaps
 
     recovered = len(polls)
     page.evaluate("window.dispatchEvent(new Event('online'))")  # back online: look at once
@@ -255,7 +256,7 @@ def test_polling_backs_off_on_errors_and_when_idle_and_recovers(page):
     page.wait_for_timeout(7500)  # an idle conversation backs off too: 2 s, then 4 s
     idle = polls[recovered:]
     gaps = [b - a for a, b in zip(idle, idle[1:])]
-    assert 2 <= len(idle) <= 4 and gaps[0] > 1.5 and gaps[-1] > gaps[0] * 1.5, gaps
+    assert 2 <= len(idle) <= 4 and gaps[0] > 1.5 and gaps[-1] > gaps[0] * 1.3, gaps
 
 
 @pytest.mark.parametrize("width, height", [(390, 780), (1280, 800)])
