@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
@@ -118,13 +119,23 @@ def log_entries(page):
         "items => items.map(m => [m.dataset.author, m.querySelector('.text').textContent])")
 
 
-def wait_for_log(page, expected):
-    """Wait until the log shows exactly `expected`. (Polled from here: the page's CSP forbids
-    the eval behind a string `wait_for_function`, and the test keeps that CSP on.)"""
+def wait_until(condition, page):
+    """Poll `condition` from here while the page runs. (Not `wait_for_function`: the page's CSP
+    forbids the eval behind a string predicate, and the test keeps that CSP on.)"""
     deadline = time.monotonic() + WAIT_MS / 1000
-    while (shown := log_entries(page)) != expected and time.monotonic() < deadline:
+    while not condition() and time.monotonic() < deadline:
         page.wait_for_timeout(100)
-    assert shown == expected
+    return condition()
+
+
+def wait_for_log(page, expected):
+    wait_until(lambda: log_entries(page) == expected, page)
+    assert log_entries(page) == expected
+
+
+def epochs(site, token):
+    body = requests.get(site["url"] + POLL_PATH, headers={"X-Chat-Token": token}, timeout=10)
+    return [m["epoch"] for m in body.json()["messages"]]
 
 
 def shows_something(locator):
@@ -134,6 +145,9 @@ def shows_something(locator):
 def test_a_question_is_answered_and_the_conversation_survives_a_reload(page, site):
     box = page.get_by_role("textbox", name="Message")
     status = page.get_by_role("status")
+    sinces = []
+    page.on("request", lambda r: sinces.append(int(parse_qs(urlsplit(r.url).query)["since"][0]))
+            if urlsplit(r.url).path.endswith("/poll.php") else None)
     token = token_of(page)
     assert re.fullmatch(r"[0-9a-f]{64}", token)
     expect(page.get_by_role("log")).to_have_attribute("aria-busy", "false")
@@ -162,6 +176,10 @@ def test_a_question_is_answered_and_the_conversation_survives_a_reload(page, sit
     answered = [["operator", "What is 6 x 7?"], ["hermes", "42, of course."]]
     wait_for_log(page, answered)
     expect(status).to_have_text("", timeout=WAIT_MS)
+    # The page asks only for what is new: since = the cursor of its last answer.
+    stored = epochs(site, token)
+    assert wait_until(lambda: stored[-1] in sinces, page), sinces
+    assert sinces == sorted(sinces) and set(sinces) <= {0, *stored}
 
     # newOS4's in-page assistant writes to the same conversation as `agent`.
     noted = requests.post(site["url"] + POST_PATH, json={"text": "Noted.", "kind": "agent"},
