@@ -176,8 +176,8 @@ class ThreadStore:
         untouched for `older_than_s`; return how many.
 
         Safe beside live writers: a lock is removed only while we hold it ourselves and no thread
-        file exists, and a locker that waited on an inode unlinked meanwhile opens the path again
-        (filelock checks `st_nlink`), so two holders never hold two inodes.
+        file exists, and a writer re-opens the path when the inode it waited on was unlinked
+        (`files.Locks`), so two holders never exist on two inodes.
         """
         removed = 0
         for entry in self._old_files(older_than_s, now_s):
