@@ -36,8 +36,12 @@ environment:
   NEWOS4_RELAY_HTTP_TIMEOUT_S=10 per request to Hermes
   NEWOS4_DATA_DIR, NEWOS4_KEEP_DAYS, NEWOS4_KEEP_MESSAGES, NEWOS4_MAX_TEXT
 
+Each thread is handled on its own: a thread file that cannot be read or an answer that cannot
+be written is reported once (relay: PROBLEM thread=... skipped: why) and skipped, and every
+other thread is still swept and relayed. When Hermes does not answer, one line says so.
+
 exit status: 0 all well (or another run holds the lock), 1 something needs a look
-(Hermes unreachable, a run failed, a question given up), 2 usage error."""
+(Hermes unreachable, a run failed, a question given up, a thread skipped), 2 usage error."""
 
 
 def build_parser():
@@ -57,6 +61,7 @@ def main(argv=None):
 
     try:
         settings = Settings.from_env(os.environ)
+        settings.check_data_dir()
         client = HermesClient(settings.hermes_api_url, api_key=settings.hermes_api_key,
                               timeout_s=settings.relay_http_timeout_s) \
             if settings.hermes_api_url else None

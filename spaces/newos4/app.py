@@ -5,7 +5,7 @@ from pathlib import Path
 import falcon
 
 from . import errors
-from .resources import ChatPoll, ChatPost, DirectorySlash, PageFile, Retired
+from .resources import ChatPoll, ChatPost, DirectorySlash, Health, PageFile, Retired
 from .service import ChatService
 
 log = logging.getLogger(__name__)
@@ -14,6 +14,9 @@ PREFIX = "/spaces/newos4"
 POST_PATH = f"{PREFIX}/api/chat/post.php"
 POLL_PATH = f"{PREFIX}/api/chat/poll.php"
 RETIRED_PATH = f"{PREFIX}/api/debug/agent-replies.php"
+# Not a PHP script of the frozen contract, so no .php; under api/ so the proxy's one location
+# for the chat API reaches it, apart from the chat page at /spaces/newos4/.
+HEALTH_PATH = f"{PREFIX}/api/health"
 PAGE_PATH = f"{PREFIX}/"
 
 # The chat page: an explicit list of files (never a folder), so nothing else can be served.
@@ -49,6 +52,7 @@ def create_app(settings, *, clock=None, random_hex=None):
         (POST_PATH, ChatPost(service)),
         (POLL_PATH, ChatPoll(service)),
         (RETIRED_PATH, Retired(POST_PATH)),
+        (HEALTH_PATH, Health(service)),
         (PREFIX, DirectorySlash(PAGE_PATH)),
         *((path, PageFile(STATIC / name, kind)) for path, (name, kind) in PAGE_FILES.items()),
     ]

@@ -12,10 +12,11 @@ from pathlib import Path
 import filelock
 
 from . import errors
-from .files import TMP_SUFFIX, Locks, atomic_write
+from .files import TMP_SUFFIX, Locks, atomic_write, fsync_dir
 
 THREAD_RE = re.compile(r"\A[0-9a-f]{16}\Z")
 THREAD_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\Z")
+LOCK_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\.lock\Z")
 # A cached parse is trusted only for files whose mtime is this far behind the moment the cache
 # was filled: a later write in the same timestamp tick, with the same size and a recycled inode,
 # could otherwise look unchanged (git's "racily clean" rule).
@@ -57,6 +58,8 @@ class ThreadStore:
                 doc = _parse(handle.read(), path)
         except FileNotFoundError:
             return None
+        except OSError as exc:  # a directory or an unreadable file where a thread should be
+            raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
         if time.time_ns() - stat.st_mtime_ns > RACY_NS:
             if len(self._cache) >= CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
@@ -79,6 +82,8 @@ class ThreadStore:
                         current = _parse(handle.read(), path)
                 except FileNotFoundError:
                     current = None
+                except OSError as exc:
+                    raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
                 new = change(current if current is not None
                              else {"thread": thread, "messages": []})
                 if new is None:
@@ -110,30 +115,148 @@ class ThreadStore:
     def count(self):
         return len(self.threads())
 
-    def remove_stale_tmp(self, older_than_s, now_s=None):
-        """Delete temporary files a crashed writer left behind; return how many."""
-        now_s = time.time() if now_s is None else now_s
-        removed = 0
+    def delete(self, thread, *, force=False):
+        """Delete the thread's file (and its lock) under the lock; return its message count,
+        or None for a corrupt file deleted with `force`. ThreadNotFound when it has no file."""
+        path = self.path(thread)
+        lock = self._locks(f"{path}.lock")
         try:
-            entries = list(os.scandir(self.chat_dir))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
-            if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
+            with lock:
                 try:
-                    if now_s - entry.stat().st_mtime > older_than_s:
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                except FileNotFoundError:
+                    raise errors.ThreadNotFound(f"no such thread: {thread}")
+                except OSError as exc:
+                    raise errors.ThreadCorrupt(
+                        f"{path}: cannot be read ({exc.strerror}); remove it by hand")
+                try:
+                    count = len(_parse(data, path)["messages"])
+                except errors.ThreadCorrupt:
+                    if not force:
+                        raise
+                    count = None
+                os.unlink(path)
+                # Unlinking a lock we hold is safe (see remove_orphan_locks).
+                os.unlink(f"{path}.lock")
+                fsync_dir(self.chat_dir)
+                return count
+        except filelock.Timeout:
+            raise errors.StoreBusy()
+
+    def inspect(self):
+        """Every entry of the chat folder as (name, verdict, why), verdict one of ok, corrupt,
+        foreign (not ours) or leftover (the sweep deletes it)."""
+        try:
+            names = sorted(os.listdir(self.chat_dir))
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            full = os.path.join(self.chat_dir, name)
+            thread = THREAD_FILE_RE.match(name)
+            lock = LOCK_FILE_RE.match(name)
+            if thread:
+                try:
+                    self.read(thread.group(1))
+                    found.append((name, "ok", "thread"))
+                except errors.ThreadCorrupt as exc:
+                    found.append((name, "corrupt", str(exc).replace(full + ": ", "")))
+            elif lock and os.path.isfile(full):
+                found.append((name, "ok" if os.path.lexists(self.path(lock.group(1)))
+                              else "leftover", "lock file"))
+            elif name.startswith(".") and name.endswith(TMP_SUFFIX) and os.path.isfile(full):
+                found.append((name, "leftover", "temporary file of an interrupted write"))
+            else:
+                found.append((name, "foreign", "not a thread, lock or temporary file"))
+        return found
+
+    def remove_orphan_locks(self, older_than_s, now_s=None):
+        """Delete `<thread>.json.lock` files whose thread has no file (a 507, a deleted thread),
+        untouched for `older_than_s`; return how many.
+
+        Safe beside live writers: a lock is removed only while we hold it ourselves and no thread
+        file exists, and a writer re-opens the path when the inode it waited on was unlinked
+        (`files.Locks`), so two holders never exist on two inodes.
+        """
+        removed = 0
+        for entry in self._old_files(older_than_s, now_s):
+            match = LOCK_FILE_RE.match(entry.name)
+            if not match or os.path.lexists(self.path(match.group(1))):
+                continue
+            try:
+                with filelock.FileLock(entry.path, timeout=0):
+                    if not os.path.lexists(self.path(match.group(1))):
                         os.unlink(entry.path)
                         removed += 1
+            except (filelock.Timeout, FileNotFoundError):
+                pass  # held by a writer right now, or gone already
+        return removed
+
+    def remove_stale_tmp(self, older_than_s, now_s=None):
+        """Delete temporary files a crashed writer left behind; return how many."""
+        removed = 0
+        for entry in self._old_files(older_than_s, now_s):
+            if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
+                try:
+                    os.unlink(entry.path)
+                    removed += 1
                 except FileNotFoundError:
                     pass
         return removed
 
+    def _old_files(self, older_than_s, now_s):
+        """Regular files of the chat folder untouched for `older_than_s` seconds (a directory
+        named like one of our files is not ours)."""
+        now_s = time.time() if now_s is None else now_s
+        try:
+            entries = list(os.scandir(self.chat_dir))
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False) and \
+                        now_s - entry.stat(follow_symlinks=False).st_mtime > older_than_s:
+                    yield entry
+            except FileNotFoundError:
+                pass
+
+
+STRING_FIELDS = ("id", "ts", "author", "text")
+
 
 def _parse(data, path):
+    """The thread document in `data`, or ThreadCorrupt saying what is wrong with the file."""
     try:
         doc = json.loads(data)
-    except ValueError:
-        raise errors.ThreadCorrupt(f"thread file {path} is not valid JSON")
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise errors.ThreadCorrupt(f"{path}: not valid JSON ({_short(exc)})")
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        raise errors.ThreadCorrupt(f"thread file {path} has no messages list")
+        raise errors.ThreadCorrupt(f"{path}: not a thread (no messages list)")
+    for index, message in enumerate(doc["messages"]):
+        problem = _message_problem(message)
+        if problem:
+            raise errors.ThreadCorrupt(f"{path}: message {index} {problem}")
     return doc
+
+
+def _message_problem(message):
+    """Why `message` is not one we write, or None. A lone surrogate (JSON can escape one, UTF-8
+    cannot hold it) would make the thread unprintable and unwritable; only text that is not
+    ASCII can hold one, and `isascii` costs nothing."""
+    if type(message) is not dict or type(message.get("epoch")) is not int:
+        return "is not an object with string id, ts, author, text and integer epoch"
+    for name in STRING_FIELDS:
+        value = message.get(name)
+        if type(value) is not str:
+            return "is not an object with string id, ts, author, text and integer epoch"
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"holds a lone surrogate in {name} (not valid Unicode)"
+    return None
+
+
+def _short(exc):
+    return str(exc)[:120]

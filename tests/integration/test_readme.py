@@ -12,9 +12,9 @@ pytestmark = [pytest.mark.gunicorn,
               pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")]
 
 
-def sh_block(after_heading_text):
+def sh_block(after_heading_text, readme_path="README.md"):
     """The first ```sh block after the line containing `after_heading_text`."""
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / readme_path).read_text()
     start = readme.index(after_heading_text)
     match = re.search(r"```sh\n(.*?)```", readme[start:], re.S)
     return match.group(1)
@@ -57,12 +57,30 @@ def test_relay_walk_through_against_the_bundled_emulator(live):
     assert '"awaiting": false' in done.stdout
 
 
+def test_host_side_examples(tmp_path):
+    from spaces.newos4.service import ChatService
+    from spaces.newos4.settings import Settings
+    data = tmp_path / "data"
+    thread = "1a2b3c4d5e6f7081"
+    ChatService(Settings(data_dir=data)).post(thread, "hello?", "operator", "198.51.100.7")
+    done = run(sh_block("## The host side"), "", {"NEWOS4_DATA_DIR": str(data),
+                                                  "HERMES_API_URL": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert f"{thread}  awaiting" in out and '"text": "On it."' in out
+    assert '"text": "a long answer\\n"' in out and "relay: sweep" in out
+    assert "0 corrupt, 0 foreign" in out and f"deleted thread {thread} (3 message(s))" in out
+    assert "cleared the per-IP window of 198.51.100.7" in out
+
+
 def test_emulator_steering_examples(tmp_path):
     with gunicorn("wsgi:github", env={"EMULATORS_DB": str(tmp_path / "e.db")}, workers=2) as url:
-        script = sh_block("Try it (start `python -m emulators serve github`")
+        script = sh_block("Try it (start `python -m emulators serve github`",
+                          "emulators/README.md")
         done = run(script.replace("http://127.0.0.1:8828", url), url, {})
     assert done.returncode == 0, done.stderr
     codes = [line for line in done.stdout.splitlines() if re.fullmatch(r"\d{3}", line)]
     assert codes == ["200", "404", "503", "200", "200", "404"]
     assert '"now":1893456900000' in done.stdout
     assert '"requests":[' in done.stdout
+
