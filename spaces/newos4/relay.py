@@ -6,6 +6,10 @@ submits newly waiting threads, within a time budget; it never waits in a loop. I
 written atomically. Every submission carries an Idempotency-Key derived from the thread, the
 question's message id and a generation counter, so a crash between submit and record, or a
 lost response, replays the same run instead of starting a second one.
+
+Every pass (a cron tick's, or one of the watcher's) holds `relay/state.json.lock` and reads the
+state afresh under it, so a cron run beside the watcher sees exactly what the watcher left:
+passes never interleave, and each one makes the same decisions cron's sequential runs make.
 """
 import json
 import time
@@ -72,11 +76,28 @@ class Relay:
         self.client = client
         self.log = log
         self.monotonic = monotonic
-        self.state = RelayState(self.settings.data_dir / "relay" / "state.json")
+        self.state_path = self.settings.data_dir / "relay" / "state.json"
+        self.state = None
         self.problems = 0
 
     def run(self):
-        """Poll in-flight runs, then submit waiting threads; return the number of problems."""
+        """Poll in-flight runs, then submit waiting threads; return the number of problems.
+
+        Holds the state lock for the whole pass and reads the state under it. Another pass
+        may hold it for as long as its budget; waiting longer than that is a problem.
+        """
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        wait_s = self.settings.relay_budget_s + 2 * self.settings.relay_http_timeout_s
+        try:
+            with filelock.FileLock(f"{self.state_path}.lock", timeout=wait_s):
+                self.state = RelayState(self.state_path)
+                return self._pass()
+        except filelock.Timeout:
+            self._say(f"another relay pass held {self.state_path}.lock for {wait_s}s; "
+                      "nothing relayed this time")
+            return self.problems
+
+    def _pass(self):
         deadline = self.monotonic() + self.settings.relay_budget_s
         waiting = {row["thread"]: row for row in self.service.summaries(awaiting_only=True)}
         for thread in sorted(self.state.threads):
