@@ -11,6 +11,7 @@ Every pass (a cron tick's, or one of the watcher's) holds `relay/state.json.lock
 state afresh under it, so a cron run beside the watcher sees exactly what the watcher left:
 passes never interleave, and each one makes the same decisions cron's sequential runs make.
 """
+import concurrent.futures
 import json
 import time
 
@@ -23,6 +24,7 @@ from .hermes_client import HermesUnreachable
 ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
 FAILED = {"failed", "cancelled", "interrupted"}
 MAX_BACKOFF_S = 3600
+MAX_POLLS = 8  # runs polled at once
 
 
 class RelayBusy(Exception):
@@ -100,11 +102,12 @@ class Relay:
     def _pass(self):
         deadline = self.monotonic() + self.settings.relay_budget_s
         waiting = {row["thread"]: row for row in self.service.summaries(awaiting_only=True)}
+        polled = self._poll_runs(waiting)
         for thread in sorted(self.state.threads):
             if self.monotonic() > deadline:
                 self._say("time budget spent; the rest waits for the next run", problem=False)
                 return self.problems
-            self._follow(thread, waiting.get(thread))
+            self._follow(thread, waiting.get(thread), polled.get(thread))
         # Delivering changed which threads wait: look again before submitting.
         waiting = self.service.summaries(awaiting_only=True)
         for row in sorted(waiting, key=lambda r: r["last_epoch"]):
@@ -117,7 +120,24 @@ class Relay:
 
     # -- in-flight runs ------------------------------------------------------------------
 
-    def _follow(self, thread, waiting_row):
+    def _poll_runs(self, waiting):
+        """GET every run still worth following, at once: a pass waits for the slowest poll,
+        not for the sum of them. Each answer is a HermesAnswer or the HermesUnreachable."""
+        wanted = {thread: entry["run_id"] for thread, entry in self.state.threads.items()
+                  if entry.get("run_id")
+                  and (waiting.get(thread) or {}).get("last_id") == entry["question"]}
+        if not wanted:
+            return {}
+
+        def get(run_id):
+            try:
+                return self.client.get_run(run_id)
+            except HermesUnreachable as exc:
+                return exc
+        with concurrent.futures.ThreadPoolExecutor(min(len(wanted), MAX_POLLS)) as pool:
+            return dict(zip(wanted, pool.map(get, wanted.values())))
+
+    def _follow(self, thread, waiting_row, answer):
         entry = self.state.threads[thread]
         if waiting_row is None:
             self._stop_quietly(entry)
@@ -130,10 +150,8 @@ class Relay:
             return
         if not entry.get("run_id"):
             return  # submitted but unconfirmed: _submit replays it with the same key
-        try:
-            answer = self.client.get_run(entry["run_id"])
-        except HermesUnreachable as exc:
-            self._say(f"thread={thread} poll run={entry['run_id']} failed: {exc}")
+        if isinstance(answer, HermesUnreachable):
+            self._say(f"thread={thread} poll run={entry['run_id']} failed: {answer}")
             return
         run = answer.body if isinstance(answer.body, dict) else {}
         status = run.get("status")

@@ -150,3 +150,23 @@ def test_a_run_pending_too_long_is_stopped_and_retried(make_app, hermes, clock):
     clock.advance(61_000)
     Relay(service, hermes, log=lambda *a: None).run()
     assert hermes.stops == ["run_1"]
+
+
+def test_runs_in_flight_are_polled_at_once_not_one_after_another(make_app, hermes):
+    import threading
+    testapp, service = make_app(relay_max_in_flight=3)
+    clients = [ChatClient(testapp) for _ in range(3)]
+    for n, client in enumerate(clients):
+        client.say(f"q{n}")
+    Relay(service, hermes, log=lambda *a: None).run()
+    together = threading.Barrier(3, timeout=5)  # breaks unless all three polls wait at once
+    answer = hermes.get_run
+
+    def get_run(run_id):
+        together.wait()
+        return answer(run_id)
+    hermes.get_run = get_run
+    for run in hermes.runs.values():
+        run.update(status="completed", output=f"answer {run['run_id']}")
+    Relay(service, hermes, log=lambda *a: None).run()
+    assert [service.history(c.thread)[-1]["author"] for c in clients] == ["hermes"] * 3
