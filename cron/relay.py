@@ -43,14 +43,18 @@ environment:
   NEWOS4_RELAY_WATCH_POLL_MS=500 --watch: how often it polls the runs in flight
   NEWOS4_DATA_DIR, NEWOS4_KEEP_DAYS, NEWOS4_KEEP_MESSAGES, NEWOS4_MAX_TEXT
 
+Each thread is handled on its own: a thread file that cannot be read or an answer that cannot
+be written is reported once (relay: PROBLEM thread=... skipped: why) and skipped, and every
+other thread is still swept and relayed. When Hermes does not answer, one line says so.
+
 --watch runs the same relay (same variables, state file, keys and retries) as a long-running
 process that submits a new question and delivers a finished answer within a second; it does
 not sweep, so keep the crontab line for the sweep (and as the fallback: a cron run beside the
 watcher does nothing twice). SIGTERM or Ctrl-C stops it (exit 0).
 
 exit status: 0 all well (or another run holds the lock), 1 something needs a look
-(Hermes unreachable, a run failed, a question given up), 2 usage error (--watch without
-HERMES_API_URL)."""
+(Hermes unreachable, a run failed, a question given up, a thread skipped), 2 usage error
+(--watch without HERMES_API_URL)."""
 
 
 def build_parser():
@@ -73,6 +77,7 @@ def main(argv=None):
 
     try:
         settings = Settings.from_env(os.environ)
+        settings.check_data_dir()
         client = HermesClient(settings.hermes_api_url, api_key=settings.hermes_api_key,
                               timeout_s=settings.relay_http_timeout_s) \
             if settings.hermes_api_url else None

@@ -33,6 +33,7 @@ class HermesClient:
     """POST /v1/runs, GET /v1/runs/{id}, POST /v1/runs/{id}/stop against `base_url`."""
 
     def __init__(self, base_url, *, api_key="", timeout_s=10.0):
+        self.base_url = base_url
         parts = urllib.parse.urlsplit(base_url)
         self._https = parts.scheme == "https"
         self._host = parts.hostname

@@ -72,6 +72,16 @@ class IpWindows:
                     removed += 1
         return removed
 
+    def clear(self, address):
+        """Forget every hit of `address` (an operator's pardon); True when it had a window."""
+        path = self.folder / f"{self._hash(address)}.json"
+        if not path.exists():
+            return False
+        with _locked(path) as fd:
+            had_hits = bool(_read_hits(fd))
+            os.unlink(path)
+        return had_hits
+
     def _hash(self, address):
         if self._key is None:
             self._key = _load_or_create_key(self.folder / ".key")

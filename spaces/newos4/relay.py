@@ -13,6 +13,8 @@ passes never interleave, and each one makes the same decisions cron's sequential
 """
 import concurrent.futures
 import json
+import os
+import shutil
 import time
 
 import filelock
@@ -20,6 +22,8 @@ import filelock
 from . import errors
 from .files import atomic_write
 from .hermes_client import HermesUnreachable
+from .service import THREAD_FAULTS
+from .store import is_thread_name
 
 ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
 FAILED = {"failed", "cancelled", "interrupted"}
@@ -53,15 +57,57 @@ def split_text(text, limit):
     return parts
 
 
-class RelayState:
-    """Per-thread relay records in one JSON file, replaced atomically after every change."""
+def repair_unicode(text):
+    """`text` with each lone surrogate (which a run's JSON output can carry, but no UTF-8 file
+    can hold) replaced by U+FFFD, and how many were replaced."""
+    try:
+        text.encode("utf-8")
+        return text, 0
+    except UnicodeEncodeError:
+        fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+        return fixed, fixed.count("\ufffd") - text.count("\ufffd")
 
-    def __init__(self, path):
+
+class RelayState:
+    """Per-thread relay records in one JSON file, replaced atomically after every change.
+
+    A file that cannot be used, or records that are not ours, are set aside (the file is kept
+    as `state.json.corrupt-<ms>`) and reported in `problems`: a damaged state never stops the
+    relay, and replaying a question with a fresh record reuses its generation-0 key.
+    """
+
+    def __init__(self, path, *, now_ms):
         self.path = path
+        self.problems = []
         try:
-            self.threads = json.loads(path.read_text())["threads"]
+            doc = json.loads(path.read_bytes())
+            threads = doc["threads"]
+            if not isinstance(threads, dict):
+                raise TypeError("threads is not an object")
         except FileNotFoundError:
             self.threads = {}
+            return
+        except (ValueError, KeyError, TypeError, RecursionError, OSError) as exc:
+            self.threads = {}
+            self._set_aside(now_ms, f"cannot be read ({exc.__class__.__name__}: "
+                                    f"{str(exc)[:120]})")
+            return
+        self.threads = {t: e for t, e in threads.items() if _valid_entry(t, e)}
+        bad = sorted(set(threads) - set(self.threads))
+        if bad:
+            self._set_aside(now_ms, f"has {len(bad)} malformed record(s) "
+                                    f"({', '.join(map(str, bad[:5]))}); they start over", copy=True)
+
+    def _set_aside(self, now_ms, why, *, copy=False):
+        """Keep the damaged file under a new name (an OSError here stops the relay: better
+        than writing over the only copy), then start from what could be read."""
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms}")
+        if copy:
+            shutil.copy2(self.path, aside)
+            self.save()
+        else:
+            os.replace(self.path, aside)
+        self.problems.append(f"relay state {self.path} {why}; kept as {aside.name}")
 
     def save(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,18 +115,34 @@ class RelayState:
                                            sort_keys=True).encode())
 
 
-class Relay:
-    """One relay invocation over `service` (the chat rules) and `client` (a HermesClient)."""
+ENTRY_FIELDS = {"question": (str,), "generation": (int,), "attempts": (int,), "next_ms": (int,),
+                "run_id": (str, type(None)), "submitted_ms": (int, type(None))}
 
-    def __init__(self, service, client, *, log, monotonic=time.monotonic):
+
+def _valid_entry(thread, entry):
+    return is_thread_name(thread) and isinstance(entry, dict) and all(
+        type(entry.get(name)) in kinds for name, kinds in ENTRY_FIELDS.items())
+
+
+class Relay:
+    """One relay invocation over `service` (the chat rules) and `client` (a HermesClient).
+
+    Each thread is handled on its own: a thread or answer that cannot be handled is reported
+    once (thread id, why) and skipped, and the other threads are still relayed. When Hermes
+    does not answer at all, the run stops contacting it and says so in one line.
+    """
+
+    def __init__(self, service, client, *, log, monotonic=time.monotonic, reported=()):
         self.service = service
         self.settings = service.settings
         self.client = client
         self.log = log
         self.monotonic = monotonic
         self.state_path = self.settings.data_dir / "relay" / "state.json"
-        self.state = None
+        self.state = None  # read under the state lock by run()
         self.problems = 0
+        self.unreachable = None  # why Hermes gave no answer, once it did not
+        self._reported = set(reported)  # threads already reported in this invocation
 
     def run(self):
         """Poll in-flight runs, then submit waiting threads; return the number of problems.
@@ -92,7 +154,9 @@ class Relay:
         wait_s = self.settings.relay_budget_s + 2 * self.settings.relay_http_timeout_s
         try:
             with filelock.FileLock(f"{self.state_path}.lock", timeout=wait_s):
-                self.state = RelayState(self.state_path)
+                self.state = RelayState(self.state_path, now_ms=self._now())
+                for problem in self.state.problems:
+                    self._say(problem)
                 return self._pass()
         except filelock.Timeout:
             self._say(f"another relay pass held {self.state_path}.lock for {wait_s}s; "
@@ -101,22 +165,49 @@ class Relay:
 
     def _pass(self):
         deadline = self.monotonic() + self.settings.relay_budget_s
-        waiting = {row["thread"]: row for row in self.service.summaries(awaiting_only=True)}
+        waiting = {row["thread"]: row for row in self._waiting()}
         polled = self._poll_runs(waiting)
         for thread in sorted(self.state.threads):
             if self.monotonic() > deadline:
                 self._say("time budget spent; the rest waits for the next run", problem=False)
                 return self.problems
-            self._follow(thread, waiting.get(thread), polled.get(thread))
+            if self.unreachable:
+                break
+            self._isolated(thread, self._follow, thread, waiting.get(thread), polled.get(thread))
         # Delivering changed which threads wait: look again before submitting.
-        waiting = self.service.summaries(awaiting_only=True)
+        waiting = [] if self.unreachable else self._waiting()
         for row in sorted(waiting, key=lambda r: r["last_epoch"]):
             if self.monotonic() > deadline:
                 self._say("time budget spent; the rest waits for the next run", problem=False)
                 break
-            if not self._submit(row):
+            if self._isolated(row["thread"], self._submit, row) is False or self.unreachable:
                 break
+        if self.unreachable:
+            pending = sum(1 for e in self.state.threads.values() if e.get("run_id"))
+            waiting_now = len(self._waiting())
+            self._say(f"Hermes is unreachable at {getattr(self.client, 'base_url', 'its URL')} "
+                      f"({self.unreachable}); {pending} run(s) in flight and {waiting_now} "
+                      "waiting thread(s) wait for the next run")
         return self.problems
+
+    def _waiting(self):
+        rows, skipped = self.service.summaries(awaiting_only=True)
+        for thread, why in skipped:
+            self._thread_problem(thread, why)
+        return rows
+
+    def _isolated(self, thread, step, *args):
+        """Run one thread's step; a fault in it is that thread's problem, not the run's."""
+        try:
+            return step(*args)
+        except THREAD_FAULTS + (ValueError, KeyError, TypeError) as exc:
+            self._thread_problem(thread, f"{exc.__class__.__name__}: {exc}")
+            return None
+
+    def _thread_problem(self, thread, why):
+        if thread not in self._reported:
+            self._reported.add(thread)
+            self._say(f"thread={thread} skipped: {why}")
 
     # -- in-flight runs ------------------------------------------------------------------
 
@@ -151,7 +242,7 @@ class Relay:
         if not entry.get("run_id"):
             return  # submitted but unconfirmed: _submit replays it with the same key
         if isinstance(answer, HermesUnreachable):
-            self._say(f"thread={thread} poll run={entry['run_id']} failed: {answer}")
+            self.unreachable = str(answer)
             return
         run = answer.body if isinstance(answer.body, dict) else {}
         status = run.get("status")
@@ -174,6 +265,10 @@ class Relay:
         if not isinstance(output, str) or output == "":
             self._failed(thread, entry, f"run {entry['run_id']} completed with no output")
             return
+        output, repaired = repair_unicode(output)
+        if repaired:
+            self._say(f"thread={thread} run={entry['run_id']} answer held {repaired} lone "
+                      "surrogate(s) (not valid Unicode); each was replaced by U+FFFD")
         parts = split_text(output, self.settings.max_text)
         outcome = self.service.deliver(thread, entry["question"], parts)
         if outcome == "superseded":
@@ -246,10 +341,13 @@ class Relay:
                 answer = self.client.submit_run(body, idempotency_key=key)
                 break
             except HermesUnreachable as exc:
-                self._say(f"thread={thread} submit key={key} got no answer ({exc})"
-                          + ("; replaying" if attempt == 1 else "; will replay next run"))
-        if answer is None:
-            return True
+                failure = exc
+                if attempt == 1:
+                    self._say(f"thread={thread} submit key={key} got no answer ({exc}); "
+                              "replaying with the same key", problem=False)
+        if answer is None:  # twice no answer: Hermes is down; the saved key replays next run
+            self.unreachable = str(failure)
+            return False
         if answer.status == 202 and isinstance(answer.body, dict) and answer.body.get("run_id"):
             entry["run_id"] = answer.body["run_id"]
             entry["submitted_ms"] = self._now()
@@ -312,12 +410,18 @@ def cron_tick(service, *, sweep_only, log, client=None):
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     try:
         with filelock.FileLock(settings.data_dir / "relay.lock", timeout=0):
-            log("relay: sweep " + json.dumps(service.sweep(), sort_keys=True), False)
+            outcome = service.sweep()
+            skipped = outcome.pop("skipped")
+            for thread, why in skipped:
+                log(f"relay: PROBLEM thread={thread} skipped: {why}", True)
+            problems = len(skipped)
+            log("relay: sweep " + json.dumps(outcome, sort_keys=True), False)
             if sweep_only:
-                return 0
+                return problems
             if client is None:
                 log("relay: HERMES_API_URL is not set: swept only", False)
-                return 0
-            return Relay(service, client, log=log).run()
+                return problems
+            relay = Relay(service, client, log=log, reported=[t for t, _ in skipped])
+            return problems + relay.run()
     except filelock.Timeout:
         raise RelayBusy()

@@ -13,7 +13,10 @@ from .store import ThreadStore, is_thread_name
 
 TOKEN_RE = re.compile(r"\A[0-9a-f]{64}\Z")
 DAY_MS = 86_400_000
-STALE_TMP_S = 3600
+# Temporary files and orphan lock files untouched this long are leftovers the sweep deletes.
+STALE_FILE_S = 3600
+# What a host-side loop catches per thread: the thread is reported and skipped, the loop goes on.
+THREAD_FAULTS = (errors.ChatError, OSError)
 
 
 def thread_of(token):
@@ -78,11 +81,21 @@ class ChatService:
             record_ip_hit()
         return message
 
+    def check_unicode(self, text):
+        """Refuse text no UTF-8 file can hold (lone surrogates): it would poison the thread."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise errors.BadRequest(
+                f"text is not valid Unicode (lone surrogate U+{ord(text[exc.start]):04X} at "
+                f"position {exc.start})")
+
     def reply(self, thread, text):
         """Append a `hermes` message to an existing thread (the host side; not rate limited)."""
         if not is_thread_name(thread):
             raise errors.BadRequest("thread must be 16 lowercase hex digits")
         self.check_text(text)
+        self.check_unicode(text)
         if self.store.read(thread) is None:  # before locking: no lock file for a mistyped name
             raise errors.ThreadNotFound(f"no such thread: {thread}")
         return self._append(thread, text, "hermes", self.clock.now_ms(), rate_limited=False,
@@ -119,6 +132,7 @@ class ChatService:
         """
         for part in parts:
             self.check_text(part)
+            self.check_unicode(part)
         now = self.clock.now_ms()
         outcome = []
 
@@ -188,10 +202,18 @@ class ChatService:
         return _newer(doc["messages"], since)
 
     def summaries(self, *, awaiting_only=False):
-        """One line of facts per thread, for `scripts/chat.py list` and the relay."""
-        rows = []
+        """One row of facts per thread, for `scripts/chat.py list` and the relay.
+
+        Returns (rows, skipped): a thread that cannot be read is a (thread, why) pair in
+        `skipped`, and every other thread is still listed.
+        """
+        rows, skipped = [], []
         for thread in self.store.threads():
-            doc = self.store.read(thread)
+            try:
+                doc = self.store.read(thread)
+            except THREAD_FAULTS as exc:
+                skipped.append((thread, str(exc)))
+                continue
             if not doc or not doc["messages"]:
                 continue
             last = doc["messages"][-1]
@@ -200,12 +222,29 @@ class ChatService:
                    "last_ts": last["ts"], "last_author": last["author"]}
             if row["awaiting"] or not awaiting_only:
                 rows.append(row)
-        return rows
+        return rows, skipped
+
+    def delete(self, thread, *, force=False):
+        """Delete a thread and its lock; `force` also deletes a thread file that is corrupt."""
+        if not is_thread_name(thread):
+            raise errors.BadRequest("thread must be 16 lowercase hex digits")
+        return self.store.delete(thread, force=force)
+
+    def clear_ip_window(self, address):
+        """Forget one client address's per-IP window; True when it had hits."""
+        try:
+            normal = str(ipaddress.ip_address(address.strip().strip("[]")))
+        except ValueError:
+            raise errors.BadRequest(f"not an IP address: {address!r}")
+        cleared = [self.ip_windows.clear(a) for a in dict.fromkeys((address, normal))]
+        return any(cleared)
 
     def sweep(self):
-        """Apply retention to every thread; delete emptied threads, stale temp files, idle windows."""
+        """Apply retention to every thread; delete emptied threads, stale temporary and orphan
+        lock files, idle windows. A thread that cannot be swept is listed in `skipped` as
+        (thread, why); the others are swept all the same."""
         now = self.clock.now_ms()
-        outcome = {"threads_trimmed": 0, "threads_removed": 0}
+        outcome = {"threads_trimmed": 0, "threads_removed": 0, "skipped": []}
 
         def change(doc):
             kept = self._retain(doc["messages"], now)
@@ -215,8 +254,12 @@ class ChatService:
             return {**doc, "messages": kept}
 
         for thread in self.store.threads():
-            self.store.update(thread, change)
-        outcome["tmp_removed"] = self.store.remove_stale_tmp(STALE_TMP_S)
+            try:
+                self.store.update(thread, change)
+            except THREAD_FAULTS as exc:
+                outcome["skipped"].append((thread, str(exc)))
+        outcome["tmp_removed"] = self.store.remove_stale_tmp(STALE_FILE_S)
+        outcome["locks_removed"] = self.store.remove_orphan_locks(STALE_FILE_S)
         outcome["ip_windows_removed"] = self.ip_windows.sweep(now)
         return outcome
 

@@ -2,6 +2,9 @@
 import dataclasses
 import functools
 import ipaddress
+import os
+import secrets
+import urllib.parse
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -68,10 +71,7 @@ class Settings:
                         f"NEWOS4_TRUSTED_PROXIES: {proxy!r} is not an IP address or network")
             values["trusted_proxies"] = proxies
         if environ.get("HERMES_API_URL"):
-            url = environ["HERMES_API_URL"].strip().rstrip("/")
-            if not url.startswith(("http://", "https://")):
-                raise SettingsError(f"HERMES_API_URL: expected an http(s) URL, got {url!r}")
-            values["hermes_api_url"] = url
+            values["hermes_api_url"] = _http_url("HERMES_API_URL", environ["HERMES_API_URL"])
         if environ.get("HERMES_API_KEY"):
             values["hermes_api_key"] = environ["HERMES_API_KEY"].strip()
         for field, minimum in _LIMITS.items():
@@ -83,7 +83,48 @@ class Settings:
                 raise SettingsError(f"{name}: expected an integer >= {minimum}, got {raw!r}")
             values[field] = int(raw)
         values.update(overrides)
-        return cls(**values)
+        settings = cls(**values)
+        if settings.keep_messages < settings.rate_thread:
+            # The per-thread window is counted from the kept messages: it could never fill.
+            raise SettingsError(
+                f"NEWOS4_KEEP_MESSAGES ({settings.keep_messages}) must be >= NEWOS4_RATE_THREAD "
+                f"({settings.rate_thread}): the per-thread limit counts kept messages")
+        return settings
+
+    def check_data_dir(self, *, writable=True):
+        """Prove the data directory usable: listed, and when `writable` created if missing and
+        a file written and removed in it; raise SettingsError naming NEWOS4_DATA_DIR otherwise."""
+        path = self.data_dir
+        try:
+            if writable:
+                path.mkdir(parents=True, exist_ok=True)
+            elif not os.path.lexists(path):
+                return  # nothing stored yet: readers see no threads
+            if not path.is_dir():
+                raise NotADirectoryError(f"{path} is not a directory")
+            os.listdir(path)
+            if writable:
+                probe = path / f".probe-{os.getpid()}-{secrets.token_hex(4)}"
+                probe.write_bytes(b"")
+                probe.unlink()
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            raise SettingsError(f"NEWOS4_DATA_DIR: {path} is not a usable directory ({why})")
+
+
+def _http_url(name, raw):
+    """An http(s) URL with a host and, if given, a port in 1-65535, without a trailing slash."""
+    url = raw.strip().rstrip("/")
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0 \
+            or parts.query or parts.fragment:
+        raise SettingsError(f"{name}: expected an http(s) URL with a host and a valid port, "
+                            f"got {raw!r}")
+    return url
 
 
 _LIMITS = {

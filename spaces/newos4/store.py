@@ -12,10 +12,11 @@ from pathlib import Path
 import filelock
 
 from . import errors
-from .files import TMP_SUFFIX, Locks, atomic_write
+from .files import TMP_SUFFIX, Locks, atomic_write, fsync_dir
 
 THREAD_RE = re.compile(r"\A[0-9a-f]{16}\Z")
 THREAD_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\Z")
+LOCK_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\.lock\Z")
 # A cached parse is trusted only for files whose mtime is this far behind the moment the cache
 # was filled: a later write in the same timestamp tick, with the same size and a recycled inode,
 # could otherwise look unchanged (git's "racily clean" rule).
@@ -57,6 +58,8 @@ class ThreadStore:
                 doc = _parse(handle.read(), path)
         except FileNotFoundError:
             return None
+        except OSError as exc:  # a directory or an unreadable file where a thread should be
+            raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
         if time.time_ns() - stat.st_mtime_ns > RACY_NS:
             if len(self._cache) >= CACHE_SIZE:
                 self._cache.pop(next(iter(self._cache)))
@@ -79,6 +82,8 @@ class ThreadStore:
                         current = _parse(handle.read(), path)
                 except FileNotFoundError:
                     current = None
+                except OSError as exc:
+                    raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
                 new = change(current if current is not None
                              else {"thread": thread, "messages": []})
                 if new is None:
@@ -110,6 +115,91 @@ class ThreadStore:
     def count(self):
         return len(self.threads())
 
+    def delete(self, thread, *, force=False):
+        """Delete the thread's file (and its lock) under the lock; return its message count,
+        or None for a corrupt file deleted with `force`. ThreadNotFound when it has no file."""
+        path = self.path(thread)
+        lock = self._locks(f"{path}.lock")
+        try:
+            with lock:
+                try:
+                    with open(path, "rb") as handle:
+                        data = handle.read()
+                except FileNotFoundError:
+                    raise errors.ThreadNotFound(f"no such thread: {thread}")
+                except OSError as exc:
+                    raise errors.ThreadCorrupt(
+                        f"{path}: cannot be read ({exc.strerror}); remove it by hand")
+                try:
+                    count = len(_parse(data, path)["messages"])
+                except errors.ThreadCorrupt:
+                    if not force:
+                        raise
+                    count = None
+                os.unlink(path)
+                # Unlinking a lock we hold is safe (see remove_orphan_locks).
+                os.unlink(f"{path}.lock")
+                fsync_dir(self.chat_dir)
+                return count
+        except filelock.Timeout:
+            raise errors.StoreBusy()
+
+    def inspect(self):
+        """Every entry of the chat folder as (name, verdict, why), verdict one of ok, corrupt,
+        foreign (not ours) or leftover (the sweep deletes it)."""
+        try:
+            names = sorted(os.listdir(self.chat_dir))
+        except FileNotFoundError:
+            return []
+        found = []
+        for name in names:
+            full = os.path.join(self.chat_dir, name)
+            thread = THREAD_FILE_RE.match(name)
+            lock = LOCK_FILE_RE.match(name)
+            if thread:
+                try:
+                    self.read(thread.group(1))
+                    found.append((name, "ok", "thread"))
+                except errors.ThreadCorrupt as exc:
+                    found.append((name, "corrupt", str(exc).replace(full + ": ", "")))
+            elif lock and os.path.isfile(full):
+                found.append((name, "ok" if os.path.lexists(self.path(lock.group(1)))
+                              else "leftover", "lock file"))
+            elif name.startswith(".") and name.endswith(TMP_SUFFIX) and os.path.isfile(full):
+                found.append((name, "leftover", "temporary file of an interrupted write"))
+            else:
+                found.append((name, "foreign", "not a thread, lock or temporary file"))
+        return found
+
+    def remove_orphan_locks(self, older_than_s, now_s=None):
+        """Delete `<thread>.json.lock` files whose thread has no file (a 507, a deleted thread),
+        untouched for `older_than_s`; return how many.
+
+        Safe beside live writers: a lock is removed only while we hold it ourselves and no thread
+        file exists, and filelock re-opens the path when the inode it waited on was unlinked
+        (its `st_nlink` check), so two holders never exist on two inodes.
+        """
+        now_s = time.time() if now_s is None else now_s
+        removed = 0
+        try:
+            entries = list(os.scandir(self.chat_dir))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            match = LOCK_FILE_RE.match(entry.name)
+            if not match or os.path.lexists(self.path(match.group(1))):
+                continue
+            try:
+                if now_s - entry.stat(follow_symlinks=False).st_mtime <= older_than_s:
+                    continue
+                with filelock.FileLock(entry.path, timeout=0):
+                    if not os.path.lexists(self.path(match.group(1))):
+                        os.unlink(entry.path)
+                        removed += 1
+            except (filelock.Timeout, FileNotFoundError):
+                pass  # held by a writer right now, or gone already
+        return removed
+
     def remove_stale_tmp(self, older_than_s, now_s=None):
         """Delete temporary files a crashed writer left behind; return how many."""
         now_s = time.time() if now_s is None else now_s
@@ -129,11 +219,34 @@ class ThreadStore:
         return removed
 
 
+MESSAGE_FIELDS = {"id": str, "epoch": int, "ts": str, "author": str, "text": str}
+
+
 def _parse(data, path):
+    """The thread document in `data`, or ThreadCorrupt saying what is wrong with the file."""
     try:
         doc = json.loads(data)
-    except ValueError:
-        raise errors.ThreadCorrupt(f"thread file {path} is not valid JSON")
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise errors.ThreadCorrupt(f"{path}: not valid JSON ({_short(exc)})")
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
-        raise errors.ThreadCorrupt(f"thread file {path} has no messages list")
+        raise errors.ThreadCorrupt(f"{path}: not a thread (no messages list)")
+    for index, message in enumerate(doc["messages"]):
+        if not isinstance(message, dict) or any(
+                type(message.get(name)) is not kind for name, kind in MESSAGE_FIELDS.items()):
+            raise errors.ThreadCorrupt(
+                f"{path}: message {index} is not an object with string id, ts, author, text "
+                "and integer epoch")
+    # Our writer never escapes non-ASCII, so a \uD8xx-\uDFxx escape is rare: only then look
+    # for a lone surrogate, which no reader could print or write back as UTF-8.
+    if b"\\ud" in data or b"\\uD" in data:
+        for index, message in enumerate(doc["messages"]):
+            try:
+                message["text"].encode("utf-8")
+            except UnicodeEncodeError:
+                raise errors.ThreadCorrupt(
+                    f"{path}: message {index} holds a lone surrogate (not valid Unicode)")
     return doc
+
+
+def _short(exc):
+    return str(exc)[:120]

@@ -249,6 +249,7 @@ def test_cron_and_the_sweep_beside_the_watcher_do_nothing_twice(site, start_watc
             (author, text) for n in range(3)
             for author, text in (("operator", f"q{n}"), ("hermes", f"a{n} {token[:6]}"))]
     assert sorted(site.runs_per_session().values()) == [3] * 3  # one run per question
+    assert watcher.stop()[0] == 0  # its log is complete once it has exited
     # Whoever's pass came first acted (cron usually takes a few); together, once each.
     outputs = watcher.stdout() + "".join(r.stdout for _, r in cron_runs)
     assert outputs.count(" submitted run=") == 9 and "(replayed)" not in outputs, outputs
@@ -277,9 +278,9 @@ def test_a_restart_loses_and_duplicates_nothing(site, start_watcher):
     assert site.transcript(late) == [("operator", "while it was down"),
                                      ("hermes", "after the restart")]
     assert sorted(site.runs_per_session().values()) == [1, 1]
+    assert second.stop()[0] == 0  # its log is complete once it has exited
     both = first.stdout() + second.stdout()
     assert both.count(" submitted run=") == 2 and both.count(" delivered") == 2
-    assert second.stop()[0] == 0
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])

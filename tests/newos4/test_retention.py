@@ -10,7 +10,7 @@ import pytest
 import webtest
 
 from spaces.newos4.app import create_app
-from spaces.newos4.service import DAY_MS, STALE_TMP_S
+from spaces.newos4.service import DAY_MS, STALE_FILE_S
 
 from .conftest import T0, ChatClient
 
@@ -61,7 +61,7 @@ def test_sweep_removes_stale_temporary_files_only(client, service, settings):
     young = settings.chat_dir / f".{client.thread}.json.456.ef01.tmp"
     stale.write_text("{}")
     young.write_text("{}")
-    old = time.time() - STALE_TMP_S - 10
+    old = time.time() - STALE_FILE_S - 10
     os.utime(stale, (old, old))
     assert service.sweep()["tmp_removed"] == 1
     assert not stale.exists() and young.exists()

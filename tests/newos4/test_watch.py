@@ -136,3 +136,21 @@ def test_a_new_browser_message_while_in_flight_supersedes_on_the_next_tick(make_
     client.say("second")
     watcher.step()
     assert hermes.stops == ["run_1"] and len(hermes.submits) == 2
+
+
+def test_a_corrupt_thread_is_said_once_and_the_others_still_flow(client, service, ticks):
+    """The relay's per-thread isolation, inherited: the watcher runs the same pass."""
+    service.settings.chat_dir.mkdir(parents=True, exist_ok=True)
+    (service.settings.chat_dir / "00000000000000aa.json").write_text("{not json")
+    hermes, lines = ScriptedHermes(), []
+    watcher = Watcher(service, hermes, log=lambda line, problem: lines.append(line),
+                      monotonic=ticks.monotonic, wall_ns=ticks.wall_ns)
+    for n in range(3):
+        client.say(f"q{n}")
+        watcher.step()
+        hermes.runs[f"run_{n + 1}"].update(status="completed", output=f"a{n}")
+        ticks.now += watcher.poll_s
+        watcher.step()
+    assert [m["text"] for m in service.history(client.thread)] == [
+        "q0", "a0", "q1", "a1", "q2", "a2"]
+    assert sum("00000000000000aa" in line for line in lines) == 1
