@@ -98,7 +98,8 @@ STOP_GRACE_S = 3.0
 
 
 def watch(service, client, log):
-    """Run the watcher in a thread until SIGTERM/SIGINT; exit 0 within a few seconds of it.
+    """Run the watcher in a thread until SIGTERM/SIGINT, then end the process: status 0
+    within a few seconds of the signal.
 
     A pass is crash-safe (keys saved before submitting, answers written in one atomic write),
     so one still waiting on Hermes after STOP_GRACE_S is abandoned and the next start redoes it.
@@ -133,16 +134,16 @@ def watch(service, client, log):
     worker.join(STOP_GRACE_S)
     if failure:
         status, line = failure[0]
-        log(line, status != 0)
-        return status
-    if worker.is_alive():
-        log("relay: stopped in the middle of a pass; the next start picks it up", False)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)  # the pass thread may hold stdout's lock: skip interpreter shutdown
-    log(f"relay: stopped after {watcher.passes} passes", False)
-    return 0
-
+    elif worker.is_alive():
+        status, line = 0, "relay: stopped in the middle of a pass; the next start redoes it"
+    else:
+        status, line = 0, f"relay: stopped after {watcher.passes} passes"
+    log(line, status != 0)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # A pass or a poll still waiting on Hermes would hold interpreter shutdown for up to the
+    # HTTP timeout (executor threads are joined at exit): a pass is crash-safe, so leave now.
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -28,11 +28,45 @@ from .store import is_thread_name
 ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
 FAILED = {"failed", "cancelled", "interrupted"}
 MAX_BACKOFF_S = 3600
-MAX_POLLS = 8  # runs polled at once
 
 
 class RelayBusy(Exception):
     """Another relay invocation holds the lock."""
+
+
+class RunPoller:
+    """GETs runs on a few threads; `poll` waits for them at most `wait_s` (None: for all).
+
+    A poll still waiting for Hermes when `poll` returns is left to finish, and its answer is
+    the one a later `poll` of that run gets: a run is never asked about twice at once, so one
+    run whose polls hang holds one thread, not one per pass, and delays nobody else's answer.
+    """
+
+    def __init__(self, client, *, threads):
+        self._client = client
+        self._pool = concurrent.futures.ThreadPoolExecutor(threads,
+                                                           thread_name_prefix="relay-poll")
+        self._pending = {}  # run id -> Future of its HermesAnswer or HermesUnreachable
+
+    def poll(self, run_ids, wait_s=None):
+        """{run id: HermesAnswer or HermesUnreachable} for the runs that answered in time."""
+        for run_id in run_ids:
+            if run_id not in self._pending:
+                self._pending[run_id] = self._pool.submit(self._get, run_id)
+        concurrent.futures.wait([self._pending[r] for r in run_ids], timeout=wait_s)
+        answered = {r: self._pending.pop(r).result() for r in run_ids if self._pending[r].done()}
+        for run_id in [r for r, f in self._pending.items() if f.done()]:
+            del self._pending[run_id]  # a run nobody follows any more
+        return answered
+
+    def close(self):
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _get(self, run_id):
+        try:
+            return self._client.get_run(run_id)
+        except HermesUnreachable as exc:
+            return exc
 
 
 def split_text(text, limit):
@@ -132,10 +166,13 @@ class Relay:
     does not answer at all, the run stops contacting it and says so in one line.
     """
 
-    def __init__(self, service, client, *, log, monotonic=time.monotonic, reported=()):
+    def __init__(self, service, client, *, log, monotonic=time.monotonic, reported=(),
+                 poller=None, poll_wait_s=None):
         self.service = service
         self.settings = service.settings
         self.client = client
+        self.poller = poller  # shared across passes by the watcher; else one for this pass
+        self.poll_wait_s = poll_wait_s
         self.log = log
         self.monotonic = monotonic
         self.state_path = self.settings.data_dir / "relay" / "state.json"
@@ -212,21 +249,21 @@ class Relay:
     # -- in-flight runs ------------------------------------------------------------------
 
     def _poll_runs(self, waiting):
-        """GET every run still worth following, at once: a pass waits for the slowest poll,
-        not for the sum of them. Each answer is a HermesAnswer or the HermesUnreachable."""
+        """Poll every run still worth following, all at once: a pass waits for the slowest
+        poll (at most `poll_wait_s`), not for the sum of them. A thread whose poll has not
+        answered yet is missing from the result: no news for it this pass."""
         wanted = {thread: entry["run_id"] for thread, entry in self.state.threads.items()
                   if entry.get("run_id")
                   and (waiting.get(thread) or {}).get("last_id") == entry["question"]}
         if not wanted:
             return {}
-
-        def get(run_id):
-            try:
-                return self.client.get_run(run_id)
-            except HermesUnreachable as exc:
-                return exc
-        with concurrent.futures.ThreadPoolExecutor(min(len(wanted), MAX_POLLS)) as pool:
-            return dict(zip(wanted, pool.map(get, wanted.values())))
+        poller = self.poller or RunPoller(self.client, threads=len(wanted))
+        try:
+            answers = poller.poll(list(wanted.values()), self.poll_wait_s)
+        finally:
+            if poller is not self.poller:
+                poller.close()
+        return {thread: answers[run] for thread, run in wanted.items() if run in answers}
 
     def _follow(self, thread, waiting_row, answer):
         entry = self.state.threads[thread]
@@ -241,6 +278,8 @@ class Relay:
             return
         if not entry.get("run_id"):
             return  # submitted but unconfirmed: _submit replays it with the same key
+        if answer is None:
+            return  # its poll is still out (see RunPoller): no news this pass
         if isinstance(answer, HermesUnreachable):
             self.unreachable = str(answer)
             return

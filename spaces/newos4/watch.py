@@ -10,7 +10,7 @@ import time
 
 import filelock
 
-from .relay import Relay
+from .relay import Relay, RunPoller
 
 # A folder mtime this close to now may change again within the same timestamp tick (a coarse
 # filesystem clock) and still look the same, so it is not trusted: the next tick runs another
@@ -45,6 +45,9 @@ class Watcher:
         self._failures = 0
         self._said = set()
         self.passes = 0
+        # Polls outlive a pass: one that Hermes is slow to answer does not hold the pass up.
+        # Each run has at most one poll out, and a few more threads cover runs just dropped.
+        self.poller = RunPoller(client, threads=self.settings.relay_max_in_flight + 4)
 
     def watch(self, stop):
         """Tick until `stop` (a threading.Event) is set; WatcherBusy if another one watches."""
@@ -56,6 +59,8 @@ class Watcher:
                     stop.wait(self.tick_s)
         except filelock.Timeout:
             raise WatcherBusy(f"another watcher holds {self.lock_path}")
+        finally:
+            self.poller.close()
 
     def step(self):
         """One tick: a pass when a folder changed or a pass is due; True when one ran."""
@@ -65,7 +70,8 @@ class Watcher:
         # Taken before the pass: whatever changes during it (our own writes too) shows next tick.
         self._seen = None if self._racy(snapshot) else snapshot
         log = self._say_once()
-        relay = Relay(self.service, self.client, log=log)
+        relay = Relay(self.service, self.client, log=log, poller=self.poller,
+                      poll_wait_s=self.poll_s)
         try:
             problems = relay.run()
         except Exception as exc:  # a pass that broke must not end the watcher: retry later

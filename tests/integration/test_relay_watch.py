@@ -221,6 +221,30 @@ def test_a_slow_run_never_delays_another_threads_answer(site, start_watcher):
     site.wait_answer(slow, "after long thought", timeout=BOUND_S * 2)
 
 
+def test_a_run_whose_polls_hang_never_delays_another_threads_answer(site, start_watcher):
+    """Hermes takes 8 s to answer each poll of one run (an emulator fault): the pass waits for
+    that poll no longer than the poll interval, and asks again only once it answered."""
+    watcher = start_watcher()
+    slow, quick = secrets.token_hex(32), secrets.token_hex(32)
+    slow_run = site.wait_submitted(slow, site.post(slow, "think hard")["id"])
+    faults = f"{site.hermes}/__admin/faults"
+    fault = site.session().post(faults, timeout=10, json={
+        "method": "GET", "pathPrefix": f"/v1/runs/{slow_run}", "delayMs": 8000}).json()
+    for n in range(3):
+        to_submitted, to_visible = site.ask(quick, f"quick {n}", f"quick answer {n}")
+        assert to_submitted <= BOUND_S and to_visible <= BOUND_S
+    polls = next(f["hits"] for f in site.session().get(faults, timeout=10).json()["faults"]
+                 if f["id"] == fault["id"])
+    assert 1 <= polls <= 2, polls  # one poll out at a time, not one per pass
+    # A poll still hanging does not hold up the exit either.
+    status, took = watcher.stop()
+    assert status == 0 and took < 5, (status, took, watcher.stderr())
+    site.session().delete(faults, timeout=10)
+    site.observe(slow_run, status="completed", output="slowly")
+    start_watcher("again")
+    site.wait_answer(slow, "slowly", timeout=BOUND_S * 2)
+
+
 def test_cron_and_the_sweep_beside_the_watcher_do_nothing_twice(site, start_watcher):
     watcher = start_watcher()
     cron_runs, stop = [], threading.Event()
