@@ -5,6 +5,8 @@ whole worker; several workers because all shared state is on disk (thread files,
 Override any setting on the command line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS.
 """
 import multiprocessing
+import os
+import sys
 
 bind = "127.0.0.1:8000"
 workers = min(4, multiprocessing.cpu_count() * 2 + 1)
@@ -26,3 +28,20 @@ graceful_timeout = 10
 forwarded_allow_ips = "127.0.0.1,::1"
 accesslog = "-"
 errorlog = "-"
+
+
+def on_starting(server):
+    """Refuse a bad configuration once, in the arbiter, before any worker starts: otherwise each
+    worker prints the same line (wsgi.py makes the same checks for servers without this file)."""
+    from emulators.hermes.settings import HermesSettings
+    from emulators.runtime import Settings as EmulatorSettings
+    from spaces.newos4.settings import Settings as ChatSettings
+    try:
+        ChatSettings.from_env(os.environ).check_data_dir()
+        EmulatorSettings.from_env(os.environ)
+        HermesSettings.from_env(os.environ)
+    except ValueError as exc:  # each names the variable and the value it refused
+        sys.stderr.write(f"gunicorn: configuration error: {exc}\n")
+        if server.pidfile is not None:
+            server.pidfile.unlink()
+        raise SystemExit(4)  # gunicorn's "App failed to load"

@@ -15,6 +15,7 @@ try:
     from emulators.github.app import service as github_service
     from emulators.hermes.app import service as hermes_service  # reads HERMES_* on import
     _chat_settings = Settings.from_env(os.environ)
+    _chat_settings.check_data_dir()
     _emulator_settings = EmulatorSettings.from_env(os.environ)
 except ValueError as exc:  # every from_env names the variable and the value it refused
     # Exit code 4 is gunicorn's "App failed to load": the arbiter stops at once with this one

@@ -4,7 +4,7 @@ import logging
 import falcon
 
 from . import errors
-from .resources import ChatPoll, ChatPost, Retired
+from .resources import ChatPoll, ChatPost, Health, Retired
 from .service import ChatService
 
 log = logging.getLogger(__name__)
@@ -13,6 +13,9 @@ PREFIX = "/spaces/newos4"
 POST_PATH = f"{PREFIX}/api/chat/post.php"
 POLL_PATH = f"{PREFIX}/api/chat/poll.php"
 RETIRED_PATH = f"{PREFIX}/api/debug/agent-replies.php"
+# Not a PHP script of the frozen contract, so no .php; under api/ so the proxy's one location
+# for the chat API reaches it, apart from the chat page at /spaces/newos4/.
+HEALTH_PATH = f"{PREFIX}/api/health"
 
 
 class ChatHTTPError(falcon.HTTPError):
@@ -39,6 +42,7 @@ def create_app(settings, *, clock=None, random_hex=None):
         (POST_PATH, ChatPost(service)),
         (POLL_PATH, ChatPoll(service)),
         (RETIRED_PATH, Retired(POST_PATH)),
+        (HEALTH_PATH, Health(service)),
     ]
     for path, resource in routes:
         app.add_route(path, resource)

@@ -66,6 +66,13 @@ class StoreBusy(ChatError):
     message = "busy, try again"
 
 
+class Unavailable(ChatError):
+    """The service cannot do its job (health check): say so without details a stranger could use."""
+
+    status = 503
+    message = "unavailable"
+
+
 class Gone(ChatError):
     status = 410
     message = "gone"

@@ -39,7 +39,8 @@ class IpWindows:
     def hold(self, address, now_ms):
         """Lock this address's window; raise RateLimited when full; yield `record()`.
 
-        Calling `record()` counts one accepted message; the window is saved on exit only then.
+        Calling `record()` counts one hit; the window is saved on exit (even by an exception)
+        only then.
         """
         self.folder.mkdir(parents=True, exist_ok=True)
         with _locked(self.folder / f"{self._hash(address)}.json") as fd:
@@ -50,11 +51,13 @@ class IpWindows:
                     f"rate limit: at most {self.limit} messages per IP per "
                     f"{describe_window(self.window_ms)}", wait)
             recorded = []
-            yield lambda: recorded.append(now_ms)
-            if recorded:
-                # Only the newest `limit` hits can ever decide a later request.
-                live = sorted(h for h in hits if h > now_ms - self.window_ms)
-                _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]}).encode())
+            try:
+                yield lambda: recorded.append(now_ms)
+            finally:  # a hit recorded before a refusal (a 507) counts too
+                if recorded:
+                    # Only the newest `limit` hits can ever decide a later request.
+                    live = sorted(h for h in hits if h > now_ms - self.window_ms)
+                    _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]}).encode())
 
     def sweep(self, now_ms):
         """Delete windows with no hit left inside them; return how many."""

@@ -20,7 +20,7 @@ class ChatPost:
         raw = read_body(req, self.service.settings.max_body, self.service.settings.max_text)
         try:
             data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # deep nesting is a malformed body, not a 500
             raise errors.BadRequest("body must be a JSON object")
         body = schemas.load(schemas.POST_BODY, data)
         address = client_address(req.remote_addr, req.get_header("X-Forwarded-For"),
@@ -49,6 +49,20 @@ class ChatPoll:
 
     def on_options(self, req, resp):
         raise falcon.HTTPMethodNotAllowed(["GET"])
+
+
+class Health:
+    """GET /spaces/newos4/api/health: 200 when the data directory is readable and writable, else
+    503; for the reverse proxy and monitors. Cheap (no thread is read) and says nothing secret."""
+
+    def __init__(self, service):
+        self.service = service
+
+    def on_get(self, req, resp):
+        resp.cache_control = ["no-store"]
+        resp.media = self.service.health()
+
+    on_head = on_get
 
 
 class Retired:

@@ -3,6 +3,7 @@ import bisect
 import datetime
 import hashlib
 import ipaddress
+import logging
 import re
 import secrets
 
@@ -11,6 +12,7 @@ from .clock import SystemClock
 from .ratelimit import IpWindows, describe_window, retry_after_s
 from .store import ThreadStore, is_thread_name
 
+log = logging.getLogger(__name__)
 TOKEN_RE = re.compile(r"\A[0-9a-f]{64}\Z")
 DAY_MS = 86_400_000
 # Temporary files and orphan lock files untouched this long are leftovers the sweep deletes.
@@ -65,6 +67,16 @@ class ChatService:
                                     limit=settings.rate_ip,
                                     window_ms=settings.rate_window_s * 1000)
 
+    def health(self):
+        """Prove the data directory readable and writable (a probe file written and removed);
+        Unavailable otherwise, with the details in the log only."""
+        try:
+            self.settings.check_data_dir()
+        except ValueError as exc:
+            log.error("health: %s", exc)
+            raise errors.Unavailable("data directory not usable")
+        return {"success": True, "status": "ok"}
+
     def check_text(self, text):
         """Non-empty string within the limit (code points); rejected, never trimmed or cut."""
         if not isinstance(text, str) or text == "":
@@ -73,11 +85,16 @@ class ChatService:
             raise errors.TooLarge(self.settings.max_text)
 
     def post(self, thread, text, kind, address):
-        """Append a browser message (author operator|agent) under both rate windows."""
+        """Append a browser message (author operator|agent) under both rate windows; a 507
+        counts against the client's IP window like an accepted message."""
         self.check_text(text)
         now = self.clock.now_ms()
         with self.ip_windows.hold(address, now) as record_ip_hit:
-            message = self._append(thread, text, kind, now, rate_limited=True)
+            try:
+                message = self._append(thread, text, kind, now, rate_limited=True)
+            except errors.ThreadLimitReached:
+                record_ip_hit()  # else one client could ask for 507s without end
+                raise
             record_ip_hit()
         return message
 

@@ -95,21 +95,19 @@ class Settings:
         """Prove the data directory usable: listed, and when `writable` created if missing and
         a file written and removed in it; raise SettingsError naming NEWOS4_DATA_DIR otherwise."""
         path = self.data_dir
-        try:
-            if writable:
-                path.mkdir(parents=True, exist_ok=True)
-            elif not os.path.lexists(path):
-                return  # nothing stored yet: readers see no threads
-            if not path.is_dir():
-                raise NotADirectoryError(f"{path} is not a directory")
-            os.listdir(path)
-            if writable:
-                probe = path / f".probe-{os.getpid()}-{secrets.token_hex(4)}"
-                probe.write_bytes(b"")
-                probe.unlink()
-        except OSError as exc:
-            why = exc.strerror or str(exc)
-            raise SettingsError(f"NEWOS4_DATA_DIR: {path} is not a usable directory ({why})")
+        if os.path.lexists(path) and not path.is_dir():
+            raise SettingsError(f"NEWOS4_DATA_DIR: {path} is not a directory")
+        if not writable and not path.exists():
+            return  # nothing stored yet: readers see no threads
+        probe = path / f".probe-{os.getpid()}-{secrets.token_hex(4)}"
+        steps = [("cannot be created", lambda: path.mkdir(parents=True, exist_ok=True)),
+                 ("cannot be read", lambda: os.listdir(path)),
+                 ("is not writable", lambda: (probe.write_bytes(b""), probe.unlink()))]
+        for what, step in steps if writable else steps[1:2]:
+            try:
+                step()
+            except OSError as exc:
+                raise SettingsError(f"NEWOS4_DATA_DIR: {path} {what} ({exc.strerror or exc})")
 
 
 def _http_url(name, raw):

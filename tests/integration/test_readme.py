@@ -12,9 +12,9 @@ pytestmark = [pytest.mark.gunicorn,
               pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")]
 
 
-def sh_block(after_heading_text):
+def sh_block(after_heading_text, readme_path="README.md"):
     """The first ```sh block after the line containing `after_heading_text`."""
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / readme_path).read_text()
     start = readme.index(after_heading_text)
     match = re.search(r"```sh\n(.*?)```", readme[start:], re.S)
     return match.group(1)
@@ -59,7 +59,8 @@ def test_relay_walk_through_against_the_bundled_emulator(live):
 
 def test_emulator_steering_examples(tmp_path):
     with gunicorn("wsgi:github", env={"EMULATORS_DB": str(tmp_path / "e.db")}, workers=2) as url:
-        script = sh_block("Try it (start `python -m emulators serve github`")
+        script = sh_block("Try it (start `python -m emulators serve github`",
+                          "emulators/README.md")
         done = run(script.replace("http://127.0.0.1:8828", url), url, {})
     assert done.returncode == 0, done.stderr
     codes = [line for line in done.stdout.splitlines() if re.fullmatch(r"\d{3}", line)]
@@ -77,3 +78,19 @@ def test_watcher_walk_through_against_the_bundled_emulator(live):
     assert "relay: watching" in done.stdout and "submitted run=run_" in done.stdout
     assert " delivered" in done.stdout and "relay: stopped after" in done.stdout
     assert '"author": "hermes", "text": "42."' in done.stdout and '"awaiting": false' in done.stdout
+
+
+MARKDOWN_LINK = re.compile(r"\]\(([^)#\s]+)[^)]*\)|`(\.\./[^`]*)`")
+
+
+def test_no_readme_points_outside_the_repository():
+    """A user's clone has nothing beside the repository: every relative link or path stays in."""
+    for readme in [REPO / "README.md", *sorted((REPO / "emulators").rglob("README.md"))]:
+        text = readme.read_text()
+        assert "../shared" not in text, readme
+        for match in MARKDOWN_LINK.finditer(text):
+            target = match.group(1) or match.group(2)
+            if re.match(r"[a-z]+:", target):
+                continue  # a URL
+            resolved = (readme.parent / target).resolve()
+            assert resolved.is_relative_to(REPO) and resolved.exists(), (readme, target)

@@ -257,4 +257,4 @@ def test_a_data_dir_that_is_a_file_is_one_line_for_every_host_tool(tmp_path):
         done = run(not_a_dir, *args)
         out, err = text(done)
         assert done.returncode == 1 and "Traceback" not in err and err.count("\n") == 1, err
-        assert f"NEWOS4_DATA_DIR: {not_a_dir} is not a usable directory" in err
+        assert f"NEWOS4_DATA_DIR: {not_a_dir} is not a directory" in err

@@ -553,7 +553,7 @@ def test_requests_in_flight_make_the_namespace_busy(tmp_path):
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_the_readme_walk_through_works_as_written(tmp_path):
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "emulators" / "README.md").read_text()
     section = readme[readme.index("### A fleet: several emulators from one process"):]
     config = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
     for entry in config["services"].values():

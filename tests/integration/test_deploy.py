@@ -1,0 +1,193 @@
+"""deploy/ works as shipped: the nginx site in front of real gunicorn, the systemd unit through
+systemd-analyze, logrotate rotating the relay log, the cron lines run as written. Each tool
+missing on the machine skips its test with the reason."""
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from spaces.newos4.app import HEALTH_PATH, POLL_PATH, POST_PATH
+from tests.servers import REPO, gunicorn, unused_port
+
+DEPLOY = REPO / "deploy"
+pytestmark = pytest.mark.gunicorn
+
+
+def needs(tool):
+    found = shutil.which(tool) or next((p for p in (f"/usr/sbin/{tool}", f"/sbin/{tool}")
+                                        if os.access(p, os.X_OK)), None)
+    if not found:
+        pytest.skip(f"{tool} is not installed")
+    return found
+
+
+@pytest.fixture
+def behind_nginx(tmp_path):
+    """gunicorn as shipped, and nginx with deploy/nginx/newos4.conf in front of it.
+
+    Only the ports change, and nginx reaches gunicorn from 127.0.0.2 (the one address listed in
+    NEWOS4_TRUSTED_PROXIES), so the test client on 127.0.0.1 is an untrusted client as on the
+    internet."""
+    nginx = needs("nginx")
+    env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db"),
+           "NEWOS4_TRUSTED_PROXIES": "127.0.0.2", "NEWOS4_RATE_IP": "2"}
+    with gunicorn(env=env, workers=2) as upstream:
+        site = (DEPLOY / "nginx" / "newos4.conf").read_text()
+        port = unused_port()
+        site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
+        site = site.replace("server 127.0.0.1:8000;", f"server {upstream[len('http://'):]};")
+        site = site.replace("proxy_pass http://newos4;",
+                            "proxy_pass http://newos4;\n        proxy_bind 127.0.0.2;")
+        (tmp_path / "site.conf").write_text(site)
+        temp = {name: tmp_path / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
+        (tmp_path / "nginx.conf").write_text(
+            f"worker_processes 1;\npid {tmp_path / 'nginx.pid'};\nerror_log stderr;\n"
+            "events {}\nhttp {\n    access_log off;\n"
+            + "".join(f"    {name}_temp_path {path};\n" if name != "body" else
+                      f"    client_body_temp_path {path};\n" for name, path in temp.items())
+            + f"    include {tmp_path / 'site.conf'};\n}}\n")
+        conf = ["-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")]
+        checked = subprocess.run([nginx, *conf, "-t"], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stderr
+        proc = subprocess.Popen([nginx, *conf, "-g", "daemon off;"], stderr=subprocess.PIPE)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    requests.get(url + HEALTH_PATH, timeout=1)
+                    break
+                except requests.ConnectionError:
+                    assert proc.poll() is None and time.monotonic() < deadline, \
+                        proc.stderr.read().decode()
+                    time.sleep(0.1)
+            yield url
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+def test_the_nginx_site_serves_the_chat_and_hides_the_rest(behind_nginx):
+    url = behind_nginx
+    health = requests.get(url + HEALTH_PATH, timeout=10)
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+    token = secrets.token_hex(32)
+    posted = requests.post(url + POST_PATH, json={"text": "via nginx"}, timeout=10,
+                           headers={"X-Chat-Token": token})
+    assert posted.status_code == 201, posted.text
+    polled = requests.get(url + POLL_PATH, headers={"X-Chat-Token": token}, timeout=10).json()
+    assert polled["messages"][0]["text"] == "via nginx"
+    for path in ("/spaces/newos4/data/chat/", f"/spaces/newos4/data/chat/{posted.json()['thread']}"
+                 ".json", "/emulators/hermes/v1/models", "/emulators/github/__admin/health"):
+        assert requests.get(url + path, timeout=10).status_code == 404, path
+    huge = requests.post(url + POST_PATH, data=b"x" * 100_000, timeout=10,
+                         headers={"X-Chat-Token": token})
+    assert huge.status_code == 413
+    assert huge.json() == {"success": False, "error": "text too long (max 4000 chars)"}
+
+
+def test_behind_the_nginx_site_a_forged_forwarded_for_does_not_escape_the_ip_window(
+        behind_nginx):
+    # NEWOS4_RATE_IP=2: the client's real address (127.0.0.1, appended by nginx) is what counts.
+    codes = [requests.post(behind_nginx + POST_PATH, json={"text": "hi"}, timeout=10,
+                           headers={"X-Chat-Token": secrets.token_hex(32),
+                                    "X-Forwarded-For": f"203.0.113.{i}"}).status_code
+             for i in range(4)]
+    assert codes == [201, 201, 429, 429]
+
+
+def test_the_systemd_unit_verifies_and_runs_the_shipped_command(tmp_path):
+    analyze = needs("systemd-analyze")
+    unit = (DEPLOY / "systemd" / "newos4.service").read_text()
+    exec_start = re.search(r"^ExecStart=(.*)$", unit, re.M).group(1).split()
+    assert exec_start[1:] == ["-c", "gunicorn.conf.py", "wsgi:application"]
+    assert "RestartPreventExitStatus=4" in unit  # configuration errors exit 4: no restart loop
+    local = re.sub(r"^(User|Group)=.*$", r"\1=root", unit.replace("/srv/newos4-monolith",
+                                                                    str(REPO)), flags=re.M)
+    (tmp_path / "newos4.service").write_text(local)
+    (REPO / ".venv" / "bin" / "gunicorn").exists() or pytest.skip("no .venv/bin/gunicorn")
+    done = subprocess.run([analyze, "verify", str(tmp_path / "newos4.service")],
+                          capture_output=True, text=True, timeout=60)
+    problems = [line for line in (done.stdout + done.stderr).splitlines()
+                if "newos4.service" in line]
+    assert done.returncode == 0 and problems == [], done.stdout + done.stderr
+
+
+def test_logrotate_rotates_the_relay_log_and_the_next_run_writes_a_new_one(tmp_path):
+    logrotate = needs("logrotate")
+    conf = (DEPLOY / "logrotate" / "newos4-relay").read_text()
+    conf = conf.replace("/srv/newos4-monolith", str(tmp_path)).replace("newos4 newos4",
+                                                                      "root root")
+    (tmp_path / "relay.conf").write_text(conf)
+    (tmp_path / "var").mkdir()
+    log = tmp_path / "var" / "relay.log"
+    log.write_text("relay: sweep {}\n")
+    done = subprocess.run([logrotate, "-f", "-s", str(tmp_path / "state"),
+                           str(tmp_path / "relay.conf")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "var" / "relay.log.1").read_text() == "relay: sweep {}\n"
+    assert log.exists() and log.read_text() == ""
+
+
+@pytest.mark.parametrize("crontab,user_field", [(REPO / "cron" / "crontab", False),
+                                                (DEPLOY / "cron.d" / "newos4", True)])
+def test_the_cron_lines_run_as_written(tmp_path, crontab, user_field):
+    entries = [line for line in crontab.read_text().splitlines()
+               if line.strip() and not line.startswith("#") and "=" not in line.split()[0]]
+    assert len(entries) == 1
+    fields = entries[0].split(None, 6 if user_field else 5)
+    assert fields[:5] == ["*"] * 5
+    command = fields[-1].replace("/srv/newos4-monolith", str(tmp_path / "checkout"))
+    (tmp_path / "checkout").symlink_to(REPO)
+    env = {"PATH": os.environ["PATH"], "NEWOS4_DATA_DIR": str(tmp_path / "data"),
+           "HOME": str(tmp_path)}
+    done = subprocess.run(["sh", "-c", command.replace("var/relay.log", str(tmp_path / "relay.log"))
+                           .replace("mkdir -p var", f"mkdir -p {tmp_path}")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "relay: sweep" in (tmp_path / "relay.log").read_text()
+
+
+def test_console_scripts_run_the_programs_from_anywhere(tmp_path):
+    bin_dir = os.path.dirname(sys.executable)
+    for name in ("newos4-chat", "newos4-relay", "emulators"):
+        if not os.access(os.path.join(bin_dir, name), os.X_OK):
+            pytest.skip(f"{name} is not installed (pip install -e .)")
+    env = {**os.environ, "NEWOS4_DATA_DIR": str(tmp_path / "data"), "HERMES_API_URL": ""}
+
+    def run(name, *args):
+        return subprocess.run([os.path.join(bin_dir, name), *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    assert "clear-rate" in run("newos4-chat", "--help").stdout
+    listed = run("newos4-chat", "list")
+    assert listed.returncode == 0 and listed.stdout == ""
+    swept = run("newos4-relay", "--sweep-only")
+    assert swept.returncode == 0 and swept.stdout.startswith("relay: sweep ")
+    assert "serve" in run("emulators", "--help").stdout
+
+
+def test_the_watcher_unit_verifies_and_runs_the_watcher(tmp_path):
+    analyze = needs("systemd-analyze")
+    unit = (DEPLOY / "systemd" / "newos4-relay-watch.service").read_text()
+    assert re.search(r"^ExecStart=(.*)$", unit, re.M).group(1) == \
+        "/srv/newos4-monolith/.venv/bin/python cron/relay.py --watch"
+    # --watch without HERMES_API_URL exits 2 (tests/integration/test_relay_watch.py): no loop.
+    assert "Restart=on-failure" in unit and "RestartPreventExitStatus=2" in unit
+    # It exits within 5 s of SIGTERM; systemd waits longer before it kills.
+    assert int(re.search(r"^TimeoutStopSec=(\d+)$", unit, re.M).group(1)) > 5
+    local = re.sub(r"^(User|Group)=.*$", r"\1=root", unit.replace("/srv/newos4-monolith",
+                                                                    str(REPO)), flags=re.M)
+    (tmp_path / "newos4-relay-watch.service").write_text(local)
+    (REPO / ".venv" / "bin" / "python").exists() or pytest.skip("no .venv/bin/python")
+    done = subprocess.run([analyze, "verify", str(tmp_path / "newos4-relay-watch.service")],
+                          capture_output=True, text=True, timeout=60)
+    problems = [line for line in (done.stdout + done.stderr).splitlines()
+                if "newos4-relay-watch.service" in line]
+    assert done.returncode == 0 and problems == [], done.stdout + done.stderr

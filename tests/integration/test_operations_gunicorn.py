@@ -1,0 +1,74 @@
+"""Operations under real gunicorn with several workers: a bad configuration is refused in one
+line (not one per worker, no traceback), the health route, deep nesting in a worker thread."""
+import os
+import secrets
+import subprocess
+import sys
+
+import pytest
+import requests
+
+from spaces.newos4.app import HEALTH_PATH, POST_PATH
+from tests.servers import REPO, gunicorn, unused_port
+
+pytestmark = pytest.mark.gunicorn
+
+
+def start(env, *conf):
+    """gunicorn -w 4 as the README runs it; returns (exit status, stderr without INFO lines)."""
+    cmd = [sys.executable, "-m", "gunicorn", *conf, "--bind", f"127.0.0.1:{unused_port()}",
+           "--workers", "4", "wsgi:application"]
+    done = subprocess.run(cmd, cwd=REPO, env={**os.environ, **env}, capture_output=True,
+                          text=True, timeout=60)
+    lines = (done.stdout + done.stderr).splitlines()
+    return done.returncode, [line for line in lines if "[INFO]" not in line]
+
+
+@pytest.mark.parametrize("env,line", [
+    ({"NEWOS4_MAX_TEXT": "abc"}, "NEWOS4_MAX_TEXT: expected an integer >= 1, got 'abc'"),
+    ({"NEWOS4_RATE_THREAD": "5", "NEWOS4_KEEP_MESSAGES": "2"},
+     "NEWOS4_KEEP_MESSAGES (2) must be >= NEWOS4_RATE_THREAD (5): the per-thread limit counts "
+     "kept messages"),
+    ({"HERMES_API_URL": "http://127.0.0.1:99999"},
+     "HERMES_API_URL: expected an http(s) URL with a host and a valid port, got "
+     "'http://127.0.0.1:99999'"),
+    ({"NEWOS4_DATA_DIR": "{file}"}, "NEWOS4_DATA_DIR: {file} is not a directory"),
+    ({"NEWOS4_DATA_DIR": "{file}/chat"}, "NEWOS4_DATA_DIR: {file}/chat cannot be created "
+                                         "(Not a directory)"),
+    ({"EMULATORS_ADMIN_PREFIX": "no-slash"}, None),
+])
+@pytest.mark.parametrize("conf", [("-c", "gunicorn.conf.py"), ()], ids=["-c conf", "default"])
+def test_a_bad_configuration_is_one_line_however_many_workers(tmp_path, env, line, conf):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory")
+    env = {k: v.format(file=a_file) for k, v in env.items()}
+    status, lines = start(env, *conf)
+    assert status == 4
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    assert lines[0].startswith("gunicorn: configuration error: ")
+    if line:
+        assert lines[0] == f"gunicorn: configuration error: {line.format(file=a_file)}"
+
+
+def test_health_follows_the_data_directory(tmp_path):
+    data = tmp_path / "data"
+    with gunicorn(env={"NEWOS4_DATA_DIR": str(data)}, workers=3) as url:
+        for _ in range(6):  # every worker
+            answer = requests.get(url + HEALTH_PATH, timeout=10)
+            assert answer.status_code == 200 and answer.json() == {"success": True,
+                                                                   "status": "ok"}
+        data.rename(tmp_path / "moved")
+        data.write_text("someone put a file here")
+        for _ in range(6):
+            answer = requests.get(url + HEALTH_PATH, timeout=10)
+            assert answer.status_code == 503
+            assert answer.json() == {"success": False, "error": "data directory not usable"}
+
+
+def test_deep_nesting_in_a_worker_thread_is_a_400(tmp_path):
+    with gunicorn(env={"NEWOS4_DATA_DIR": str(tmp_path / "data")}, workers=2) as url:
+        for body in (b"[" * 5000, b'{"text": ' + b"[" * 30000 + b"}"):
+            answer = requests.post(url + POST_PATH, data=body, timeout=10,
+                                   headers={"X-Chat-Token": secrets.token_hex(32)})
+            assert answer.status_code == 400, answer.text
+            assert answer.json() == {"success": False, "error": "body must be a JSON object"}
