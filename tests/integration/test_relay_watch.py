@@ -349,3 +349,17 @@ def test_watch_without_a_hermes_url_is_a_usage_error(tmp_path):
                             env={**env, "NEWOS4_DATA_DIR": str(tmp_path)},
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--watch needs HERMES_API_URL" in result.stderr
+
+
+def test_a_second_watcher_on_the_same_data_says_so_and_exits_0(tmp_path):
+    env = {**os.environ, "NEWOS4_DATA_DIR": str(tmp_path / "data"),
+           "HERMES_API_URL": "http://127.0.0.1:9"}
+    first = Watcher(env, tmp_path, "first")
+    try:
+        second = subprocess.run([sys.executable, "cron/relay.py", "--watch"], cwd=REPO, env=env,
+                                capture_output=True, text=True, timeout=60)
+        assert second.returncode == 0, second.stderr
+        assert "another watcher holds" in second.stdout and "exiting" in second.stdout
+        assert first.stop()[0] == 0
+    finally:
+        first.kill()
