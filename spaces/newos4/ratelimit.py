@@ -67,8 +67,8 @@ class IpWindows:
         except FileNotFoundError:
             return 0
         for name in names:
-            if not name.endswith(".json"):
-                continue
+            if not name.endswith(".json") or not os.path.isfile(self.folder / name):
+                continue  # not a window we wrote: never opened, never deleted
             with _locked(self.folder / name) as fd:
                 if not any(h > now_ms - self.window_ms for h in _read_hits(fd)):
                     os.unlink(self.folder / name)

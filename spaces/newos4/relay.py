@@ -210,6 +210,8 @@ class Relay:
                 return self.problems
             if self.unreachable:
                 break
+            if thread in self._reported:
+                continue  # its file cannot be read now: keep its run and record for later
             self._isolated(thread, self._follow, thread, waiting.get(thread), polled.get(thread))
         # Delivering changed which threads wait: look again before submitting.
         waiting = [] if self.unreachable else self._waiting()
@@ -450,10 +452,12 @@ def cron_tick(service, *, sweep_only, log, client=None):
     try:
         with filelock.FileLock(settings.data_dir / "relay.lock", timeout=0):
             outcome = service.sweep()
-            skipped = outcome.pop("skipped")
+            skipped, trouble = outcome.pop("skipped"), outcome.pop("problems")
             for thread, why in skipped:
                 log(f"relay: PROBLEM thread={thread} skipped: {why}", True)
-            problems = len(skipped)
+            for why in trouble:
+                log(f"relay: PROBLEM sweep {why}", True)
+            problems = len(skipped) + len(trouble)
             log("relay: sweep " + json.dumps(outcome, sort_keys=True), False)
             if sweep_only:
                 return problems

@@ -259,9 +259,9 @@ class ChatService:
     def sweep(self):
         """Apply retention to every thread; delete emptied threads, stale temporary and orphan
         lock files, idle windows. A thread that cannot be swept is listed in `skipped` as
-        (thread, why); the others are swept all the same."""
+        (thread, why), a housekeeping step that failed in `problems`; the rest is done."""
         now = self.clock.now_ms()
-        outcome = {"threads_trimmed": 0, "threads_removed": 0, "skipped": []}
+        outcome = {"threads_trimmed": 0, "threads_removed": 0, "skipped": [], "problems": []}
 
         def change(doc):
             kept = self._retain(doc["messages"], now)
@@ -275,9 +275,14 @@ class ChatService:
                 self.store.update(thread, change)
             except THREAD_FAULTS as exc:
                 outcome["skipped"].append((thread, str(exc)))
-        outcome["tmp_removed"] = self.store.remove_stale_tmp(STALE_FILE_S)
-        outcome["locks_removed"] = self.store.remove_orphan_locks(STALE_FILE_S)
-        outcome["ip_windows_removed"] = self.ip_windows.sweep(now)
+        housekeeping = {"tmp_removed": lambda: self.store.remove_stale_tmp(STALE_FILE_S),
+                        "locks_removed": lambda: self.store.remove_orphan_locks(STALE_FILE_S),
+                        "ip_windows_removed": lambda: self.ip_windows.sweep(now)}
+        for name, step in housekeeping.items():
+            try:
+                outcome[name] = step()
+            except OSError as exc:  # e.g. a folder replaced by a file: say so, sweep the rest
+                outcome["problems"].append(f"{name.rsplit('_', 1)[0]}: {exc}")
         return outcome
 
 

@@ -176,22 +176,15 @@ class ThreadStore:
         untouched for `older_than_s`; return how many.
 
         Safe beside live writers: a lock is removed only while we hold it ourselves and no thread
-        file exists, and filelock re-opens the path when the inode it waited on was unlinked
-        (its `st_nlink` check), so two holders never exist on two inodes.
+        file exists, and a locker that waited on an inode unlinked meanwhile opens the path again
+        (filelock checks `st_nlink`), so two holders never hold two inodes.
         """
-        now_s = time.time() if now_s is None else now_s
         removed = 0
-        try:
-            entries = list(os.scandir(self.chat_dir))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
+        for entry in self._old_files(older_than_s, now_s):
             match = LOCK_FILE_RE.match(entry.name)
             if not match or os.path.lexists(self.path(match.group(1))):
                 continue
             try:
-                if now_s - entry.stat(follow_symlinks=False).st_mtime <= older_than_s:
-                    continue
                 with filelock.FileLock(entry.path, timeout=0):
                     if not os.path.lexists(self.path(match.group(1))):
                         os.unlink(entry.path)
@@ -202,21 +195,31 @@ class ThreadStore:
 
     def remove_stale_tmp(self, older_than_s, now_s=None):
         """Delete temporary files a crashed writer left behind; return how many."""
-        now_s = time.time() if now_s is None else now_s
         removed = 0
-        try:
-            entries = list(os.scandir(self.chat_dir))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
+        for entry in self._old_files(older_than_s, now_s):
             if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
                 try:
-                    if now_s - entry.stat().st_mtime > older_than_s:
-                        os.unlink(entry.path)
-                        removed += 1
+                    os.unlink(entry.path)
+                    removed += 1
                 except FileNotFoundError:
                     pass
         return removed
+
+    def _old_files(self, older_than_s, now_s):
+        """Regular files of the chat folder untouched for `older_than_s` seconds (a directory
+        named like one of our files is not ours)."""
+        now_s = time.time() if now_s is None else now_s
+        try:
+            entries = list(os.scandir(self.chat_dir))
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False) and \
+                        now_s - entry.stat(follow_symlinks=False).st_mtime > older_than_s:
+                    yield entry
+            except FileNotFoundError:
+                pass
 
 
 MESSAGE_FIELDS = {"id": str, "epoch": int, "ts": str, "author": str, "text": str}

@@ -57,6 +57,22 @@ def test_relay_walk_through_against_the_bundled_emulator(live):
     assert '"awaiting": false' in done.stdout
 
 
+def test_host_side_examples(tmp_path):
+    from spaces.newos4.service import ChatService
+    from spaces.newos4.settings import Settings
+    data = tmp_path / "data"
+    thread = "1a2b3c4d5e6f7081"
+    ChatService(Settings(data_dir=data)).post(thread, "hello?", "operator", "198.51.100.7")
+    done = run(sh_block("## The host side"), "", {"NEWOS4_DATA_DIR": str(data),
+                                                  "HERMES_API_URL": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout
+    assert f"{thread}  awaiting" in out and '"text": "On it."' in out
+    assert '"text": "a long answer\\n"' in out and "relay: sweep" in out
+    assert "0 corrupt, 0 foreign" in out and f"deleted thread {thread} (3 message(s))" in out
+    assert "cleared the per-IP window of 198.51.100.7" in out
+
+
 def test_emulator_steering_examples(tmp_path):
     with gunicorn("wsgi:github", env={"EMULATORS_DB": str(tmp_path / "e.db")}, workers=2) as url:
         script = sh_block("Try it (start `python -m emulators serve github`",

@@ -14,6 +14,7 @@ class HermesStub:
 
     def __init__(self):
         self.submits = []        # (body, idempotency key)
+        self.stops = []          # run ids asked to stop
         self.runs = {}           # run id -> raw JSON text of GET /v1/runs/<id>
         self.url = None
         self._lock = threading.Lock()
@@ -46,6 +47,7 @@ class HermesStub:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if self.path.endswith("/stop"):
+                    stub.stops.append(self.path.split("/")[-2])
                     return self._answer(200, '{"status": "stopping"}')
                 with stub._lock:
                     stub.submits.append((body, self.headers.get("Idempotency-Key")))

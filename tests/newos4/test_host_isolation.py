@@ -148,6 +148,50 @@ def test_relay_relays_every_good_thread_past_bad_ones(host, data_dir):
     assert [m["text"] for m in host.history(good[1])] == ["second?", "second answer"]
 
 
+def test_a_thread_unreadable_while_its_run_is_in_flight_keeps_its_run(host, data_dir):
+    thread = seed(host, 1)
+    path = data_dir / "chat" / f"{thread}.json"
+    with HermesStub().serving() as hermes:
+        env = {"HERMES_API_URL": hermes.url}
+        assert run(data_dir, "cron/relay.py", env=env).returncode == 0
+        state = (data_dir / "relay" / "state.json").read_bytes()
+        good = path.read_bytes()
+        path.write_bytes(b"{half a write by someone's editor")
+        done = run(data_dir, "cron/relay.py", env=env)
+        assert done.returncode == 1 and text(done)[1].count("\n") == 1
+        assert (data_dir / "relay" / "state.json").read_bytes() == state
+        assert hermes.stops == []
+        path.write_bytes(good)
+        hermes.complete("run_1", '"kept"')
+        assert run(data_dir, "cron/relay.py", env=env).returncode == 0
+    assert [m["text"] for m in host.history(thread)] == ["question?", "kept"]
+    assert len(hermes.submits) == 1
+
+
+def test_the_sweep_reports_a_broken_folder_and_still_relays(host, data_dir):
+    seed(host, 1)
+    old = time.time() - 7200
+    strays = [data_dir / "ratelimit" / "ip" / "0123.json", data_dir / "chat" / ".x.json.1.a.tmp",
+              data_dir / "chat" / "00000000000000c1.json.lock"]
+    for stray in strays:  # directories where our files would be: not ours, never deleted
+        stray.mkdir()
+        os.utime(stray, (old, old))
+    swept = run(data_dir, "cron/relay.py", "--sweep-only")
+    assert swept.returncode == 0 and swept.stderr == b""
+    assert all(p.is_dir() for p in strays)
+    windows = data_dir / "ratelimit" / "ip"
+    windows.rename(data_dir / "ratelimit" / "ip.moved")
+    windows.write_text("a file where the windows folder should be")
+    with HermesStub().serving() as hermes:
+        done = run(data_dir, "cron/relay.py", env={"HERMES_API_URL": hermes.url})
+        out, err = text(done)
+        assert done.returncode == 1 and "Traceback" not in err
+        assert err == f"relay: PROBLEM sweep ip_windows: [Errno 20] Not a directory: " \
+                      f"'{windows}'\n"
+        assert [body["input"] for body, _ in hermes.submits] == ["question?"]
+    assert all(p.is_dir() for p in strays[1:])
+
+
 def test_an_answer_with_a_lone_surrogate_is_repaired_loudly_and_jams_nothing(host, data_dir):
     broken, other = seed(host, 1, "broken?"), seed(host, 2, "other?")
     with HermesStub().serving() as hermes:
