@@ -307,6 +307,33 @@ def test_a_restart_loses_and_duplicates_nothing(site, start_watcher):
     assert both.count(" submitted run=") == 2 and both.count(" delivered") == 2
 
 
+def test_a_watcher_killed_during_a_submit_makes_one_run_after_restart(site, start_watcher):
+    """SIGKILL while Hermes holds the submit (a 3 s delay fault): the key was saved before the
+    request, so the next start replays it, and Hermes has one run for the question either way."""
+    faults = f"{site.hermes}/__admin/faults"
+    site.session().post(faults, timeout=10, json={
+        "method": "POST", "path": "/v1/runs", "delayMs": 3000}).raise_for_status()
+    crashed = start_watcher("crashed")
+    token = secrets.token_hex(32)
+    question = site.post(token, "are you there?")["id"]
+    deadline = time.monotonic() + 20
+    while "key" not in (site.state().get(thread_of(token)) or {}):
+        assert time.monotonic() < deadline, "the key was never saved"
+        time.sleep(0.01)
+    time.sleep(0.2)  # the submit is out, held by the fault
+    crashed.kill()
+    time.sleep(3.5)  # let the held request finish inside Hermes, as a real gateway would
+    site.session().delete(faults, timeout=10).raise_for_status()
+    restarted = start_watcher("restarted")
+    run_id = site.wait_submitted(token, question, timeout=BOUND_S * 2)
+    site.observe(run_id, status="completed", output="yes, once")
+    site.wait_answer(token, "yes, once")
+    assert restarted.stop()[0] == 0
+    assert site.runs_per_session() == {f"newos4-{thread_of(token)}": 1}
+    assert site.transcript(token) == [("operator", "are you there?"), ("hermes", "yes, once")]
+    assert "(replayed)" in restarted.stdout()
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_it_with_status_0_within_5_seconds(site, start_watcher, signum):
     watcher = start_watcher()
