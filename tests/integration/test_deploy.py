@@ -182,8 +182,8 @@ def test_the_watcher_unit_verifies_and_runs_the_watcher(tmp_path):
     assert "Restart=on-failure" in unit and "RestartPreventExitStatus=2" in unit
     # It exits within 5 s of SIGTERM; systemd waits longer before it kills.
     assert int(re.search(r"^TimeoutStopSec=(\d+)$", unit, re.M).group(1)) > 5
-    local = re.sub(r"^(User|Group)=.*$", r"\1=root", unit.replace("/srv/newos4-monolith",
-                                                                    str(REPO)), flags=re.M)
+    here = unit.replace("/srv/newos4-monolith", str(REPO))
+    local = re.sub(r"^(User|Group)=.*$", r"\1=root", here, flags=re.M)
     (tmp_path / "newos4-relay-watch.service").write_text(local)
     (REPO / ".venv" / "bin" / "python").exists() or pytest.skip("no .venv/bin/python")
     done = subprocess.run([analyze, "verify", str(tmp_path / "newos4-relay-watch.service")],
