@@ -176,8 +176,8 @@ class ThreadStore:
         untouched for `older_than_s`; return how many.
 
         Safe beside live writers: a lock is removed only while we hold it ourselves and no thread
-        file exists, and a locker that waited on an inode unlinked meanwhile opens the path again
-        (filelock checks `st_nlink`), so two holders never hold two inodes.
+        file exists, and a writer re-opens the path when the inode it waited on was unlinked
+        (`files.Locks`), so two holders never exist on two inodes.
         """
         removed = 0
         for entry in self._old_files(older_than_s, now_s):
@@ -222,7 +222,7 @@ class ThreadStore:
                 pass
 
 
-MESSAGE_FIELDS = {"id": str, "epoch": int, "ts": str, "author": str, "text": str}
+STRING_FIELDS = ("id", "ts", "author", "text")
 
 
 def _parse(data, path):
@@ -234,21 +234,28 @@ def _parse(data, path):
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise errors.ThreadCorrupt(f"{path}: not a thread (no messages list)")
     for index, message in enumerate(doc["messages"]):
-        if not isinstance(message, dict) or any(
-                type(message.get(name)) is not kind for name, kind in MESSAGE_FIELDS.items()):
-            raise errors.ThreadCorrupt(
-                f"{path}: message {index} is not an object with string id, ts, author, text "
-                "and integer epoch")
-    # Our writer never escapes non-ASCII, so a \uD8xx-\uDFxx escape is rare: only then look
-    # for a lone surrogate, which no reader could print or write back as UTF-8.
-    if b"\\ud" in data or b"\\uD" in data:
-        for index, message in enumerate(doc["messages"]):
-            try:
-                message["text"].encode("utf-8")
-            except UnicodeEncodeError:
-                raise errors.ThreadCorrupt(
-                    f"{path}: message {index} holds a lone surrogate (not valid Unicode)")
+        problem = _message_problem(message)
+        if problem:
+            raise errors.ThreadCorrupt(f"{path}: message {index} {problem}")
     return doc
+
+
+def _message_problem(message):
+    """Why `message` is not one we write, or None. A lone surrogate (JSON can escape one, UTF-8
+    cannot hold it) would make the thread unprintable and unwritable; only text that is not
+    ASCII can hold one, and `isascii` costs nothing."""
+    if type(message) is not dict or type(message.get("epoch")) is not int:
+        return "is not an object with string id, ts, author, text and integer epoch"
+    for name in STRING_FIELDS:
+        value = message.get(name)
+        if type(value) is not str:
+            return "is not an object with string id, ts, author, text and integer epoch"
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"holds a lone surrogate in {name} (not valid Unicode)"
+    return None
 
 
 def _short(exc):
