@@ -7,6 +7,7 @@ Install with cron/crontab; the watcher with deploy/newos4-relay-watch.service.
 import argparse
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -97,6 +98,20 @@ def main(argv=None):
 STOP_GRACE_S = 3.0
 
 
+def sd_notify(message):
+    """Tell systemd how the watcher is (Type=notify, WatchdogSec); nothing when not under it."""
+    address = os.environ.get("NOTIFY_SOCKET", "")
+    if not address:
+        return
+    if address.startswith("@"):  # an abstract socket
+        address = "\0" + address[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.sendto(message.encode(), address)
+    except OSError:
+        pass  # systemd went away: nothing to tell
+
+
 def watch(service, client, log):
     """Run the watcher in a thread until SIGTERM/SIGINT, then end the process: status 0
     within a few seconds of the signal.
@@ -114,10 +129,19 @@ def watch(service, client, log):
         signal.signal(signum, lambda signum, _: signalled.append(signum))
     watcher = Watcher(service, client, log=log)
     failure = []
+    pinged = []
+
+    def alive():
+        """READY=1 once the first pass is done, then WATCHDOG=1 at most once a second."""
+        now = time.monotonic()
+        if not pinged or now - pinged[-1] >= 1:
+            sd_notify("WATCHDOG=1" if pinged else "READY=1")
+            pinged.append(now)
+            del pinged[:-1]
 
     def run():
         try:
-            watcher.watch(stop)
+            watcher.watch(stop, alive=alive)
         except WatcherBusy as exc:
             failure.append((0, f"relay: {exc}; exiting"))
         except BaseException as exc:  # reported below; systemd restarts on exit 1
@@ -139,6 +163,7 @@ def watch(service, client, log):
     else:
         status, line = 0, f"relay: stopped after {watcher.passes} passes"
     log(line, status != 0)
+    sd_notify("STOPPING=1")
     sys.stdout.flush()
     sys.stderr.flush()
     # A pass or a poll still waiting on Hermes would hold interpreter shutdown for up to the

@@ -49,13 +49,18 @@ class Watcher:
         # Each run has at most one poll out, and a few more threads cover runs just dropped.
         self.poller = RunPoller(client, threads=self.settings.relay_max_in_flight + 4)
 
-    def watch(self, stop):
-        """Tick until `stop` (a threading.Event) is set; WatcherBusy if another one watches."""
+    def watch(self, stop, *, alive=lambda: None):
+        """Tick until `stop` (a threading.Event) is set; WatcherBusy if another one watches.
+
+        `alive()` is called after every tick (the first one after the first pass): a service
+        manager's readiness and watchdog signal.
+        """
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         try:
             with filelock.FileLock(self.lock_path, timeout=0):
                 while not stop.is_set():
                     self.step()
+                    alive()
                     stop.wait(self.tick_s)
         except filelock.Timeout:
             raise WatcherBusy(f"another watcher holds {self.lock_path}")

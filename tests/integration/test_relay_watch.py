@@ -390,3 +390,22 @@ def test_a_second_watcher_on_the_same_data_says_so_and_exits_0(tmp_path):
         assert first.stop()[0] == 0
     finally:
         first.kill()
+
+
+def test_under_systemd_it_says_ready_then_keeps_the_watchdog_fed_then_stopping(tmp_path):
+    """The unit is Type=notify with WatchdogSec: a datagram socket stands in for systemd."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as systemd:
+        systemd.bind(str(tmp_path / "notify"))
+        systemd.settimeout(20)
+        env = {**os.environ, "NEWOS4_DATA_DIR": str(tmp_path / "data"),
+               "HERMES_API_URL": "http://127.0.0.1:9", "NOTIFY_SOCKET": str(tmp_path / "notify")}
+        watcher = Watcher(env, tmp_path)
+        try:
+            said = [systemd.recv(100).decode() for _ in range(3)]
+            status, took = watcher.stop()
+            while said[-1] != "STOPPING=1":
+                said.append(systemd.recv(100).decode())
+        finally:
+            watcher.kill()
+    assert said[:3] == ["READY=1", "WATCHDOG=1", "WATCHDOG=1"]
+    assert status == 0 and took < 5
