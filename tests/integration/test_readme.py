@@ -84,3 +84,13 @@ def test_emulator_steering_examples(tmp_path):
     assert '"now":1893456900000' in done.stdout
     assert '"requests":[' in done.stdout
 
+
+def test_watcher_walk_through_against_the_bundled_emulator(live):
+    url, env = live
+    script = sh_block("Try it against the bundled emulator (with").replace(
+        "spaces/newos4/data", env["NEWOS4_DATA_DIR"])
+    done = run(script, url, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "relay: watching" in done.stdout and "submitted run=run_" in done.stdout
+    assert " delivered" in done.stdout and "relay: stopped after" in done.stdout
+    assert '"author": "hermes", "text": "42."' in done.stdout and '"awaiting": false' in done.stdout
