@@ -1,5 +1,6 @@
 """The chat page in a real headless Chromium, against real gunicorn serving the chat and the
-mounted Hermes emulator, with cron/relay.py as a real process: the journey a person takes.
+mounted Hermes emulator, with the watching relay (`cron/relay.py --watch`) as a real process:
+the journey a person takes, answers arriving as they would in production.
 
 The browser is Debian's `chromium`, driven by Playwright with `executable_path` (no browser
 download is possible here). Outside CI a missing browser skips with the reason; in CI
@@ -12,8 +13,6 @@ import os
 import re
 import secrets
 import shutil
-import subprocess
-import sys
 import time
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,7 +25,7 @@ except ImportError:  # the `browser` fixture says why and skips (or fails in CI)
     expect = None
 
 from spaces.newos4.app import POLL_PATH, POST_PATH
-from tests.servers import REPO, gunicorn
+from tests.servers import Watcher, gunicorn
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.browser]
 
@@ -70,7 +69,12 @@ def site(tmp_path_factory):
     env = {"NEWOS4_DATA_DIR": str(root / "data"), "EMULATORS_DB": str(root / "emu.sqlite3"),
            "NEWOS4_RATE_THREAD": str(RATE_THREAD)}
     with gunicorn(env=env, workers=2, threads=4) as url:
-        yield {"url": url, "data": root / "data", "hermes": url + "/emulators/hermes"}
+        hermes = url + "/emulators/hermes"
+        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes}, root)
+        try:
+            yield {"url": url, "data": root / "data", "hermes": hermes}
+        finally:
+            watcher.kill()
 
 
 @contextlib.contextmanager
@@ -92,17 +96,8 @@ def page(browser, site):
         yield page
 
 
-def relay_pass(site):
-    """Run the relay as cron does: one pass that submits waiting threads and delivers answers.
-    (Beside a watching relay, `cron/relay.py --watch`, the test would not need these passes.)"""
-    env = {**os.environ, "NEWOS4_DATA_DIR": str(site["data"]), "HERMES_API_URL": site["hermes"]}
-    done = subprocess.run([sys.executable, "cron/relay.py"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-
-
 def submitted_run(site, thread):
-    """The id of the Hermes run the relay submitted for `thread` (waits for it to appear)."""
+    """The id of the Hermes run the watching relay submitted for `thread` (waits for it)."""
     path = site["data"] / "relay" / "state.json"
     deadline = time.monotonic() + WAIT_MS / 1000
     while time.monotonic() < deadline:
@@ -174,13 +169,11 @@ def test_a_question_is_answered_and_the_conversation_survives_a_reload(page, sit
     page.wait_for_timeout(2500)
     assert page.evaluate("window.statusChanges") == 0
 
-    relay_pass(site)
     run_id = submitted_run(site, thread_of(token))
     observed = requests.post(f"{site['hermes']}/__admin/hermes/runs/{run_id}/observe",
                              json={"status": "completed", "output": "42, of course."},
                              timeout=10)
     assert observed.status_code < 300, observed.text
-    relay_pass(site)
 
     answered = [["operator", "What is 6 x 7?"], ["hermes", "42, of course."]]
     wait_for_log(page, answered)

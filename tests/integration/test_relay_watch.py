@@ -22,7 +22,7 @@ import requests
 from spaces.newos4.app import POLL_PATH, POST_PATH
 from spaces.newos4.service import ChatService, thread_of
 from spaces.newos4.settings import Settings
-from tests.servers import REPO, gunicorn
+from tests.servers import REPO, Watcher, gunicorn
 
 BOUND_S = 2.0
 
@@ -31,44 +31,6 @@ def p99(samples):
     """Nearest-rank 99th percentile (the largest sample when there are fewer than 100)."""
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, -(-99 * len(ordered) // 100) - 1)]
-
-
-class Watcher:
-    """`cron/relay.py --watch` in its own process, its output in files."""
-
-    def __init__(self, env, folder, name="watch"):
-        self.out, self.err = folder / f"{name}.out", folder / f"{name}.err"
-        with open(self.out, "w") as out, open(self.err, "w") as err:
-            self.proc = subprocess.Popen([sys.executable, "cron/relay.py", "--watch"], cwd=REPO,
-                                         env=env, stdout=out, stderr=err)
-        deadline = time.monotonic() + 20
-        while "relay: watching" not in self.stdout():
-            assert self.proc.poll() is None, self.stderr()
-            assert time.monotonic() < deadline, "the watcher did not start"
-            time.sleep(0.05)
-
-    def stdout(self):
-        return self.out.read_text()
-
-    def stderr(self):
-        return self.err.read_text()
-
-    def stop(self, signum=signal.SIGTERM):
-        """Send `signum`; return (exit status, seconds until it exited)."""
-        started = time.monotonic()
-        self.proc.send_signal(signum)
-        try:
-            status = self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            status = "killed"
-        return status, time.monotonic() - started
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
 
 
 class Site:
