@@ -10,7 +10,7 @@ import falcon
 
 from emulators.runtime import Service
 
-from . import resources
+from . import openapi_sessions, resources, session_resources
 from .compat import CompatBackend
 from .errors import HermesError
 from .models import HermesBackend
@@ -21,7 +21,8 @@ from .settings import HermesSettings
 VERSION = "0.1.0"
 OPERATIONS = ("RunCreate", "RunGet", "RunStop", "RunEvents", "RunApproval", "RunSteer",
               "Health", "HealthV1", "HealthDetailed", "ModelList", "Capabilities",
-              "ChatCompletionCreate", "ResponseCreate", "ResponseGet", "ResponseDelete")
+              "ChatCompletionCreate", "ResponseCreate", "ResponseGet", "ResponseDelete",
+              *openapi_sessions.OPERATIONS)
 ROUTES = (  # path, resource class
     ("/health", resources.Health),
     ("/v1/health", resources.Health),
@@ -37,6 +38,7 @@ ROUTES = (  # path, resource class
     ("/v1/runs/{run_id}/events", resources.RunEvents),
     ("/v1/runs/{run_id}/approval", resources.RunApproval),
     ("/v1/runs/{run_id}/steer", resources.RunSteer),
+    *session_resources.ROUTES,   # sessions, jobs, skills, toolsets, cron fire, platform events
 )
 
 
@@ -76,7 +78,9 @@ class ProviderApp(falcon.App):
 
 def create_provider_app(settings):
     """Return the falcon app of the Hermes provider routes."""
-    app = ProviderApp(media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings), resources.BodyLimit()])
+    app = ProviderApp(media_type=falcon.MEDIA_JSON,
+                      middleware=[resources.Cors(settings), resources.BodyLimit(),
+                                  session_resources.EmptySegments()])
     for path, resource in ROUTES:
         app.add_route(path, resource(settings))
     app.add_error_handler(falcon.HTTPNotFound, _not_found)
