@@ -11,6 +11,7 @@ import falcon
 from emulators.runtime import Service
 
 from . import openapi_sessions, resources, session_resources
+from .catalog import Catalog
 from .compat import CompatBackend
 from .errors import HermesError
 from .models import HermesBackend
@@ -147,6 +148,19 @@ def _clear_replies(backend, call):
     return backend.clear_replies()
 
 
+def _set_skills(call):
+    """Replace the namespace's skills (what GET /v1/skills lists)."""
+    try:
+        return 200, Catalog(call.instance).set_skills(call.body)
+    except HermesError as error:
+        return error.status, error.body(), dict(error.headers)
+
+
+def _skills(call):
+    """List the namespace's skills."""
+    return 200, Catalog(call.instance).skills()
+
+
 def describe(instance):
     """Health extras: every provider operation the emulator serves (none unsupported)."""
     return {"operations": list(OPERATIONS), "unsupported": []}
@@ -164,7 +178,9 @@ def create_service(settings=None):
                       ("POST", "/hermes/sweep", _admin(_sweep)),
                       ("POST", "/hermes/replies", _replies(settings, _queue_replies)),
                       ("GET", "/hermes/replies", _replies(settings, _list_replies)),
-                      ("DELETE", "/hermes/replies", _replies(settings, _clear_replies))])
+                      ("DELETE", "/hermes/replies", _replies(settings, _clear_replies)),
+                      ("POST", "/hermes/skills", _set_skills),
+                      ("GET", "/hermes/skills", _skills)])
 
 
 # The registry (`emulators.load`) imports this module once per process; HERMES_* settings are read

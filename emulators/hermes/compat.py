@@ -264,7 +264,7 @@ class CompatBackend:
                 "session_resources": True, "session_chat": True,
                 "session_chat_streaming": True, "session_fork": True,
                 "admin_config_rw": False, "jobs_admin": False, "memory_write_api": False,
-                "skills_api": False, "audio_api": False, "realtime_voice": False,
+                "skills_api": True, "audio_api": False, "realtime_voice": False,
                 "session_continuity_header": "X-Hermes-Session-Id",
                 "session_key_header": "X-Hermes-Session-Key",
                 "cors": bool(self.settings.cors_origins)},
@@ -283,6 +283,8 @@ class CompatBackend:
                 "run_approval": {"method": "POST", "path": "/v1/runs/{run_id}/approval"},
                 "run_stop": {"method": "POST", "path": "/v1/runs/{run_id}/stop"},
                 "run_steer": {"method": "POST", "path": "/v1/runs/{run_id}/steer"},
+                "skills": {"method": "GET", "path": "/v1/skills"},
+                "toolsets": {"method": "GET", "path": "/v1/toolsets"},
                 **SESSION_ENDPOINTS},
         }
 

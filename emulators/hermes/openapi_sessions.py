@@ -84,6 +84,47 @@ PATHS = {
         "post": _op("SessionChatStream", "One agent turn as named SSE events",
                     {"200": {"description": "named SSE events", "content": _SSE},
                      **_errors(400, 401, 404)}, [_SESSION_ID, _SESSION_KEY], _CHAT_BODY)},
+    "/api/jobs": {
+        "get": _op("JobList", "Jobs in creation order (include_disabled=true shows paused ones)",
+                   {"200": _json(_OBJECT, "{jobs: [job + latest_execution]}"), **_errors(401)},
+                   [{"name": "include_disabled", "in": "query", "schema": {"type": "string"}}]),
+        "post": _op("JobCreate", "Schedule a job", {"200": _JOB, **_flat(400), **_errors(401)},
+                    body=_body(name={"type": "string"}, schedule={"type": "string"},
+                               prompt={"type": "string"}, deliver={}, skills={},
+                               repeat={"type": "integer", "minimum": 1}))},
+    "/api/jobs/{job_id}": {
+        "get": _op("JobGet", "One job", {"200": _JOB, **_flat(400, 404), **_errors(401)},
+                   [_JOB_ID]),
+        "patch": _op("JobUpdate", "Change a job", {"200": _JOB, **_flat(400, 404),
+                                                   **_errors(401)}, [_JOB_ID],
+                     _body(name={}, schedule={}, prompt={}, deliver={}, skills={}, skill={},
+                           repeat={}, enabled={})),
+        "delete": _op("JobDelete", "Delete a job",
+                      {"200": _json(_OBJECT, "{ok: true}"), **_flat(400, 404), **_errors(401)},
+                      [_JOB_ID])},
+    "/api/jobs/{job_id}/pause": {
+        "post": _op("JobPause", "Pause a job", {"200": _JOB, **_flat(400, 404), **_errors(401)},
+                    [_JOB_ID])},
+    "/api/jobs/{job_id}/resume": {
+        "post": _op("JobResume", "Resume a job", {"200": _JOB, **_flat(400, 404),
+                                                  **_errors(401)}, [_JOB_ID])},
+    "/api/jobs/{job_id}/run": {
+        "post": _op("JobRun", "Make a job due now", {"200": _JOB, **_flat(400, 404),
+                                                     **_errors(401)}, [_JOB_ID])},
+    "/v1/skills": {
+        "get": _op("SkillList", "Skills the agent can load",
+                   {"200": _json(_OBJECT, "object: list"), **_errors(401)})},
+    "/v1/toolsets": {
+        "get": _op("ToolsetList", "Toolsets of the api_server platform",
+                   {"200": _json(_OBJECT, "object: list, platform, data"), **_errors(401)})},
+    "/api/cron/fire": {
+        "post": _op("CronFire", "Fire a job (NAS-minted token; none is valid here)",
+                    {**_flat(401)}, body=_body(job_id={"type": "string"}))},
+    "/api/platforms/{platform}/events": {
+        "post": _op("PlatformEvents", "Callback ingress of other platform adapters",
+                    {**_errors(400, 503)},
+                    [{"name": "platform", "in": "path", "required": True,
+                      "schema": {"type": "string"}}])},
 }
 
 OPERATIONS = tuple(op["operationId"] for item in PATHS.values() for op in item.values())

@@ -151,8 +151,8 @@ class SessionBook:
         self._row(session_id)
 
     def _blank(self, session_id, *, model, system_prompt=None, source="api_server", title=None,
-               parent=None):
-        now = self.now()
+               parent=None, at=None):
+        now = self.now() if at is None else at
         row = {name: None for name in SESSION_FIELDS}
         row.update({name: 0 for name in COUNTERS})
         row.update(id=session_id, source=source, model=model, title=title, started_at=now,
@@ -340,13 +340,14 @@ class SessionBook:
         with self.instance.transaction():
             return self.append(session_id, turn, source=source, title=title, ended=ended)
 
-    def append(self, session_id, turn, *, source="api_server", title=None, ended=None):
-        """`record` inside the caller's transaction."""
+    def append(self, session_id, turn, *, source="api_server", title=None, ended=None,
+               at=None):
+        """`record` inside the caller's transaction; `at` dates a turn the ticker ran late."""
         result = turn.result
+        at = self.now() if at is None else at
         row = self.records.get(SESSIONS, session_id)
         if row is None:
-            row = self._blank(session_id, model=turn.model, source=source, title=title)
-        at = self.now()
+            row = self._blank(session_id, model=turn.model, source=source, title=title, at=at)
         self._message(session_id, "user", turn.user_text, at)
         added, tools = 1, 0
         for step in result.tools():

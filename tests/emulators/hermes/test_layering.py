@@ -11,13 +11,14 @@ MARSHMALLOW_OK = {"schemas"}
 # What each module may import from this package (by module name).
 ALLOWED = {
     "app": {"resources", "session_resources", "errors", "models", "compat", "openapi",
-            "openapi_sessions", "presets", "settings"},
+            "openapi_sessions", "presets", "settings", "catalog"},
     "resources": {"errors", "models", "compat"},
-    "session_resources": {"resources", "errors", "compat", "sessionchat", "jobs"},
+    "session_resources": {"resources", "errors", "compat", "sessionchat", "jobs", "catalog"},
+    "catalog": {"errors", "toolsets"}, "toolsets": set(),
     "sessionchat": {"compat", "errors", "models", "sessions"},
     "compat": {"canonical", "schemas", "errors", "store", "models", "sessions"},
     "sessions": {"canonical", "errors"},
-    "jobs": {"errors", "sessions", "schedule"},
+    "jobs": {"errors", "sessions", "schedule", "compat"},
     "schedule": {"errors"},
     "models": {"canonical", "schemas", "errors", "store", "sessions"},
     "presets": {"models"},
