@@ -106,16 +106,6 @@ def json_object(raw):
     return body
 
 
-def py_str(value):
-    """Python's str() of a JSON value (upstream turns ids and titles into strings that way)."""
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if value is None:
-        return "None"
-    return value if isinstance(value, str) else repr(value) if isinstance(value, float) else (
-        str(value) if isinstance(value, int) else canonical.canonical(value))
-
-
 class Turn:
     """One stored exchange: the user text and what the agent answered (`compat.Result`)."""
 
@@ -179,9 +169,10 @@ class SessionBook:
     def create(self, raw):
         """POST /api/sessions (§10.4); return the session object."""
         body = json_object(raw)
-        given = body.get("id") if body.get("id") is not None else body.get("session_id")
-        session_id = py_str(given).strip() if given not in (None, "") else ""
-        if given in (None, ""):
+        # upstream: `id or session_id`, turned into a string (12345 -> "12345") and stripped
+        given = body.get("id") or body.get("session_id")
+        session_id = str(given).strip() if given else ""
+        if not given:
             session_id = self.new_id()
         elif not session_id or LINE_BREAKS.search(session_id) or path_unsafe(session_id):
             raise InvalidSessionIdCode("Invalid session ID")
@@ -197,7 +188,7 @@ class SessionBook:
             title = body.get("title")
             if title is not None:
                 # 0.19.0 answers a 500 for a long title here; PATCH's 400 is the documented one.
-                title = sanitize_title(py_str(title))
+                title = sanitize_title(str(title))
                 owner = title and self._title_owner(title)
                 if owner:
                     raise InvalidTitle(f"Title already in use by session {owner}")
@@ -219,14 +210,14 @@ class SessionBook:
             row = self._row(session_id)
             if "title" in body:
                 title = body["title"]
-                title = None if title is None else sanitize_title(py_str(title))
+                title = None if title is None else sanitize_title(str(title))
                 owner = title and self._title_owner(title, other_than=session_id)
                 if owner:
                     raise InvalidTitle(f"Title '{title}' is already in use by session {owner}")
                 row["title"] = title
             if body.get("end_reason") and row["ended_at"] is None:
                 row["ended_at"] = self.now()
-                row["end_reason"] = py_str(body["end_reason"])
+                row["end_reason"] = str(body["end_reason"])
             self.records.put(SESSIONS, session_id, row)
         return public(row)
 
@@ -270,8 +261,8 @@ class SessionBook:
         """POST /api/sessions/{id}/fork (§10.9); return the new session object."""
         self.require(session_id)
         body = json_object(raw)
-        given = body.get("id") if body.get("id") is not None else body.get("session_id")
-        new_id = py_str(given).strip() if given not in (None, "") else ""
+        given = body.get("id") or body.get("session_id")
+        new_id = str(given).strip() if given else ""
         if not new_id:
             new_id = self.new_id()
         elif LINE_BREAKS.search(new_id) or path_unsafe(new_id) or len(new_id) > MAX_ID:
@@ -303,7 +294,7 @@ class SessionBook:
             # Upstream sets a requested title after the fork is made: a refused title leaves
             # the untitled fork in place (oracle sessions_fork_title_conflict).
             with self.instance.transaction():
-                title = sanitize_title(py_str(title))
+                title = sanitize_title(str(title))
                 owner = title and self._title_owner(title, other_than=new_id)
                 if owner:
                     raise InvalidTitle(f"Title '{title}' is already in use by session {owner}")
