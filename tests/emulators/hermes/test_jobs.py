@@ -262,11 +262,16 @@ def test_a_one_shot_job_is_removed_after_its_run_and_paused_jobs_wait(api):
     assert [s["id"] for s in cron] == [f"cron_{once}_20261201_134500"]
 
 
-def test_jobs_are_per_namespace_and_reset(api):
+def test_jobs_are_per_namespace_restored_by_checkpoints_and_reset(api):
     job_id = create(api, name="Mine", schedule="every 1h")["job"]["id"]
     other = {**AUTH, "x-mockingbird-namespace": "other"}
     assert api.get("/api/jobs", headers=other).json == {"jobs": []}
     api.get(f"/api/jobs/{job_id}", headers=other, status=404)
+    checkpoint = api.post_json("/__admin/checkpoints", {}, status=201).json["id"]
+    action(api, job_id, "pause")
+    advance(api, 7200)
+    api.post_json("/__admin/branches/main/checkout", {"checkpoint": checkpoint}, status=200)
+    assert job_of(api, job_id)["job"]["state"] == "scheduled"
     api.post_json("/__admin/reset", {}, status=200)
     job_of(api, job_id, status=404)
 
