@@ -17,7 +17,7 @@ from .errors import (
     Throttled, Unsupported)
 from .models import EFFECT_THROTTLE, memory_key_of
 from .schemas import TERMINAL
-from .sessions import SESSION_ENDPOINTS, SessionBook
+from .sessions import SESSION_ENDPOINTS, SessionBook, arguments_text, result_text
 from .sessions import Turn as StoredTurn
 from .store import HermesStore
 
@@ -562,16 +562,6 @@ def chat_usage(usage):
     return {"prompt_tokens": usage.get("input_tokens", 0),
             "completion_tokens": usage.get("output_tokens", 0),
             "total_tokens": usage.get("total_tokens", 0)}
-
-
-def arguments_text(step):
-    arguments = step.get("arguments", {})
-    return json.dumps(arguments) if isinstance(arguments, dict) else str(arguments)
-
-
-def result_text(step):
-    result = step.get("result", "")
-    return result if isinstance(result, str) else json.dumps(result)
 
 
 def message_item(text):

@@ -394,10 +394,12 @@ class StoredResult:
 
 
 def arguments_text(step):
+    """A scripted tool call's arguments as the model's JSON text."""
     arguments = step.get("arguments", {})
     return json.dumps(arguments) if isinstance(arguments, dict) else str(arguments)
 
 
 def result_text(step):
+    """A scripted tool call's result as the tool message's text."""
     result = step.get("result", "")
     return result if isinstance(result, str) else json.dumps(result)
