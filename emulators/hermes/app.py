@@ -74,7 +74,7 @@ class ProviderApp(falcon.App):
                 headers = [(name, value) for name, value in headers
                            if name.lower() not in (resources.BARE, "content-type")]
             return start_response(status, headers, exc_info)
-        return super().__call__(env, start)
+        return super().__call__(session_resources.without_profile_prefix(env), start)
 
 
 def create_provider_app(settings):

@@ -15,8 +15,17 @@ from .resources import HermesResource, open_stream, paced, send_json
 from .sessionchat import SessionChat
 
 PLATFORM_NAME = re.compile(r"^[a-z0-9_]+$")
+PROFILE_PREFIX = re.compile(r"^/p/[^/]+(?=/)")
 ORIGIN_HEADERS = (("forwarded_for", "X-Forwarded-For", 200), ("real_ip", "X-Real-IP", 200),
                   ("user_agent", "User-Agent", 300))
+
+
+def without_profile_prefix(env):
+    """Upstream also mounts every route under `/p/{profile}/…`; with profile multiplexing off
+    (the only mode modelled) the prefix is ignored (oracle profile_prefix_health)."""
+    path = env.get("PATH_INFO") or ""
+    prefix = PROFILE_PREFIX.match(path)
+    return {**env, "PATH_INFO": path[prefix.end():]} if prefix else env
 
 
 class EmptySegments:

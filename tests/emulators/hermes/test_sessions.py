@@ -396,3 +396,13 @@ def test_routing_answers_before_auth(api):
     assert api.get("/api/sessions", status=401).json["error"]["code"] == "invalid_api_key"
     assert api.post("/api/sessions", b"{nope", headers={"Content-Type": "application/json"},
                     status=401).json["error"]["code"] == "invalid_api_key"
+
+
+def test_every_route_also_answers_under_a_profile_prefix(api):
+    create(api, id="prof")
+    assert api.get("/p/work/api/sessions/prof", headers=AUTH).json["session"]["id"] == "prof"
+    assert api.get("/p/work/health").json["status"] == "ok"
+    assert api.get("/p/work/v1/models", headers=AUTH).json["object"] == "list"
+    assert api.get("/p/work/nope", headers=AUTH, status=404).text == "404: Not Found"
+    assert api.get("/p/work", headers=AUTH, status=404).text == "404: Not Found"
+
