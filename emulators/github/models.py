@@ -6,9 +6,8 @@ No HTTP here: `GitHubBackend` takes parsed input, applies the reference's preced
 import re
 from collections import deque
 from datetime import datetime, timedelta, timezone
-from urllib.parse import quote
 
-from . import errors, schemas
+from . import errors, schemas, shapes
 from .store import GitHubStore, repo_key
 
 SHA_ANY_CASE = re.compile(r"^[a-fA-F0-9]{40}\Z")
@@ -22,6 +21,7 @@ _BAD_REF_CHARS = set("~^:?*[\\") | {chr(c) for c in range(33)} | {chr(127)}
 _ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
+ACTOR = "mockingbird-user"
 CROSS_REPO = "Mockingbird does not model cross-repository heads"
 PULL_REFS = "Mockingbird does not model provider-managed pull refs"
 
@@ -90,6 +90,17 @@ def is_ancestor(graph, ancestor, descendant):
     return False
 
 
+def _reachable(graph, sha):
+    """Return every commit reachable from `sha` (itself included) by parent links."""
+    seen, stack = {sha}, [sha]
+    while stack:
+        for parent in graph.get(stack.pop(), ()):
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return seen
+
+
 def _has_cycle(graph):
     # Kahn's algorithm, iterative, so 100 000-commit chains are fine
     children_count = {sha: 0 for sha in graph}
@@ -120,10 +131,6 @@ def _js_key_order(keys):
     return indices + [k for k in keys if not is_index(k)]
 
 
-def _segment(value):
-    return quote(value, safe="-_.!~*'()")
-
-
 def parse_pull_number(raw):
     """Return the pull number of a path segment, or None (decimal digits only, safe integer)."""
     if not re.fullmatch(r"[1-9][0-9]*", raw or ""):
@@ -146,54 +153,25 @@ class GitHubBackend:
     # shapes ------------------------------------------------------------------------------
 
     def repo_json(self, repo):
-        owner = self.store.owner(repo["owner"])
-        login = owner["login"]
-        url = f"{self.base_url}/repos/{login}/{repo['name']}"
-        stamp = iso(repo["created_ms"])
-        return {
-            "id": repo["id"],
-            "node_id": repo["node_id"],
-            "name": repo["name"],
-            "full_name": f"{login}/{repo['name']}",
-            "owner": self._owner_json(owner),
-            "private": repo["private"],
-            "fork": False,
-            "default_branch": repo["default_branch"],
-            "url": url,
-            "html_url": f"{self.base_url}/{login}/{repo['name']}",
-            "created_at": stamp,
-            "updated_at": stamp,
-            # beyond the reference (§11 "reduced schemas"): fields real GitHub always sends
-            "description": None,
-            "visibility": "private" if repo["private"] else "public",
-            "archived": False,
-            "disabled": False,
-            "git_refs_url": f"{url}/git/refs{{/sha}}",
-            "pulls_url": f"{url}/pulls{{/number}}",
-        }
-
-    @staticmethod
-    def _owner_json(owner):
-        return {"login": owner["login"], "id": owner["id"], "node_id": owner["node_id"],
-                "type": "Organization"}
+        created = iso(repo["created_ms"])
+        return shapes.repository(
+            self.base_url, repo, self.store.owner(repo["owner"]),
+            open_pulls=self.store.count_pulls({"repo": repo["key"], "state": "open"}),
+            created_at=created, pushed_at=iso(repo.get("pushed_ms", repo["created_ms"])))
 
     def _repo_url(self, repo):
         login = self.store.owner(repo["owner"])["login"]
         return f"{self.base_url}/repos/{login}/{repo['name']}"
 
     def ref_json(self, repo, ref, repo_url=None):
-        repo_url = repo_url or self._repo_url(repo)
-        tail = "/".join(_segment(part) for part in ref["ref"][len("refs/"):].split("/"))
-        return {
-            "ref": ref["ref"],
-            "node_id": ref["node_id"],
-            "url": f"{repo_url}/git/refs/{tail}",
-            "object": {"type": "commit", "sha": ref["sha"],
-                       "url": f"{repo_url}/git/commits/{ref['sha']}"},
-        }
+        return shapes.reference(repo_url or self._repo_url(repo), ref)
 
-    def pull_json(self, repo, pull, *, tips=None, repo_json=None):
-        """Shape a PR; an open PR shows the current branch tips (§4.4 tip projection)."""
+    def pull_json(self, repo, pull, *, tips=None, repo_json=None, full=True, fresh=False):
+        """Shape a PR; an open PR shows the current branch tips (§4.4 tip projection).
+
+        `full` adds what only `pulls/get` and the writes carry (commit count, mergeability);
+        `fresh` marks a PR just created, whose mergeability GitHub has not computed yet.
+        """
         repo_json = repo_json or self.repo_json(repo)
         head_sha, base_sha = pull["head_sha"], pull["base_sha"]
         if pull["state"] == "open":
@@ -201,40 +179,24 @@ class GitHubBackend:
                 tips = self._tips(repo["key"], (pull["head_ref"], pull["base_ref"]))
             head_sha = tips.get(pull["head_ref"], head_sha)
             base_sha = tips.get(pull["base_ref"], base_sha)
-        url = f"{repo_json['url']}/pulls/{pull['number']}"
-        html_url = f"{repo_json['html_url']}/pull/{pull['number']}"
-        return {
-            "id": pull["id"],
-            "node_id": pull["node_id"],
-            "number": pull["number"],
-            "url": url,
-            "html_url": html_url,
-            "state": pull["state"],
-            "title": pull["title"],
-            "body": pull["body"],
-            "draft": pull["draft"],
-            "created_at": pull["created_at"],
-            "updated_at": pull["updated_at"],
-            "closed_at": pull["closed_at"],
-            "merged": False,
-            "merged_at": None,
-            "mergeable": None,
-            "merge_commit_sha": None,
-            "maintainer_can_modify": pull["maintainer_can_modify"],
-            "head": self._branch_json(repo_json, pull["head_ref"], head_sha),
-            "base": self._branch_json(repo_json, pull["base_ref"], base_sha),
-            # beyond the reference (§11 "reduced schemas")
-            "locked": False,
-            "labels": [],
-            "assignees": [],
-            "requested_reviewers": [],
-            "_links": {"self": {"href": url}, "html": {"href": html_url}},
-        }
+        author = shapes.user(self.base_url, self.store.owner(pull.get("user", ACTOR)))
+        shape = shapes.pull(repo_json, pull, author, head_sha=head_sha, base_sha=base_sha)
+        if full:
+            graph = self.store.graph(repo["key"])
+            commits = len(_reachable(graph, head_sha) - _reachable(graph, base_sha))
+            shape.update(shapes.pull_counts(pull, commits=commits, computed=not fresh))
+        return shape
 
-    @staticmethod
-    def _branch_json(repo_json, branch, sha):
-        return {"label": f"{repo_json['owner']['login']}:{branch}", "ref": branch, "sha": sha,
-                "user": repo_json["owner"], "repo": repo_json}
+    def _actor(self):
+        """Return the login of the acting user (created on first use): the author of every PR.
+
+        The emulator models no authentication, so every request acts as this one member.
+        """
+        if self.store.owner(ACTOR) is None:
+            self.store.put_owner({"login": ACTOR, "type": "User",
+                                  "id": self.store.next_id("owner_ids"),
+                                  "node_id": node_id("github", "U_", self.store.next_id("node:U_"))})
+        return ACTOR
 
     def _tips(self, key, branches):
         """Map each existing branch among `branches` to its tip sha (one lookup per branch)."""
@@ -333,20 +295,49 @@ class GitHubBackend:
     def get_repo(self, owner, name):
         return self.repo_json(self._repo(owner, name, "repos/get"))
 
+    def _repo_with_refs(self, owner, name, operation):
+        """Return the repository, refusing one with no branch yet as GitHub does (409)."""
+        repo = self._repo(owner, name, operation)
+        if self.store.count_refs(repo["key"], "heads") == 0:
+            raise errors.EmptyRepository(operation)
+        return repo
+
     def get_ref(self, owner, name, tail):
-        repo = self._repo(owner, name, "git/get-ref")
+        repo = self._repo_with_refs(owner, name, "git/get-ref")
         ref = self.store.ref(repo["key"], "refs/" + tail)
         if ref is None:
             raise errors.NotFound("git/get-ref")
         return self.ref_json(repo, ref)
 
+    def _refs_under(self, repo, prefix):
+        found = (r for r in self.store.refs(repo["key"]) if r["ref"].startswith(prefix))
+        return sorted(found, key=lambda r: r["ref"].encode("utf-16-be"))
+
     def matching_refs(self, owner, name, tail):
-        repo = self._repo(owner, name, "git/list-matching-refs")
-        prefix = "refs/" + tail
+        repo = self._repo_with_refs(owner, name, "git/list-matching-refs")
         repo_url = self._repo_url(repo)
-        found = sorted((r for r in self.store.refs(repo["key"]) if r["ref"].startswith(prefix)),
-                       key=lambda r: r["ref"].encode("utf-16-be"))
-        return [self.ref_json(repo, ref, repo_url) for ref in found]
+        return [self.ref_json(repo, ref, repo_url) for ref in self._refs_under(repo, "refs/" + tail)]
+
+    def list_refs(self, owner, name, tail, params):
+        """Answer `GET git/refs[/{tail}]`: (the exact ref, 1, 1) or (a page of refs, page, last).
+
+        GitHub still serves this older listing: an exact name answers that one reference, any
+        other tail lists the references whose name starts with it (404 when there is none).
+        """
+        op = "git/list-matching-refs"
+        repo = self._repo_with_refs(owner, name, op)
+        page, per_page = schemas.page_query(params)
+        if tail:
+            exact = self.store.ref(repo["key"], "refs/" + tail)
+            if exact is not None:
+                return self.ref_json(repo, exact), 1, 1
+        found = self._refs_under(repo, "refs/" + tail)
+        if tail and not found:
+            raise errors.NotFound(op)
+        repo_url = self._repo_url(repo)
+        offset = (page - 1) * per_page
+        return ([self.ref_json(repo, ref, repo_url) for ref in found[offset:offset + per_page]],
+                page, -(-len(found) // per_page))
 
     def create_ref(self, owner, name, body):
         op = "git/create-ref"
@@ -372,6 +363,7 @@ class GitHubBackend:
                 raise errors.Unprocessable(op, "Object does not exist")
             ref = self._put_ref(key, ref_name, sha,
                                 node_id("github", "REF_", self.store.next_id("node:REF_")))
+            self._pushed(key)
         return self.ref_json(repo, ref)
 
     @staticmethod
@@ -409,7 +401,13 @@ class GitHubBackend:
                 raise errors.Unprocessable(op, "Update is not a fast forward")
             ref = {**ref, "sha": sha}
             self.store.put_ref(key, ref)
+            self._pushed(key)
         return ref
+
+    def _pushed(self, key):
+        """Stamp the repository's `pushed_at` (and `updated_at`) with a ref write's time."""
+        repo = self.store.repo(key)
+        self.store.put_repo(key, {**repo, "pushed_ms": self.now_ms()})
 
     def move_ref(self, body):
         """Play the intervening actor of `refs/move`: a non-forced update, control-shaped errors."""
@@ -468,9 +466,10 @@ class GitHubBackend:
                 "draft": body.get("draft") is True, "created_at": now, "updated_at": now,
                 "closed_at": None, "maintainer_can_modify": body.get("maintainer_can_modify", True),
                 "head_ref": head, "base_ref": base, "head_sha": tips[head], "base_sha": tips[base],
+                "user": self._actor(),
             }
             self._put_pull(pull)
-        return self.pull_json(repo, pull, tips=tips)
+        return self.pull_json(repo, pull, tips=tips, fresh=True)
 
     def _check_pair(self, key, login, head, base, tips, op, *, exclude):
         """Refuse missing branches, a duplicate open head/base pair, and 'no commits between'."""
@@ -529,7 +528,8 @@ class GitHubBackend:
         repo_json = self.repo_json(repo)
         tips = self._tips(key, [p["head_ref"] for p in pulls if p["state"] == "open"]
                           + [p["base_ref"] for p in pulls if p["state"] == "open"])
-        return ([self.pull_json(repo, p, tips=tips, repo_json=repo_json) for p in pulls],
+        return ([self.pull_json(repo, p, tips=tips, repo_json=repo_json, full=False)
+                 for p in pulls],
                 query.page, last)
 
     def update_pull(self, owner, name, raw_number, parsed):

@@ -60,8 +60,22 @@ class MatchingRefs:
         _answer(resp, 200, backend_for(instance_of(req)).matching_refs(owner, repo, ref))
 
 
+def _ref_listing(req, resp, owner, repo, tail):
+    """Answer the `git/refs[/{prefix}]` listing: one exact ref, or a page of refs with `Link`."""
+    instance = instance_of(req)
+    pairs = parse_qsl(req.query_string, keep_blank_values=True)
+    answer, page, last = backend_for(instance).list_refs(owner, repo, tail, pairs)
+    header = context.link_header(instance, req, pairs, page, last)
+    if header:
+        resp.set_header("Link", header)
+    _answer(resp, 200, answer)
+
+
 class Refs:
-    """`POST /repos/{owner}/{repo}/git/refs`: create a reference."""
+    """`GET|POST /repos/{owner}/{repo}/git/refs`: list every reference (paged), create one."""
+
+    def on_get(self, req, resp, owner, repo):
+        _ref_listing(req, resp, owner, repo, "")
 
     def on_post(self, req, resp, owner, repo):
         instance = instance_of(req)
@@ -72,7 +86,10 @@ class Refs:
 
 
 class RefItem:
-    """`PATCH /repos/{owner}/{repo}/git/refs/{ref}`: move a reference (fast-forward or forced)."""
+    """`GET|PATCH /repos/{owner}/{repo}/git/refs/{ref}`: list under a prefix; move a reference."""
+
+    def on_get(self, req, resp, owner, repo, ref):
+        _ref_listing(req, resp, owner, repo, ref)
 
     def on_patch(self, req, resp, owner, repo, ref):
         instance = instance_of(req)
