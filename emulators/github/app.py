@@ -10,7 +10,7 @@ import falcon
 
 from emulators.runtime import Service
 
-from . import errors, resources
+from . import errors, media, resources
 from .openapi import DOCUMENT
 from .presets import PRESETS
 
@@ -31,6 +31,14 @@ class ApiVersion:
     def process_response(self, req, resp, resource, req_succeeded):
         if not resp.context.get("unversioned"):
             resp.set_header("x-github-api-version-selected", errors.API_VERSION)
+
+
+class MediaType:
+    """Name the media type served (`X-GitHub-Media-Type`), as GitHub does on every answer."""
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        if not resp.context.get("unversioned"):
+            resp.set_header("X-GitHub-Media-Type", media.served(resp.context.get("media")))
 
 
 class EmptySegments:
@@ -66,7 +74,7 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the nine operations at the root."""
-    app = falcon.App(middleware=[ApiVersion(), EmptySegments()])
+    app = falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()])
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in resources.ROUTES:
         app.add_route(path, resource)

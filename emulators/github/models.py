@@ -193,9 +193,9 @@ class GitHubBackend:
         The emulator models no authentication, so every request acts as this one member.
         """
         if self.store.owner(ACTOR) is None:
+            user_node = node_id("github", "U_", self.store.next_id("node:U_"))
             self.store.put_owner({"login": ACTOR, "type": "User",
-                                  "id": self.store.next_id("owner_ids"),
-                                  "node_id": node_id("github", "U_", self.store.next_id("node:U_"))})
+                                  "id": self.store.next_id("owner_ids"), "node_id": user_node})
         return ACTOR
 
     def _tips(self, key, branches):
@@ -316,7 +316,8 @@ class GitHubBackend:
     def matching_refs(self, owner, name, tail):
         repo = self._repo_with_refs(owner, name, "git/list-matching-refs")
         repo_url = self._repo_url(repo)
-        return [self.ref_json(repo, ref, repo_url) for ref in self._refs_under(repo, "refs/" + tail)]
+        found = self._refs_under(repo, "refs/" + tail)
+        return [self.ref_json(repo, ref, repo_url) for ref in found]
 
     def list_refs(self, owner, name, tail, params):
         """Answer `GET git/refs[/{tail}]`: (the exact ref, 1, 1) or (a page of refs, page, last).

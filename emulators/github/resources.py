@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl
 
 from emulators.runtime import instance_of
 
-from . import context, errors, schemas
+from . import context, errors, media, schemas
 from .models import GitHubBackend
 from .presets import ACCEPTED_DROP
 
@@ -25,6 +25,20 @@ def _body(req):
 def _answer(resp, status, body):
     resp.status = status
     resp.media = body
+
+
+def _media(req, resp):
+    """Return the body param the client's `Accept` selects; remember it for the answer header."""
+    param = media.requested(req.get_header("Accept"))
+    resp.context["media"] = param
+    return param
+
+
+def _answer_pulls(resp, status, pulls, param):
+    if isinstance(pulls, list):
+        _answer(resp, status, [media.with_bodies(pull, param) for pull in pulls])
+    else:
+        _answer(resp, status, media.with_bodies(pulls, param))
 
 
 def _accepted(instance, **ids):
@@ -103,32 +117,37 @@ class Pulls:
     """`GET|POST /repos/{owner}/{repo}/pulls`: list (paged, `Link`) and create."""
 
     def on_get(self, req, resp, owner, repo):
+        param = _media(req, resp)
         instance = instance_of(req)
         pairs = parse_qsl(req.query_string, keep_blank_values=True)
         items, page, last = backend_for(instance).list_pulls(owner, repo, pairs)
         header = context.link_header(instance, req, pairs, page, last)
         if header:
             resp.set_header("Link", header)
-        _answer(resp, 200, items)
+        _answer_pulls(resp, 200, items, param)
 
     def on_post(self, req, resp, owner, repo):
+        param = _media(req, resp)
         instance = instance_of(req)
         pull = backend_for(instance).create_pull(owner, repo, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
-        _answer(resp, 201, pull)
+        _answer_pulls(resp, 201, pull, param)
 
 
 class Pull:
     """`GET|PATCH /repos/{owner}/{repo}/pulls/{pull_number}`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _answer(resp, 200, backend_for(instance_of(req)).get_pull(owner, repo, pull_number))
+        param = _media(req, resp)
+        pull = backend_for(instance_of(req)).get_pull(owner, repo, pull_number)
+        _answer_pulls(resp, 200, pull, param)
 
     def on_patch(self, req, resp, owner, repo, pull_number):
+        param = _media(req, resp)
         instance = instance_of(req)
         pull = backend_for(instance).update_pull(owner, repo, pull_number, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
-        _answer(resp, 200, pull)
+        _answer_pulls(resp, 200, pull, param)
 
 
 ROUTES = [

@@ -104,7 +104,8 @@ class AnswerRecorder:
 
     def process_response(self, req, resp, resource, req_succeeded):
         status = int(str(resp.status).split()[0])
-        schema = SCHEMAS.schema_for(req.method, req.uri_template, status, resp.media)
+        schema = SCHEMAS.schema_for(req.method, req.uri_template, status, resp.media,
+                                    resp.context.get("media"))
         if schema is None or resp.media is None:
             return
         self.checked += 1

@@ -18,11 +18,10 @@ FORMATS = jsonschema.FormatChecker(formats=())
 
 # The ref listing (`git/refs[/{prefix}]`) is not in GitHub's current description; GitHub answers
 # it with the shapes of `git/list-matching-refs` (an array) or `git/get-ref` (an exact match).
-_LISTING = {"GET /repos/{owner}/{repo}/git/refs": "GET /repos/{owner}/{repo}/git/matching-refs/{ref}",
-            "GET /repos/{owner}/{repo}/git/refs/{ref}":
-                "GET /repos/{owner}/{repo}/git/matching-refs/{ref}",
-            "GET /repos/{owner}/{repo}/git/matching-refs":
-                "GET /repos/{owner}/{repo}/git/matching-refs/{ref}"}
+_MATCHING = "GET /repos/{owner}/{repo}/git/matching-refs/{ref}"
+_LISTING = {"GET /repos/{owner}/{repo}/git/refs": _MATCHING,
+            "GET /repos/{owner}/{repo}/git/refs/{ref}": _MATCHING,
+            "GET /repos/{owner}/{repo}/git/matching-refs": _MATCHING}
 _GET_REF = "GET /repos/{owner}/{repo}/git/ref/{ref}"
 _CONVERTER = re.compile(r"\{(\w+):[^}]*\}")
 
@@ -69,8 +68,20 @@ class Schemas:
                            for key, op in document["operations"].items()}
         self.basic_error = self.operations["GET /repos/{owner}/{repo}"]["404"]
 
-    def schema_for(self, method, template, status, body):
-        """Return the schema an answer must satisfy, or None when GitHub documents none."""
+    def schema_for(self, method, template, status, body, media=None):
+        """Return the schema an answer must satisfy, or None when GitHub documents none.
+
+        GitHub's schemas describe the default media type; under `text` or `html` a pull
+        request carries `body_text` or `body_html` in place of the required `body`.
+        """
+        schema = self._documented(method, template, status, body)
+        if schema is not None and media in ("text", "html"):
+            schema = copy.deepcopy(schema)
+            target = schema.get("items", schema)
+            target["required"] = [name for name in target.get("required", ()) if name != "body"]
+        return schema
+
+    def _documented(self, method, template, status, body):
         if template is None:  # the router's generic 404
             return self.basic_error
         key = method + " " + _CONVERTER.sub(r"{\1}", template)
