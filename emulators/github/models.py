@@ -149,6 +149,7 @@ class GitHubBackend:
         self.now_ms = now_ms
         self.transaction = transaction
         self.base_url = base_url.rstrip("/")
+        self._authors = {}
 
     # shapes ------------------------------------------------------------------------------
 
@@ -179,7 +180,10 @@ class GitHubBackend:
                 tips = self._tips(repo["key"], (pull["head_ref"], pull["base_ref"]))
             head_sha = tips.get(pull["head_ref"], head_sha)
             base_sha = tips.get(pull["base_ref"], base_sha)
-        author = shapes.user(self.base_url, self.store.owner(pull.get("user", ACTOR)))
+        login = pull.get("user", ACTOR)
+        if login not in self._authors:  # a page of PRs shares one author: one lookup
+            self._authors[login] = shapes.user(self.base_url, self.store.owner(login))
+        author = self._authors[login]
         shape = shapes.pull(repo_json, pull, author, head_sha=head_sha, base_sha=base_sha)
         if full:
             graph = self.store.graph(repo["key"])
