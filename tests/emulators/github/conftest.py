@@ -8,6 +8,7 @@ import pytest
 import webtest
 
 from emulators.github.app import service
+from emulators.runtime import Service
 from emulators.runtime.app import Runtime
 from emulators.runtime.settings import Settings
 
@@ -115,17 +116,21 @@ class AnswerRecorder:
 
 @pytest.fixture(scope="session", autouse=True)
 def answer_recorder():
-    """Add the recorder to every provider app the GitHub service builds in this session."""
-    recorder = AnswerRecorder()
-    build = service.provider_app
+    """Add the recorder to every provider app a GitHub service builds in this session.
 
-    def recording_provider_app():
-        app = build()
-        app.add_middleware(recorder)
+    Patched on the `Service` class, so services built anywhere (fixtures, `serve()`) are seen.
+    """
+    recorder = AnswerRecorder()
+    build = Service.provider_app
+
+    def recording_provider_app(self):
+        app = build(self)
+        if self.name == "github":
+            app.add_middleware(recorder)
         return app
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(service, "provider_app", recording_provider_app)
+        patch.setattr(Service, "provider_app", recording_provider_app)
         yield recorder
 
 
