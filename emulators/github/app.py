@@ -92,6 +92,9 @@ service = Service(
     provider_app=create_provider_app,
     presets=PRESETS,
     describe=lambda instance: {"apiVersion": errors.API_VERSION},
+    webhooks=True,  # the runtime's hub (emulators/runtime/webhooks.py); events from models.py
+    webhook_ping=resources.webhook_ping,
+    webhook_user_agent="GitHub-Hookshot/mockingbird",
     admin_routes=[
         ("POST", "/github/repositories", resources.seed_repository),
         ("POST", "/github/refs/move", resources.move_ref),

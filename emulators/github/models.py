@@ -7,7 +7,7 @@ import re
 from collections import deque
 from datetime import datetime, timedelta, timezone
 
-from . import errors, schemas, shapes
+from . import errors, events, schemas, shapes
 from .store import GitHubStore, repo_key
 
 SHA_ANY_CASE = re.compile(r"^[a-fA-F0-9]{40}\Z")
@@ -101,6 +101,22 @@ def _reachable(graph, sha):
     return seen
 
 
+def _new_commits(graph, tip, known):
+    """Return the commits reachable from `tip` and not in `known`, parents before children."""
+    order, seen, stack = [], set(known), [(tip, False)]
+    while stack:
+        sha, expanded = stack.pop()
+        if expanded:
+            order.append(sha)
+            continue
+        if sha in seen:
+            continue
+        seen.add(sha)
+        stack.append((sha, True))
+        stack.extend((parent, False) for parent in graph.get(sha, ()) if parent not in seen)
+    return order
+
+
 def _has_cycle(graph):
     # Kahn's algorithm, iterative, so 100 000-commit chains are fine
     children_count = {sha: 0 for sha in graph}
@@ -144,8 +160,10 @@ def parse_pull_number(raw):
 class GitHubBackend:
     """The rules of one namespace's GitHub over its records; URLs are built from `base_url`."""
 
-    def __init__(self, records, *, now_ms, transaction, base_url):
+    def __init__(self, records, *, now_ms, transaction, base_url, emit=None):
         self.store = GitHubStore(records)
+        # emit(event, build): queue a webhook; `build()` makes the payload only if one listens
+        self.emit = emit or (lambda event, build: None)
         self.now_ms = now_ms
         self.transaction = transaction
         self.base_url = base_url.rstrip("/")
@@ -201,6 +219,9 @@ class GitHubBackend:
             self.store.put_owner({"login": ACTOR, "type": "User",
                                   "id": self.store.next_id("owner_ids"), "node_id": user_node})
         return ACTOR
+
+    def _sender(self):
+        return events.sender(self.base_url, self.store.owner(self._actor()))
 
     def _tips(self, key, branches):
         """Map each existing branch among `branches` to its tip sha (one lookup per branch)."""
@@ -369,6 +390,9 @@ class GitHubBackend:
             ref = self._put_ref(key, ref_name, sha,
                                 node_id("github", "REF_", self.store.next_id("node:REF_")))
             self._pushed(key)
+            self.emit("create", lambda: events.create(
+                self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+            self._emit_push(key, ref_name, events.ZERO_SHA, sha, forced=False)
         return self.ref_json(repo, ref)
 
     @staticmethod
@@ -402,12 +426,38 @@ class GitHubBackend:
             graph = self.store.graph(key)
             if sha not in graph:
                 raise errors.Unprocessable(op, "Object does not exist")
-            if not force and not is_ancestor(graph, ref["sha"], sha):
+            fast_forward = is_ancestor(graph, ref["sha"], sha)
+            if not force and not fast_forward:
                 raise errors.Unprocessable(op, "Update is not a fast forward")
-            ref = {**ref, "sha": sha}
+            before, ref = ref["sha"], {**ref, "sha": sha}
             self.store.put_ref(key, ref)
             self._pushed(key)
+            if before != sha:
+                self._emit_push(key, ref_name, before, sha, forced=not fast_forward)
+                self._emit_synchronize(key, ref_name, before, sha)
         return ref
+
+    def _emit_push(self, key, ref_name, before, after, *, forced):
+        def build():
+            graph = self.store.graph(key)
+            known = set() if before == events.ZERO_SHA else _reachable(graph, before)
+            return events.push(self.repo_json(self.store.repo(key)), ref_name, before, after,
+                               _new_commits(graph, after, known), self._sender(),
+                               forced=forced, timestamp=iso(self.now_ms()))
+        self.emit("push", build)
+
+    def _emit_synchronize(self, key, ref_name, before, after):
+        """Tell `pull_request` listeners that the head of each open PR on the branch moved."""
+        if not ref_name.startswith("refs/heads/"):
+            return
+        branch = ref_name[len("refs/heads/"):]
+        pulls = self.store.pulls({"repo": key, "state": "open", "head_ref": branch},
+                                 order_by=None, desc=False, limit=None, offset=0)
+        repo = self.store.repo(key)
+        for pull in sorted(pulls, key=lambda p: p["number"]):
+            self.emit("pull_request", lambda pull=pull: events.pull_request(
+                "synchronize", self.pull_json(repo, pull), self._sender(),
+                before=before, after=after))
 
     def _pushed(self, key):
         """Stamp the repository's `pushed_at` (and `updated_at`) with a ref write's time."""
@@ -474,6 +524,8 @@ class GitHubBackend:
                 "user": self._actor(),
             }
             self._put_pull(pull)
+            self.emit("pull_request", lambda: events.pull_request(
+                "opened", self.pull_json(repo, pull, tips=tips, fresh=True), self._sender()))
         return self.pull_json(repo, pull, tips=tips, fresh=True)
 
     def _check_pair(self, key, login, head, base, tips, op, *, exclude):
@@ -564,6 +616,7 @@ class GitHubBackend:
                 self._check_open_pair(key, login, pull["head_ref"], base, tips, op,
                                       exclude=number)
             now = iso(self.now_ms())
+            before = pull
             pull = {**pull, "state": state, "base_ref": base, "updated_at": now,
                     "head_sha": tips[pull["head_ref"]], "base_sha": tips[base],
                     "closed_at": (pull["closed_at"] or now) if state == "closed" else None}
@@ -574,7 +627,24 @@ class GitHubBackend:
             if "maintainer_can_modify" in body:
                 pull["maintainer_can_modify"] = body["maintainer_can_modify"]
             self._put_pull(pull)
+            self._emit_pull_changes(repo, before, pull, tips)
         return self.pull_json(repo, pull, tips=tips)
+
+    def _emit_pull_changes(self, repo, before, after, tips):
+        """Send `edited` (with `changes`) and `closed`/`reopened`, as GitHub does per update."""
+        changes = {name: {"from": before[name] or ""} for name in ("title", "body")
+                   if before[name] != after[name]}
+        if before["base_ref"] != after["base_ref"]:
+            changes["base"] = {"ref": {"from": before["base_ref"]},
+                               "sha": {"from": before["base_sha"]}}
+        shape = lambda: self.pull_json(repo, after, tips=tips)  # noqa: E731
+        if changes:
+            self.emit("pull_request", lambda: events.pull_request(
+                "edited", shape(), self._sender(), changes=changes))
+        if before["state"] != after["state"]:
+            action = "closed" if after["state"] == "closed" else "reopened"
+            self.emit("pull_request", lambda: events.pull_request(action, shape(),
+                                                                  self._sender()))
 
 
 def _nonblank(value):

@@ -7,15 +7,16 @@ from urllib.parse import parse_qsl
 
 from emulators.runtime import instance_of
 
-from . import context, errors, media, schemas
-from .models import GitHubBackend
+from . import context, errors, events, media, schemas
+from .models import GitHubBackend, iso
 from .presets import ACCEPTED_DROP
 
 
 def backend_for(instance):
     """Build the rules object over one instance's records, clock, transaction and base URL."""
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
-                         transaction=instance.transaction, base_url=context.public_base(instance))
+                         transaction=instance.transaction, base_url=context.public_base(instance),
+                         emit=instance.emit)
 
 
 def _body(req):
@@ -188,3 +189,9 @@ def move_ref(call):
     reference = backend_for(call.instance).move_ref(call.body)
     return 200, {"reference": reference, "checkpoint": context.checkpoint(call.instance),
                  "simulated": True}
+
+
+def webhook_ping(instance, endpoint):
+    """The `ping` a newly registered webhook endpoint is sent (runtime hub hook)."""
+    return "ping", events.ping(context.public_base(instance), endpoint,
+                               now=iso(instance.now_ms()))
