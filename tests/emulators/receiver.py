@@ -24,7 +24,8 @@ class Receiver:
         self._lock = threading.Lock()
         self._server = make_server("127.0.0.1", 0, self.app, handler_class=_Quiet)
         self.url = f"http://127.0.0.1:{self._server.server_port}/hook"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True)
         self._thread.start()
 
     def app(self, environ, start_response):
