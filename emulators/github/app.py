@@ -73,7 +73,7 @@ def _unexpected(req, resp, exc, params):
 
 
 def create_provider_app():
-    """Build the falcon app with the nine operations at the root."""
+    """Build the falcon app with the GitHub operations at the root."""
     app = falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()])
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in resources.ROUTES:

@@ -56,8 +56,16 @@ def _kind(ref_name):
     return "branch", ref_name[len("refs/heads/"):]
 
 
+def delete(repo_json, ref_name, sender):
+    """`delete`: a branch or tag was deleted."""
+    kind, short = _kind(ref_name)
+    return {"ref": short, "ref_type": kind, "pusher_type": "user", "repository": repo_json,
+            "sender": sender}
+
+
 def push(repo_json, ref_name, before, after, new_commits, sender, *, forced, timestamp):
-    """`push`: a ref was created (`before` is zeros) or moved; `new_commits` oldest first."""
+    """`push`: a ref was created (`before` is zeros), moved, or deleted (`after` is zeros);
+    `new_commits` oldest first."""
     # the push payload's repository differs: epoch-second times, the organization by login
     repository = {**repo_json, "created_at": _epoch_s(repo_json["created_at"]),
                   "pushed_at": _epoch_s(repo_json["pushed_at"]),
@@ -69,11 +77,13 @@ def push(repo_json, ref_name, before, after, new_commits, sender, *, forced, tim
                for sha in new_commits[-MAX_PUSH_COMMITS:]]
     return {
         "ref": ref_name, "before": before, "after": after,
-        "created": before == ZERO_SHA, "deleted": False, "forced": forced, "base_ref": None,
+        "created": before == ZERO_SHA, "deleted": after == ZERO_SHA, "forced": forced,
+        "base_ref": None,
         "compare": (f"{repo_json['html_url']}/compare/{before[:12]}...{after[:12]}"
                     if before != ZERO_SHA else f"{repo_json['html_url']}/commit/{after[:12]}"),
         "commits": commits,
-        "head_commit": _commit(repo_json, after, sender, timestamp),
+        "head_commit": (None if after == ZERO_SHA
+                        else _commit(repo_json, after, sender, timestamp)),
         "repository": repository,
         "pusher": {"name": sender["login"],
                    "email": f"{sender['login']}@users.noreply.example"},

@@ -437,10 +437,50 @@ class GitHubBackend:
                 self._emit_synchronize(key, ref_name, before, sha)
         return ref
 
+    def delete_ref(self, owner, name, tail):
+        """Delete a reference; open PRs whose head or base was that branch close (as on GitHub)."""
+        op = "git/delete-ref"
+        repo = self._repo(owner, name, op)
+        ref_name = "refs/" + tail
+        if not valid_ref_name(ref_name):
+            raise errors.Unprocessable(op, "Reference name is not valid")
+        if ref_name.startswith("refs/pull/"):
+            raise errors.Unsupported(PULL_REFS)
+        key = repo["key"]
+        with self.transaction():
+            ref = self.store.ref(key, ref_name)
+            if ref is None:
+                raise errors.Unprocessable(op, "Reference does not exist")
+            self.store.delete_ref(key, ref_name)
+            self._pushed(key)
+            self.emit("delete", lambda: events.delete(
+                self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+            self._emit_push(key, ref_name, ref["sha"], events.ZERO_SHA, forced=False)
+            if ref_name.startswith("refs/heads/"):
+                self._close_pulls_on(repo, ref_name[len("refs/heads/"):], ref["sha"])
+        return ref
+
+    def _close_pulls_on(self, repo, branch, last_sha):
+        """Close the open PRs whose head or base branch is gone, keeping their last tips."""
+        key, now = repo["key"], iso(self.now_ms())
+        gone = [p for side in ("head_ref", "base_ref")
+                for p in self.store.pulls({"repo": key, "state": "open", side: branch},
+                                          order_by=None, desc=False, limit=None, offset=0)]
+        for pull in sorted(gone, key=lambda p: p["number"]):
+            tips = self._tips(key, (pull["head_ref"], pull["base_ref"]))
+            closed = {**pull, "state": "closed", "updated_at": now, "closed_at": now,
+                      "head_sha": tips.get(pull["head_ref"], last_sha),
+                      "base_sha": tips.get(pull["base_ref"], last_sha)}
+            self._put_pull(closed)
+            self.emit("pull_request", lambda closed=closed: events.pull_request(
+                "closed", self.pull_json(repo, closed), self._sender()))
+
     def _emit_push(self, key, ref_name, before, after, *, forced):
         def build():
             graph = self.store.graph(key)
             known = set() if before == events.ZERO_SHA else _reachable(graph, before)
+            if after == events.ZERO_SHA:  # a deletion brings no commits
+                known = set(graph)
             return events.push(self.repo_json(self.store.repo(key)), ref_name, before, after,
                                _new_commits(graph, after, known), self._sender(),
                                forced=forced, timestamp=iso(self.now_ms()))

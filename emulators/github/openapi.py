@@ -84,7 +84,9 @@ DOCUMENT = {
             "get": _op("git/list-refs", "List references under a prefix, or the exact one",
                        [_REF], "200", "References", query=_PAGE_QUERY),
             "patch": _op("git/update-ref", "Update a reference", [_REF], "200", "Reference",
-                         body="UpdateRef")},
+                         body="UpdateRef"),
+            "delete": _op("git/delete-ref", "Delete a reference (open PRs on the branch close)",
+                          [_REF], "204", None)},
         "/repos/{owner}/{repo}/pulls": {
             "get": _op("pulls/list", "List pull requests", [], "200", "PullRequests",
                        query=_LIST_QUERY),

@@ -1,4 +1,4 @@
-"""Falcon resources of the nine GitHub operations, and the two GitHub admin controls.
+"""Falcon resources of the GitHub operations, and the two GitHub admin controls.
 
 Thin: each responder parses the request, calls `GitHubBackend`, and shapes the answer. Mutations
 report their ids to the journal and honour the `github.accepted_drop` effect (commit, then drop).
@@ -101,10 +101,17 @@ class Refs:
 
 
 class RefItem:
-    """`GET|PATCH /repos/{owner}/{repo}/git/refs/{ref}`: list under a prefix; move a reference."""
+    """`GET|PATCH|DELETE /repos/{owner}/{repo}/git/refs/{ref}`: list under a prefix; move or
+    delete a reference."""
 
     def on_get(self, req, resp, owner, repo, ref):
         _ref_listing(req, resp, owner, repo, ref)
+
+    def on_delete(self, req, resp, owner, repo, ref):
+        instance = instance_of(req)
+        deleted = backend_for(instance).delete_ref(owner, repo, ref)
+        _accepted(instance, ref=deleted["ref"])
+        resp.status = 204
 
     def on_patch(self, req, resp, owner, repo, ref):
         instance = instance_of(req)

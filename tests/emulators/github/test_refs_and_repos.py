@@ -29,7 +29,7 @@ def test_missing_repo_is_the_basic_404(gh):
 
 
 @pytest.mark.parametrize("method,path", [
-    ("DELETE", f"{REPO}/git/refs/heads/main"), ("PUT", REPO),
+    ("PUT", REPO),
     ("GET", "/anything"), ("GET", f"{REPO}/"), ("POST", REPO), ("GET", f"{REPO}/pulls/"),
     ("GET", f"{REPO}/pulls/1/extra"), ("GET", f"{REPO}/git/ref/"),
     ("PATCH", f"{REPO}/git/refs/"), ("GET", "/repos/synthetic-org/")])
@@ -327,3 +327,23 @@ def test_state_is_per_namespace_through_the_path_carrier(app, seeded):
 def test_health_names_the_service_and_api_version(gh):
     health = gh.get("/__admin/health").json
     assert (health["service"], health["apiVersion"]) == ("github", "2026-03-10")
+
+
+def test_delete_ref_is_204_and_closes_the_open_pulls_on_the_branch(seeded):
+    seeded.create_ref("refs/heads/topic", B, status=201)
+    seeded.create_ref("refs/tags/v1", B, status=201)
+    seeded.open_pull(status=201)
+    res = seeded.app.delete(f"{REPO}/git/refs/heads/topic", status=204)
+    assert res.body == b"" and res.headers["x-mockingbird-checkpoint"].startswith("cp_")
+    assert seeded.get(f"{REPO}/git/ref/heads/topic", 404).json["message"] == "Not Found"
+    pr = seeded.get(f"{REPO}/pulls/1", 200).json
+    assert (pr["state"], pr["head"]["sha"], pr["closed_at"]) == ("closed", B, pr["updated_at"])
+    seeded.app.delete(f"{REPO}/git/refs/tags/v1", status=204)
+    res = seeded.app.delete(f"{REPO}/git/refs/heads/topic", status=422)
+    assert res.json == {"message": "Reference does not exist", "status": "422",
+                        "documentation_url":
+                            "https://docs.github.com/rest/git/refs#delete-a-reference"}
+    assert seeded.app.delete("/repos/x/y/git/refs/heads/main", status=404).json["message"] == \
+        "Not Found"
+    assert seeded.app.delete(f"{REPO}/git/refs/pull/1/head", status=501).json["code"] == \
+        "mockingbird_unsupported"

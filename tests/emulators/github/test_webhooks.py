@@ -85,6 +85,22 @@ def test_every_event_arrives_signed_in_order_and_follows_githubs_schemas(hooked,
     assert payloads[-2]["ref_type"] == "tag" and payloads[-1]["ref"] == "refs/tags/v1"
 
 
+def test_deleting_a_branch_sends_delete_push_and_closes_its_pulls(hooked, receiver):
+    hooked.create_ref("refs/heads/topic", B, status=201)
+    hooked.open_pull(status=201)
+    hooked.app.delete(f"{REPO}/git/refs/heads/topic", status=204)
+    flush(hooked)
+    assert receiver.events()[4:] == [("delete", None), ("push", None),
+                                     ("pull_request", "closed")]
+    for headers, payload in receiver.received:
+        check_payload(headers["X-Github-Event"], payload)
+    delete, push, closed = [payload for _, payload in receiver.received[4:]]
+    assert (delete["ref"], delete["ref_type"]) == ("topic", "branch")
+    assert (push["before"], push["after"], push["deleted"], push["head_commit"]) == \
+        (B, "0" * 40, True, None)
+    assert closed["pull_request"]["state"] == "closed"
+
+
 def test_the_admin_plane_lists_deliveries_and_events(hooked, receiver):
     hooked.create_ref("refs/heads/topic", B, status=201)
     flush(hooked)
