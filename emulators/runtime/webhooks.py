@@ -28,6 +28,8 @@ MAX_ATTEMPTS = 5
 BACKOFF_MS = 1000  # doubled after each failed attempt: 1 s, 2 s, 4 s, 8 s
 SEND_TIMEOUT_S = 5
 CLAIM_MS = 30_000  # a claimed delivery whose process died is sent again after this
+POLL_S = 0.25  # how often a dispatcher looks at the shared queue (others' retries included)
+IDLE_ROUNDS = 40  # a dispatcher with nothing queued for this many polls (10 s) stops
 
 _COLUMNS = ("id", "seq", "endpoint", "event", "action", "status", "attempts", "response_status",
             "created_ms", "delivered_ms", "url")
@@ -331,20 +333,29 @@ class WebhookHub:
         if not self.dispatch:
             return
         with self._lock:
+            self._wake.set()
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._dispatch, daemon=True,
                                                 name=f"webhooks-{self.service}")
                 self._thread.start()
-        self._wake.set()
 
     def _dispatch(self):
+        """Send due deliveries; stop after IDLE_ROUNDS rounds with nothing queued (the next
+        wake() starts a new thread), so idle hubs cost nothing."""
+        idle = 0
         while True:
-            self._wake.wait(timeout=0.25)
+            self._wake.wait(timeout=POLL_S)
             self._wake.clear()
             try:
                 self.run_due()
+                idle = 0 if self.pending() else idle + 1
             except Exception:  # noqa: BLE001 - one bad row must not stop every later delivery
                 log.exception("webhook dispatcher: delivery round failed")
+            if idle >= IDLE_ROUNDS:
+                with self._lock:
+                    if not self._wake.is_set():  # a wake() in between keeps this thread on
+                        self._thread = None
+                        return
 
 
 class WebhookRoutes:

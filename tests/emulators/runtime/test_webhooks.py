@@ -164,3 +164,20 @@ def test_queued_deliveries_survive_a_new_hub_over_the_same_database(tmp_path, re
     restarted = WebhookHub(Database(path), "svc", user_agent="b", dispatch=False)
     restarted.flush()
     assert refs(receiver) == ["a", "b"]
+
+
+def test_an_idle_dispatcher_stops_and_the_next_event_starts_another(tmp_path, receiver,
+                                                                     monkeypatch):
+    from emulators.runtime import webhooks
+    monkeypatch.setattr(webhooks, "POLL_S", 0.01)
+    monkeypatch.setattr(webhooks, "IDLE_ROUNDS", 3)
+    hub = WebhookHub(Database(str(tmp_path / "hooks.sqlite3")), "svc", user_agent="a")
+    register(hub, receiver)
+    emit_all(hub, ["a"])
+    first = hub._thread  # started by the emit
+    receiver.wait_for(1)
+    first.join(timeout=5)
+    assert not first.is_alive() and hub._thread is None
+    emit_all(hub, ["b"])
+    receiver.wait_for(2)
+    assert refs(receiver) == ["a", "b"]
