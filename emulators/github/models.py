@@ -370,10 +370,7 @@ class GitHubBackend:
         repo = self._repo(owner, name, op)
         body = body if isinstance(body, dict) else {}
         sha, ref_name = self._checked_sha(body, op), body.get("ref")
-        if not valid_ref_name(ref_name):
-            raise errors.Unprocessable(op, "Reference name is not valid")
-        if ref_name.startswith("refs/pull/"):
-            raise errors.Unsupported(PULL_REFS)
+        _check_writable_ref(ref_name, op)
         key = repo["key"]
         with self.transaction():
             if self.store.count_refs(key, "heads") == 0:
@@ -408,10 +405,7 @@ class GitHubBackend:
         repo = self._repo(owner, name, op)
         body = body if isinstance(body, dict) else {}
         sha, ref_name = self._checked_sha(body, op), "refs/" + tail
-        if not valid_ref_name(ref_name):
-            raise errors.Unprocessable(op, "Reference name is not valid")
-        if ref_name.startswith("refs/pull/"):
-            raise errors.Unsupported(PULL_REFS)
+        _check_writable_ref(ref_name, op)
         if "force" in body and not isinstance(body["force"], bool):
             raise errors.Unprocessable(op, "Invalid request: force must be boolean")
         return self.ref_json(repo, self._fast_forward(repo["key"], ref_name, sha,
@@ -442,10 +436,7 @@ class GitHubBackend:
         op = "git/delete-ref"
         repo = self._repo(owner, name, op)
         ref_name = "refs/" + tail
-        if not valid_ref_name(ref_name):
-            raise errors.Unprocessable(op, "Reference name is not valid")
-        if ref_name.startswith("refs/pull/"):
-            raise errors.Unsupported(PULL_REFS)
+        _check_writable_ref(ref_name, op)
         key = repo["key"]
         with self.transaction():
             ref = self.store.ref(key, ref_name)
@@ -685,6 +676,14 @@ class GitHubBackend:
             action = "closed" if after["state"] == "closed" else "reopened"
             self.emit("pull_request", lambda: events.pull_request(action, shape(),
                                                                   self._sender()))
+
+
+def _check_writable_ref(ref_name, op):
+    """Refuse a malformed ref name (422) and the provider-managed pull refs (mock-only 501)."""
+    if not valid_ref_name(ref_name):
+        raise errors.Unprocessable(op, "Reference name is not valid")
+    if ref_name.startswith("refs/pull/"):
+        raise errors.Unsupported(PULL_REFS)
 
 
 def _nonblank(value):
