@@ -35,7 +35,8 @@ that could not be read: the others are still listed), 2 usage error."""
 
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog="chat.py", description="Read and answer newOS4 chat threads as Hermes.",
+        prog="chat.py", description="Read and answer newOS4 chat threads as Hermes; check and "
+        "repair the chat folder as its operator.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

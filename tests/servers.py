@@ -1,6 +1,7 @@
 """Start real gunicorn for integration tests: unused port, readiness poll, log on failure."""
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -70,3 +71,41 @@ def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_pa
 
 def _read(path):
     return Path(path).read_text(errors="replace")[-20000:]
+
+
+class Watcher:
+    """`cron/relay.py --watch` in its own process, its output in files."""
+
+    def __init__(self, env, folder, name="watch"):
+        self.out, self.err = folder / f"{name}.out", folder / f"{name}.err"
+        with open(self.out, "w") as out, open(self.err, "w") as err:
+            self.proc = subprocess.Popen([sys.executable, "cron/relay.py", "--watch"], cwd=REPO,
+                                         env=env, stdout=out, stderr=err)
+        deadline = time.monotonic() + 20
+        while "relay: watching" not in self.stdout():
+            assert self.proc.poll() is None, self.stderr()
+            assert time.monotonic() < deadline, "the watcher did not start"
+            time.sleep(0.05)
+
+    def stdout(self):
+        return self.out.read_text()
+
+    def stderr(self):
+        return self.err.read_text()
+
+    def stop(self, signum=signal.SIGTERM):
+        """Send `signum`; return (exit status, seconds until it exited)."""
+        started = time.monotonic()
+        self.proc.send_signal(signum)
+        try:
+            status = self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            status = "killed"
+        return status, time.monotonic() - started
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()

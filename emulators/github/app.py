@@ -10,7 +10,7 @@ import falcon
 
 from emulators.runtime import Service
 
-from . import errors, resources
+from . import errors, media, resources
 from .openapi import DOCUMENT
 from .presets import PRESETS
 
@@ -31,6 +31,14 @@ class ApiVersion:
     def process_response(self, req, resp, resource, req_succeeded):
         if not resp.context.get("unversioned"):
             resp.set_header("x-github-api-version-selected", errors.API_VERSION)
+
+
+class MediaType:
+    """Name the media type served (`X-GitHub-Media-Type`), as GitHub does on every answer."""
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        if not resp.context.get("unversioned"):
+            resp.set_header("X-GitHub-Media-Type", media.served(resp.context.get("media")))
 
 
 class EmptySegments:
@@ -65,8 +73,8 @@ def _unexpected(req, resp, exc, params):
 
 
 def create_provider_app():
-    """Build the falcon app with the nine operations at the root."""
-    app = falcon.App(middleware=[ApiVersion(), EmptySegments()])
+    """Build the falcon app with the GitHub operations at the root."""
+    app = falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()])
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in resources.ROUTES:
         app.add_route(path, resource)
@@ -84,6 +92,9 @@ service = Service(
     provider_app=create_provider_app,
     presets=PRESETS,
     describe=lambda instance: {"apiVersion": errors.API_VERSION},
+    webhooks=True,  # the runtime's hub (emulators/runtime/webhooks.py); events from models.py
+    webhook_ping=resources.webhook_ping,
+    webhook_user_agent="GitHub-Hookshot/mockingbird",
     admin_routes=[
         ("POST", "/github/repositories", resources.seed_repository),
         ("POST", "/github/refs/move", resources.move_ref),

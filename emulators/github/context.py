@@ -32,7 +32,8 @@ def form_encode(pairs):
 
 
 def link_header(instance, req, pairs, page, last):
-    """Build `Link` for a `pulls/list` page (§6.10.5), or None when no relation applies."""
+    """Build `Link` for a page of `pulls/list` (§6.10.5) or `git/refs`, or None when no relation
+    applies."""
     relations = []
     if page < last:
         relations += [("next", page + 1), ("last", last)]

@@ -6,9 +6,8 @@ No HTTP here: `GitHubBackend` takes parsed input, applies the reference's preced
 import re
 from collections import deque
 from datetime import datetime, timedelta, timezone
-from urllib.parse import quote
 
-from . import errors, schemas
+from . import errors, events, schemas, shapes
 from .store import GitHubStore, repo_key
 
 SHA_ANY_CASE = re.compile(r"^[a-fA-F0-9]{40}\Z")
@@ -22,6 +21,7 @@ _BAD_REF_CHARS = set("~^:?*[\\") | {chr(c) for c in range(33)} | {chr(127)}
 _ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
+ACTOR = "mockingbird-user"
 CROSS_REPO = "Mockingbird does not model cross-repository heads"
 PULL_REFS = "Mockingbird does not model provider-managed pull refs"
 
@@ -90,6 +90,33 @@ def is_ancestor(graph, ancestor, descendant):
     return False
 
 
+def _reachable(graph, sha):
+    """Return every commit reachable from `sha` (itself included) by parent links."""
+    seen, stack = {sha}, [sha]
+    while stack:
+        for parent in graph.get(stack.pop(), ()):
+            if parent not in seen:
+                seen.add(parent)
+                stack.append(parent)
+    return seen
+
+
+def _new_commits(graph, tip, known):
+    """Return the commits reachable from `tip` and not in `known`, parents before children."""
+    order, seen, stack = [], set(known), [(tip, False)]
+    while stack:
+        sha, expanded = stack.pop()
+        if expanded:
+            order.append(sha)
+            continue
+        if sha in seen:
+            continue
+        seen.add(sha)
+        stack.append((sha, True))
+        stack.extend((parent, False) for parent in graph.get(sha, ()) if parent not in seen)
+    return order
+
+
 def _has_cycle(graph):
     # Kahn's algorithm, iterative, so 100 000-commit chains are fine
     children_count = {sha: 0 for sha in graph}
@@ -120,10 +147,6 @@ def _js_key_order(keys):
     return indices + [k for k in keys if not is_index(k)]
 
 
-def _segment(value):
-    return quote(value, safe="-_.!~*'()")
-
-
 def parse_pull_number(raw):
     """Return the pull number of a path segment, or None (decimal digits only, safe integer)."""
     if not re.fullmatch(r"[1-9][0-9]*", raw or ""):
@@ -137,63 +160,37 @@ def parse_pull_number(raw):
 class GitHubBackend:
     """The rules of one namespace's GitHub over its records; URLs are built from `base_url`."""
 
-    def __init__(self, records, *, now_ms, transaction, base_url):
+    def __init__(self, records, *, now_ms, transaction, base_url, emit=None):
         self.store = GitHubStore(records)
+        # emit(event, build): queue a webhook; `build()` makes the payload only if one listens
+        self.emit = emit or (lambda event, build: None)
         self.now_ms = now_ms
         self.transaction = transaction
         self.base_url = base_url.rstrip("/")
+        self._authors = {}
 
     # shapes ------------------------------------------------------------------------------
 
     def repo_json(self, repo):
-        owner = self.store.owner(repo["owner"])
-        login = owner["login"]
-        url = f"{self.base_url}/repos/{login}/{repo['name']}"
-        stamp = iso(repo["created_ms"])
-        return {
-            "id": repo["id"],
-            "node_id": repo["node_id"],
-            "name": repo["name"],
-            "full_name": f"{login}/{repo['name']}",
-            "owner": self._owner_json(owner),
-            "private": repo["private"],
-            "fork": False,
-            "default_branch": repo["default_branch"],
-            "url": url,
-            "html_url": f"{self.base_url}/{login}/{repo['name']}",
-            "created_at": stamp,
-            "updated_at": stamp,
-            # beyond the reference (§11 "reduced schemas"): fields real GitHub always sends
-            "description": None,
-            "visibility": "private" if repo["private"] else "public",
-            "archived": False,
-            "disabled": False,
-            "git_refs_url": f"{url}/git/refs{{/sha}}",
-            "pulls_url": f"{url}/pulls{{/number}}",
-        }
-
-    @staticmethod
-    def _owner_json(owner):
-        return {"login": owner["login"], "id": owner["id"], "node_id": owner["node_id"],
-                "type": "Organization"}
+        created = iso(repo["created_ms"])
+        return shapes.repository(
+            self.base_url, repo, self.store.owner(repo["owner"]),
+            open_pulls=self.store.count_pulls({"repo": repo["key"], "state": "open"}),
+            created_at=created, pushed_at=iso(repo.get("pushed_ms", repo["created_ms"])))
 
     def _repo_url(self, repo):
         login = self.store.owner(repo["owner"])["login"]
         return f"{self.base_url}/repos/{login}/{repo['name']}"
 
     def ref_json(self, repo, ref, repo_url=None):
-        repo_url = repo_url or self._repo_url(repo)
-        tail = "/".join(_segment(part) for part in ref["ref"][len("refs/"):].split("/"))
-        return {
-            "ref": ref["ref"],
-            "node_id": ref["node_id"],
-            "url": f"{repo_url}/git/refs/{tail}",
-            "object": {"type": "commit", "sha": ref["sha"],
-                       "url": f"{repo_url}/git/commits/{ref['sha']}"},
-        }
+        return shapes.reference(repo_url or self._repo_url(repo), ref)
 
-    def pull_json(self, repo, pull, *, tips=None, repo_json=None):
-        """Shape a PR; an open PR shows the current branch tips (§4.4 tip projection)."""
+    def pull_json(self, repo, pull, *, tips=None, repo_json=None, full=True, fresh=False):
+        """Shape a PR; an open PR shows the current branch tips (§4.4 tip projection).
+
+        `full` adds what only `pulls/get` and the writes carry (commit count, mergeability);
+        `fresh` marks a PR just created, whose mergeability GitHub has not computed yet.
+        """
         repo_json = repo_json or self.repo_json(repo)
         head_sha, base_sha = pull["head_sha"], pull["base_sha"]
         if pull["state"] == "open":
@@ -201,40 +198,30 @@ class GitHubBackend:
                 tips = self._tips(repo["key"], (pull["head_ref"], pull["base_ref"]))
             head_sha = tips.get(pull["head_ref"], head_sha)
             base_sha = tips.get(pull["base_ref"], base_sha)
-        url = f"{repo_json['url']}/pulls/{pull['number']}"
-        html_url = f"{repo_json['html_url']}/pull/{pull['number']}"
-        return {
-            "id": pull["id"],
-            "node_id": pull["node_id"],
-            "number": pull["number"],
-            "url": url,
-            "html_url": html_url,
-            "state": pull["state"],
-            "title": pull["title"],
-            "body": pull["body"],
-            "draft": pull["draft"],
-            "created_at": pull["created_at"],
-            "updated_at": pull["updated_at"],
-            "closed_at": pull["closed_at"],
-            "merged": False,
-            "merged_at": None,
-            "mergeable": None,
-            "merge_commit_sha": None,
-            "maintainer_can_modify": pull["maintainer_can_modify"],
-            "head": self._branch_json(repo_json, pull["head_ref"], head_sha),
-            "base": self._branch_json(repo_json, pull["base_ref"], base_sha),
-            # beyond the reference (§11 "reduced schemas")
-            "locked": False,
-            "labels": [],
-            "assignees": [],
-            "requested_reviewers": [],
-            "_links": {"self": {"href": url}, "html": {"href": html_url}},
-        }
+        login = pull.get("user", ACTOR)
+        if login not in self._authors:  # a page of PRs shares one author: one lookup
+            self._authors[login] = shapes.user(self.base_url, self.store.owner(login))
+        author = self._authors[login]
+        shape = shapes.pull(repo_json, pull, author, head_sha=head_sha, base_sha=base_sha)
+        if full:
+            graph = self.store.graph(repo["key"])
+            commits = len(_reachable(graph, head_sha) - _reachable(graph, base_sha))
+            shape.update(shapes.pull_counts(pull, commits=commits, computed=not fresh))
+        return shape
 
-    @staticmethod
-    def _branch_json(repo_json, branch, sha):
-        return {"label": f"{repo_json['owner']['login']}:{branch}", "ref": branch, "sha": sha,
-                "user": repo_json["owner"], "repo": repo_json}
+    def _actor(self):
+        """Return the login of the acting user (created on first use): the author of every PR.
+
+        The emulator models no authentication, so every request acts as this one member.
+        """
+        if self.store.owner(ACTOR) is None:
+            user_node = node_id("github", "U_", self.store.next_id("node:U_"))
+            self.store.put_owner({"login": ACTOR, "type": "User",
+                                  "id": self.store.next_id("owner_ids"), "node_id": user_node})
+        return ACTOR
+
+    def _sender(self):
+        return events.sender(self.base_url, self.store.owner(self._actor()))
 
     def _tips(self, key, branches):
         """Map each existing branch among `branches` to its tip sha (one lookup per branch)."""
@@ -333,30 +320,57 @@ class GitHubBackend:
     def get_repo(self, owner, name):
         return self.repo_json(self._repo(owner, name, "repos/get"))
 
+    def _repo_with_refs(self, owner, name, operation):
+        """Return the repository, refusing one with no branch yet as GitHub does (409)."""
+        repo = self._repo(owner, name, operation)
+        if self.store.count_refs(repo["key"], "heads") == 0:
+            raise errors.EmptyRepository(operation)
+        return repo
+
     def get_ref(self, owner, name, tail):
-        repo = self._repo(owner, name, "git/get-ref")
+        repo = self._repo_with_refs(owner, name, "git/get-ref")
         ref = self.store.ref(repo["key"], "refs/" + tail)
         if ref is None:
             raise errors.NotFound("git/get-ref")
         return self.ref_json(repo, ref)
 
+    def _refs_under(self, repo, prefix):
+        found = (r for r in self.store.refs(repo["key"]) if r["ref"].startswith(prefix))
+        return sorted(found, key=lambda r: r["ref"].encode("utf-16-be"))
+
     def matching_refs(self, owner, name, tail):
-        repo = self._repo(owner, name, "git/list-matching-refs")
-        prefix = "refs/" + tail
+        repo = self._repo_with_refs(owner, name, "git/list-matching-refs")
         repo_url = self._repo_url(repo)
-        found = sorted((r for r in self.store.refs(repo["key"]) if r["ref"].startswith(prefix)),
-                       key=lambda r: r["ref"].encode("utf-16-be"))
+        found = self._refs_under(repo, "refs/" + tail)
         return [self.ref_json(repo, ref, repo_url) for ref in found]
+
+    def list_refs(self, owner, name, tail, params):
+        """Answer `GET git/refs[/{tail}]`: (the exact ref, 1, 1) or (a page of refs, page, last).
+
+        GitHub still serves this older listing: an exact name answers that one reference, any
+        other tail lists the references whose name starts with it (404 when there is none).
+        """
+        op = "git/list-matching-refs"
+        repo = self._repo_with_refs(owner, name, op)
+        page, per_page = schemas.page_query(params)
+        if tail:
+            exact = self.store.ref(repo["key"], "refs/" + tail)
+            if exact is not None:
+                return self.ref_json(repo, exact), 1, 1
+        found = self._refs_under(repo, "refs/" + tail)
+        if tail and not found:
+            raise errors.NotFound(op)
+        repo_url = self._repo_url(repo)
+        offset = (page - 1) * per_page
+        return ([self.ref_json(repo, ref, repo_url) for ref in found[offset:offset + per_page]],
+                page, -(-len(found) // per_page))
 
     def create_ref(self, owner, name, body):
         op = "git/create-ref"
         repo = self._repo(owner, name, op)
         body = body if isinstance(body, dict) else {}
         sha, ref_name = self._checked_sha(body, op), body.get("ref")
-        if not valid_ref_name(ref_name):
-            raise errors.Unprocessable(op, "Reference name is not valid")
-        if ref_name.startswith("refs/pull/"):
-            raise errors.Unsupported(PULL_REFS)
+        _check_writable_ref(ref_name, op)
         key = repo["key"]
         with self.transaction():
             if self.store.count_refs(key, "heads") == 0:
@@ -372,6 +386,10 @@ class GitHubBackend:
                 raise errors.Unprocessable(op, "Object does not exist")
             ref = self._put_ref(key, ref_name, sha,
                                 node_id("github", "REF_", self.store.next_id("node:REF_")))
+            self._pushed(key)
+            self.emit("create", lambda: events.create(
+                self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+            self._emit_push(key, ref_name, events.ZERO_SHA, sha, forced=False)
         return self.ref_json(repo, ref)
 
     @staticmethod
@@ -387,10 +405,7 @@ class GitHubBackend:
         repo = self._repo(owner, name, op)
         body = body if isinstance(body, dict) else {}
         sha, ref_name = self._checked_sha(body, op), "refs/" + tail
-        if not valid_ref_name(ref_name):
-            raise errors.Unprocessable(op, "Reference name is not valid")
-        if ref_name.startswith("refs/pull/"):
-            raise errors.Unsupported(PULL_REFS)
+        _check_writable_ref(ref_name, op)
         if "force" in body and not isinstance(body["force"], bool):
             raise errors.Unprocessable(op, "Invalid request: force must be boolean")
         return self.ref_json(repo, self._fast_forward(repo["key"], ref_name, sha,
@@ -405,11 +420,80 @@ class GitHubBackend:
             graph = self.store.graph(key)
             if sha not in graph:
                 raise errors.Unprocessable(op, "Object does not exist")
-            if not force and not is_ancestor(graph, ref["sha"], sha):
+            fast_forward = is_ancestor(graph, ref["sha"], sha)
+            if not force and not fast_forward:
                 raise errors.Unprocessable(op, "Update is not a fast forward")
-            ref = {**ref, "sha": sha}
+            before, ref = ref["sha"], {**ref, "sha": sha}
             self.store.put_ref(key, ref)
+            self._pushed(key)
+            if before != sha:
+                self._emit_push(key, ref_name, before, sha, forced=not fast_forward)
+                self._emit_synchronize(key, ref_name, before, sha)
         return ref
+
+    def delete_ref(self, owner, name, tail):
+        """Delete a reference; open PRs whose head or base was that branch close (as on GitHub)."""
+        op = "git/delete-ref"
+        repo = self._repo(owner, name, op)
+        ref_name = "refs/" + tail
+        _check_writable_ref(ref_name, op)
+        key = repo["key"]
+        with self.transaction():
+            ref = self.store.ref(key, ref_name)
+            if ref is None:
+                raise errors.Unprocessable(op, "Reference does not exist")
+            self.store.delete_ref(key, ref_name)
+            self._pushed(key)
+            self.emit("delete", lambda: events.delete(
+                self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+            self._emit_push(key, ref_name, ref["sha"], events.ZERO_SHA, forced=False)
+            if ref_name.startswith("refs/heads/"):
+                self._close_pulls_on(repo, ref_name[len("refs/heads/"):], ref["sha"])
+        return ref
+
+    def _close_pulls_on(self, repo, branch, last_sha):
+        """Close the open PRs whose head or base branch is gone, keeping their last tips."""
+        key, now = repo["key"], iso(self.now_ms())
+        gone = [p for side in ("head_ref", "base_ref")
+                for p in self.store.pulls({"repo": key, "state": "open", side: branch},
+                                          order_by=None, desc=False, limit=None, offset=0)]
+        for pull in sorted(gone, key=lambda p: p["number"]):
+            tips = self._tips(key, (pull["head_ref"], pull["base_ref"]))
+            closed = {**pull, "state": "closed", "updated_at": now, "closed_at": now,
+                      "head_sha": tips.get(pull["head_ref"], last_sha),
+                      "base_sha": tips.get(pull["base_ref"], last_sha)}
+            self._put_pull(closed)
+            self.emit("pull_request", lambda closed=closed: events.pull_request(
+                "closed", self.pull_json(repo, closed), self._sender()))
+
+    def _emit_push(self, key, ref_name, before, after, *, forced):
+        def build():
+            graph = self.store.graph(key)
+            known = set() if before == events.ZERO_SHA else _reachable(graph, before)
+            if after == events.ZERO_SHA:  # a deletion brings no commits
+                known = set(graph)
+            return events.push(self.repo_json(self.store.repo(key)), ref_name, before, after,
+                               _new_commits(graph, after, known), self._sender(),
+                               forced=forced, timestamp=iso(self.now_ms()))
+        self.emit("push", build)
+
+    def _emit_synchronize(self, key, ref_name, before, after):
+        """Tell `pull_request` listeners that the head of each open PR on the branch moved."""
+        if not ref_name.startswith("refs/heads/"):
+            return
+        branch = ref_name[len("refs/heads/"):]
+        pulls = self.store.pulls({"repo": key, "state": "open", "head_ref": branch},
+                                 order_by=None, desc=False, limit=None, offset=0)
+        repo = self.store.repo(key)
+        for pull in sorted(pulls, key=lambda p: p["number"]):
+            self.emit("pull_request", lambda pull=pull: events.pull_request(
+                "synchronize", self.pull_json(repo, pull), self._sender(),
+                before=before, after=after))
+
+    def _pushed(self, key):
+        """Stamp the repository's `pushed_at` (and `updated_at`) with a ref write's time."""
+        repo = self.store.repo(key)
+        self.store.put_repo(key, {**repo, "pushed_ms": self.now_ms()})
 
     def move_ref(self, body):
         """Play the intervening actor of `refs/move`: a non-forced update, control-shaped errors."""
@@ -468,9 +552,12 @@ class GitHubBackend:
                 "draft": body.get("draft") is True, "created_at": now, "updated_at": now,
                 "closed_at": None, "maintainer_can_modify": body.get("maintainer_can_modify", True),
                 "head_ref": head, "base_ref": base, "head_sha": tips[head], "base_sha": tips[base],
+                "user": self._actor(),
             }
             self._put_pull(pull)
-        return self.pull_json(repo, pull, tips=tips)
+            self.emit("pull_request", lambda: events.pull_request(
+                "opened", self.pull_json(repo, pull, tips=tips, fresh=True), self._sender()))
+        return self.pull_json(repo, pull, tips=tips, fresh=True)
 
     def _check_pair(self, key, login, head, base, tips, op, *, exclude):
         """Refuse missing branches, a duplicate open head/base pair, and 'no commits between'."""
@@ -529,7 +616,8 @@ class GitHubBackend:
         repo_json = self.repo_json(repo)
         tips = self._tips(key, [p["head_ref"] for p in pulls if p["state"] == "open"]
                           + [p["base_ref"] for p in pulls if p["state"] == "open"])
-        return ([self.pull_json(repo, p, tips=tips, repo_json=repo_json) for p in pulls],
+        return ([self.pull_json(repo, p, tips=tips, repo_json=repo_json, full=False)
+                 for p in pulls],
                 query.page, last)
 
     def update_pull(self, owner, name, raw_number, parsed):
@@ -559,6 +647,7 @@ class GitHubBackend:
                 self._check_open_pair(key, login, pull["head_ref"], base, tips, op,
                                       exclude=number)
             now = iso(self.now_ms())
+            before = pull
             pull = {**pull, "state": state, "base_ref": base, "updated_at": now,
                     "head_sha": tips[pull["head_ref"]], "base_sha": tips[base],
                     "closed_at": (pull["closed_at"] or now) if state == "closed" else None}
@@ -569,7 +658,32 @@ class GitHubBackend:
             if "maintainer_can_modify" in body:
                 pull["maintainer_can_modify"] = body["maintainer_can_modify"]
             self._put_pull(pull)
+            self._emit_pull_changes(repo, before, pull, tips)
         return self.pull_json(repo, pull, tips=tips)
+
+    def _emit_pull_changes(self, repo, before, after, tips):
+        """Send `edited` (with `changes`) and `closed`/`reopened`, as GitHub does per update."""
+        changes = {name: {"from": before[name] or ""} for name in ("title", "body")
+                   if before[name] != after[name]}
+        if before["base_ref"] != after["base_ref"]:
+            changes["base"] = {"ref": {"from": before["base_ref"]},
+                               "sha": {"from": before["base_sha"]}}
+        shape = lambda: self.pull_json(repo, after, tips=tips)  # noqa: E731
+        if changes:
+            self.emit("pull_request", lambda: events.pull_request(
+                "edited", shape(), self._sender(), changes=changes))
+        if before["state"] != after["state"]:
+            action = "closed" if after["state"] == "closed" else "reopened"
+            self.emit("pull_request", lambda: events.pull_request(action, shape(),
+                                                                  self._sender()))
+
+
+def _check_writable_ref(ref_name, op):
+    """Refuse a malformed ref name (422) and the provider-managed pull refs (mock-only 501)."""
+    if not valid_ref_name(ref_name):
+        raise errors.Unprocessable(op, "Reference name is not valid")
+    if ref_name.startswith("refs/pull/"):
+        raise errors.Unsupported(PULL_REFS)
 
 
 def _nonblank(value):

@@ -30,6 +30,7 @@ def _answer(description, ref=None):
 
 
 _ERRORS = {"404": _answer("Not Found", "BasicError"),
+           "409": _answer("Git Repository is empty", "BasicError"),
            "422": _answer("Validation failed", "ValidationError"),
            "501": _answer("Not modelled by the emulator", "Unsupported")}
 
@@ -43,6 +44,10 @@ def _op(operation_id, summary, params, ok_status, ok_ref, body=None, query=()):
     return op
 
 
+_PAGE_QUERY = [
+    {"name": "per_page", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+    {"name": "page", "in": "query", "schema": {"type": "integer", "minimum": 1}},
+]
 _LIST_QUERY = [
     {"name": "state", "in": "query", "schema": {"type": "string",
                                                 "enum": ["open", "closed", "all"]}},
@@ -71,11 +76,17 @@ DOCUMENT = {
             "get": _op("git/list-matching-refs", "List matching references", [_REF], "200",
                        "References")},
         "/repos/{owner}/{repo}/git/refs": {
+            "get": _op("git/list-refs", "List references (paged; GitHub's older listing)", [],
+                       "200", "References", query=_PAGE_QUERY),
             "post": _op("git/create-ref", "Create a reference", [], "201", "Reference",
                         body="CreateRef")},
         "/repos/{owner}/{repo}/git/refs/{ref}": {
+            "get": _op("git/list-refs", "List references under a prefix, or the exact one",
+                       [_REF], "200", "References", query=_PAGE_QUERY),
             "patch": _op("git/update-ref", "Update a reference", [_REF], "200", "Reference",
-                         body="UpdateRef")},
+                         body="UpdateRef"),
+            "delete": _op("git/delete-ref", "Delete a reference (open PRs on the branch close)",
+                          [_REF], "204", None)},
         "/repos/{owner}/{repo}/pulls": {
             "get": _op("pulls/list", "List pull requests", [], "200", "PullRequests",
                        query=_LIST_QUERY),

@@ -1,4 +1,4 @@
-"""Falcon resources of the nine GitHub operations, and the two GitHub admin controls.
+"""Falcon resources of the GitHub operations, and the two GitHub admin controls.
 
 Thin: each responder parses the request, calls `GitHubBackend`, and shapes the answer. Mutations
 report their ids to the journal and honour the `github.accepted_drop` effect (commit, then drop).
@@ -7,15 +7,16 @@ from urllib.parse import parse_qsl
 
 from emulators.runtime import instance_of
 
-from . import context, errors, schemas
-from .models import GitHubBackend
+from . import context, errors, events, media, schemas
+from .models import GitHubBackend, iso
 from .presets import ACCEPTED_DROP
 
 
 def backend_for(instance):
     """Build the rules object over one instance's records, clock, transaction and base URL."""
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
-                         transaction=instance.transaction, base_url=context.public_base(instance))
+                         transaction=instance.transaction, base_url=context.public_base(instance),
+                         emit=instance.emit)
 
 
 def _body(req):
@@ -25,6 +26,20 @@ def _body(req):
 def _answer(resp, status, body):
     resp.status = status
     resp.media = body
+
+
+def _media(req, resp):
+    """Return the body param the client's `Accept` selects; remember it for the answer header."""
+    param = media.requested(req.get_header("Accept"))
+    resp.context["media"] = param
+    return param
+
+
+def _answer_pulls(resp, status, pulls, param):
+    if isinstance(pulls, list):
+        _answer(resp, status, [media.with_bodies(pull, param) for pull in pulls])
+    else:
+        _answer(resp, status, media.with_bodies(pulls, param))
 
 
 def _accepted(instance, **ids):
@@ -60,8 +75,22 @@ class MatchingRefs:
         _answer(resp, 200, backend_for(instance_of(req)).matching_refs(owner, repo, ref))
 
 
+def _ref_listing(req, resp, owner, repo, tail):
+    """Answer the `git/refs[/{prefix}]` listing: one exact ref, or a page of refs with `Link`."""
+    instance = instance_of(req)
+    pairs = parse_qsl(req.query_string, keep_blank_values=True)
+    answer, page, last = backend_for(instance).list_refs(owner, repo, tail, pairs)
+    header = context.link_header(instance, req, pairs, page, last)
+    if header:
+        resp.set_header("Link", header)
+    _answer(resp, 200, answer)
+
+
 class Refs:
-    """`POST /repos/{owner}/{repo}/git/refs`: create a reference."""
+    """`GET|POST /repos/{owner}/{repo}/git/refs`: list every reference (paged), create one."""
+
+    def on_get(self, req, resp, owner, repo):
+        _ref_listing(req, resp, owner, repo, "")
 
     def on_post(self, req, resp, owner, repo):
         instance = instance_of(req)
@@ -72,7 +101,17 @@ class Refs:
 
 
 class RefItem:
-    """`PATCH /repos/{owner}/{repo}/git/refs/{ref}`: move a reference (fast-forward or forced)."""
+    """`GET|PATCH|DELETE /repos/{owner}/{repo}/git/refs/{ref}`: list under a prefix; move or
+    delete a reference."""
+
+    def on_get(self, req, resp, owner, repo, ref):
+        _ref_listing(req, resp, owner, repo, ref)
+
+    def on_delete(self, req, resp, owner, repo, ref):
+        instance = instance_of(req)
+        deleted = backend_for(instance).delete_ref(owner, repo, ref)
+        _accepted(instance, ref=deleted["ref"])
+        resp.status = 204
 
     def on_patch(self, req, resp, owner, repo, ref):
         instance = instance_of(req)
@@ -86,32 +125,37 @@ class Pulls:
     """`GET|POST /repos/{owner}/{repo}/pulls`: list (paged, `Link`) and create."""
 
     def on_get(self, req, resp, owner, repo):
+        param = _media(req, resp)
         instance = instance_of(req)
         pairs = parse_qsl(req.query_string, keep_blank_values=True)
         items, page, last = backend_for(instance).list_pulls(owner, repo, pairs)
         header = context.link_header(instance, req, pairs, page, last)
         if header:
             resp.set_header("Link", header)
-        _answer(resp, 200, items)
+        _answer_pulls(resp, 200, items, param)
 
     def on_post(self, req, resp, owner, repo):
+        param = _media(req, resp)
         instance = instance_of(req)
         pull = backend_for(instance).create_pull(owner, repo, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
-        _answer(resp, 201, pull)
+        _answer_pulls(resp, 201, pull, param)
 
 
 class Pull:
     """`GET|PATCH /repos/{owner}/{repo}/pulls/{pull_number}`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _answer(resp, 200, backend_for(instance_of(req)).get_pull(owner, repo, pull_number))
+        param = _media(req, resp)
+        pull = backend_for(instance_of(req)).get_pull(owner, repo, pull_number)
+        _answer_pulls(resp, 200, pull, param)
 
     def on_patch(self, req, resp, owner, repo, pull_number):
+        param = _media(req, resp)
         instance = instance_of(req)
         pull = backend_for(instance).update_pull(owner, repo, pull_number, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
-        _answer(resp, 200, pull)
+        _answer_pulls(resp, 200, pull, param)
 
 
 ROUTES = [
@@ -152,3 +196,9 @@ def move_ref(call):
     reference = backend_for(call.instance).move_ref(call.body)
     return 200, {"reference": reference, "checkpoint": context.checkpoint(call.instance),
                  "simulated": True}
+
+
+def webhook_ping(instance, endpoint):
+    """The `ping` a newly registered webhook endpoint is sent (runtime hub hook)."""
+    return "ping", events.ping(context.public_base(instance), endpoint,
+                               now=iso(instance.now_ms()))

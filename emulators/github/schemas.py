@@ -82,6 +82,16 @@ def pull_list_query(pairs):
     return PullListQuery(state, sort, direction, page, per_page, q.get("base"), q.get("head"))
 
 
+def page_query(pairs):
+    """Return (page, per_page) for listings that, like GitHub's, ignore unusable values."""
+    q = first_values(pairs)
+
+    def number(name, default):
+        raw = q.get(name, "")
+        return int(raw) if _POSITIVE.match(raw) and int(raw) <= MAX_SAFE_INTEGER else default
+    return number("page", 1), min(number("per_page", 30), 100)
+
+
 def _positive(q, name, default):
     if name not in q:
         return default

@@ -47,6 +47,9 @@ class GitHubStore:
     def put_ref(self, key, value):
         self.records.put(REFS, f"{key}:{value['ref']}", value)
 
+    def delete_ref(self, key, name):
+        self.records.delete(REFS, f"{key}:{name}")
+
     def refs(self, key):
         return self.records.list(REFS, where={"repo": key})
 

@@ -10,7 +10,8 @@ import falcon
 
 from emulators.runtime import Service
 
-from . import resources
+from . import openapi_sessions, resources, session_resources
+from .catalog import Catalog
 from .compat import CompatBackend
 from .errors import HermesError
 from .models import HermesBackend
@@ -21,7 +22,8 @@ from .settings import HermesSettings
 VERSION = "0.1.0"
 OPERATIONS = ("RunCreate", "RunGet", "RunStop", "RunEvents", "RunApproval", "RunSteer",
               "Health", "HealthV1", "HealthDetailed", "ModelList", "Capabilities",
-              "ChatCompletionCreate", "ResponseCreate", "ResponseGet", "ResponseDelete")
+              "ChatCompletionCreate", "ResponseCreate", "ResponseGet", "ResponseDelete",
+              *openapi_sessions.OPERATIONS)
 ROUTES = (  # path, resource class
     ("/health", resources.Health),
     ("/v1/health", resources.Health),
@@ -37,6 +39,7 @@ ROUTES = (  # path, resource class
     ("/v1/runs/{run_id}/events", resources.RunEvents),
     ("/v1/runs/{run_id}/approval", resources.RunApproval),
     ("/v1/runs/{run_id}/steer", resources.RunSteer),
+    *session_resources.ROUTES,   # sessions, jobs, skills, toolsets, cron fire, platform events
 )
 
 
@@ -71,12 +74,14 @@ class ProviderApp(falcon.App):
                 headers = [(name, value) for name, value in headers
                            if name.lower() not in (resources.BARE, "content-type")]
             return start_response(status, headers, exc_info)
-        return super().__call__(env, start)
+        return super().__call__(session_resources.without_profile_prefix(env), start)
 
 
 def create_provider_app(settings):
     """Return the falcon app of the Hermes provider routes."""
-    app = ProviderApp(media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings), resources.BodyLimit()])
+    app = ProviderApp(media_type=falcon.MEDIA_JSON,
+                      middleware=[resources.Cors(settings), resources.BodyLimit(),
+                                  session_resources.EmptySegments()])
     for path, resource in ROUTES:
         app.add_route(path, resource(settings))
     app.add_error_handler(falcon.HTTPNotFound, _not_found)
@@ -143,6 +148,19 @@ def _clear_replies(backend, call):
     return backend.clear_replies()
 
 
+def _set_skills(call):
+    """Replace the namespace's skills (what GET /v1/skills lists)."""
+    try:
+        return 200, Catalog(call.instance).set_skills(call.body)
+    except HermesError as error:
+        return error.status, error.body(), dict(error.headers)
+
+
+def _skills(call):
+    """List the namespace's skills."""
+    return 200, Catalog(call.instance).skills()
+
+
 def describe(instance):
     """Health extras: every provider operation the emulator serves (none unsupported)."""
     return {"operations": list(OPERATIONS), "unsupported": []}
@@ -160,7 +178,9 @@ def create_service(settings=None):
                       ("POST", "/hermes/sweep", _admin(_sweep)),
                       ("POST", "/hermes/replies", _replies(settings, _queue_replies)),
                       ("GET", "/hermes/replies", _replies(settings, _list_replies)),
-                      ("DELETE", "/hermes/replies", _replies(settings, _clear_replies))])
+                      ("DELETE", "/hermes/replies", _replies(settings, _clear_replies)),
+                      ("POST", "/hermes/skills", _set_skills),
+                      ("GET", "/hermes/skills", _skills)])
 
 
 # The registry (`emulators.load`) imports this module once per process; HERMES_* settings are read

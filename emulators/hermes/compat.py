@@ -17,6 +17,8 @@ from .errors import (
     Throttled, Unsupported)
 from .models import EFFECT_THROTTLE, memory_key_of
 from .schemas import TERMINAL
+from .sessions import SESSION_ENDPOINTS, SessionBook, arguments_text, result_text
+from .sessions import Turn as StoredTurn
 from .store import HermesStore
 
 HERMES_VERSION = "0.19.0"           # the observed release (hermes-real-server.md §5)
@@ -177,6 +179,19 @@ class CompatBackend:
         return (f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-"
                 f"{'89ab'[int(digits[16], 16) % 4]}{digits[17:20]}-{digits[20:]}")
 
+    def sessions(self):
+        """The session book of this instance (sessions.py); agent turns are recorded there."""
+        return SessionBook(self.instance, model_name=self.model_name(), hex_digits=self.hex)
+
+    def agent_turn(self, turn):
+        """Run the agent for a validated turn and store the exchange in its session (§11);
+        a replayed idempotent result is not run, so not stored again."""
+        result = self.run_agent(turn.user_text, turn.prompt_words, turn.session_id)
+        if result.exception is None and (result.text or not (result.failed or result.partial)):
+            self.sessions().record(turn.session_id, StoredTurn(turn.user_text, result,
+                                                               model=self.model_name()))
+        return result
+
     def throttle(self):
         """The concurrency cap as a fault effect: checked first, after auth (§1, §6 step 1)."""
         params = self.instance.fault_effect(EFFECT_THROTTLE)
@@ -246,10 +261,10 @@ class CompatBackend:
                 "run_submission": True, "run_status": True, "run_events_sse": True,
                 "run_stop": True, "run_approval_response": True, "run_steer": True,
                 "tool_progress_events": True, "approval_events": True,
-                "session_resources": False, "session_chat": False,
-                "session_chat_streaming": False, "session_fork": False,
+                "session_resources": True, "session_chat": True,
+                "session_chat_streaming": True, "session_fork": True,
                 "admin_config_rw": False, "jobs_admin": False, "memory_write_api": False,
-                "skills_api": False, "audio_api": False, "realtime_voice": False,
+                "skills_api": True, "audio_api": False, "realtime_voice": False,
                 "session_continuity_header": "X-Hermes-Session-Id",
                 "session_key_header": "X-Hermes-Session-Key",
                 "cors": bool(self.settings.cors_origins)},
@@ -267,7 +282,10 @@ class CompatBackend:
                 "run_events": {"method": "GET", "path": "/v1/runs/{run_id}/events"},
                 "run_approval": {"method": "POST", "path": "/v1/runs/{run_id}/approval"},
                 "run_stop": {"method": "POST", "path": "/v1/runs/{run_id}/stop"},
-                "run_steer": {"method": "POST", "path": "/v1/runs/{run_id}/steer"}},
+                "run_steer": {"method": "POST", "path": "/v1/runs/{run_id}/steer"},
+                "skills": {"method": "GET", "path": "/v1/skills"},
+                "toolsets": {"method": "GET", "path": "/v1/toolsets"},
+                **SESSION_ENDPOINTS},
         }
 
     # scripted replies
@@ -369,6 +387,10 @@ class CompatBackend:
             first_user = next((m["content"] for m in conversation if m["role"] == "user"), "")
             session_id = derive_session_id(system_prompt, first_user)
         prompt = [system_prompt or ""] + [flatten(m["content"]) for m in conversation]
+        if provided:  # the stored session, not the request, is the history (§11)
+            prompt = [system_prompt or ""] + [
+                flatten(m["content"]) for m in self.sessions().history(session_id)] + [
+                flatten(user_message)]
         return Turn(body=body, stream=stream, user_text=flatten(user_message),
                     prompt_words=sum(words(text) for text in prompt), session_id=session_id,
                     session_key=session_key, model=body.get("model", self.model_name()),
@@ -384,7 +406,7 @@ class CompatBackend:
         """A non-stream completion: (body, headers), or AgentIncomplete/AgentCrashed."""
         result = self.cached_run(
             idempotency_key, fingerprint(turn.body, CHAT_FINGERPRINT),
-            lambda: self.run_agent(turn.user_text, turn.prompt_words, turn.session_id))
+            lambda: self.agent_turn(turn))
         if result.exception is not None:
             raise AgentCrashed(result.exception)
         headers = self.chat_headers(turn, result.data.get("session_id"))
@@ -409,7 +431,7 @@ class CompatBackend:
 
     def chat_stream(self, turn):
         """Run the turn now; return (headers, frames, delay_s) of the chat SSE stream."""
-        result = self.run_agent(turn.user_text, turn.prompt_words, turn.session_id)
+        result = self.agent_turn(turn)
         return self.chat_headers(turn), list(chat_frames(turn, result)), result.delay_s
 
     # responses (§7)
@@ -478,7 +500,7 @@ class CompatBackend:
         """A non-stream response: (body, headers); the turn is stored when `store` is on."""
         result = self.cached_run(
             idempotency_key, fingerprint(turn.body, RESPONSES_FINGERPRINT),
-            lambda: self.run_agent(turn.user_text, turn.prompt_words, turn.session_id))
+            lambda: self.agent_turn(turn))
         if result.exception is not None:
             raise AgentCrashed(result.exception)
         text = result.text or result.error or "(No response generated)"
@@ -512,7 +534,7 @@ class CompatBackend:
 
     def response_stream(self, turn):
         """Run the turn; store the in-progress snapshot; return (headers, events, delay_s)."""
-        result = self.run_agent(turn.user_text, turn.prompt_words, turn.session_id)
+        result = self.agent_turn(turn)
         turn.response_id = "resp_" + self.hex(28)
         turn.created = int(self.now_s())
         turn.message_id = "msg_" + self.hex(24)
@@ -540,16 +562,6 @@ def chat_usage(usage):
     return {"prompt_tokens": usage.get("input_tokens", 0),
             "completion_tokens": usage.get("output_tokens", 0),
             "total_tokens": usage.get("total_tokens", 0)}
-
-
-def arguments_text(step):
-    arguments = step.get("arguments", {})
-    return json.dumps(arguments) if isinstance(arguments, dict) else str(arguments)
-
-
-def result_text(step):
-    result = step.get("result", "")
-    return result if isinstance(result, str) else json.dumps(result)
 
 
 def message_item(text):

@@ -226,3 +226,98 @@ class AgentCrashed(InternalError):
 
     def __init__(self, detail):
         super().__init__(f"Internal server error: {detail}")
+
+
+# Sessions API (hermes-real-server.md §10): the full envelope with a code.
+
+
+class SessionNotFound(HermesError):
+    status = 404
+    code = "session_not_found"
+
+    def __init__(self, session_id):
+        super().__init__(f"Session not found: {session_id}")
+
+
+class SessionExists(HermesError):
+    status = 409
+    code = "session_exists"
+
+    def __init__(self, session_id):
+        super().__init__(f"Session already exists: {session_id}")
+
+
+class InvalidSessionIdCode(HermesError):
+    """400 `invalid_session_id` of the sessions routes (the chat one has no code)."""
+
+    code = "invalid_session_id"
+
+
+class InvalidSystemPrompt(HermesError):
+    message = "system_prompt must be a string"
+    code = "invalid_system_prompt"
+
+
+class InvalidTitle(HermesError):
+    code = "invalid_title"
+
+
+class UnsupportedSessionFields(HermesError):
+    code = "unsupported_session_field"
+
+    def __init__(self, names):
+        super().__init__(f"Unsupported session fields: {names}")
+
+
+class MissingMessage(HermesError):
+    message = "Missing 'message' field"
+    code = "missing_message"
+
+
+class InvalidSystemMessage(HermesError):
+    message = "system_message must be a string"
+    code = "invalid_system_message"
+
+
+# Jobs API and cron fire (§12.1, §13): a flat `{"error": "<text>"}` body.
+
+
+class JobError(HermesError):
+    """A jobs-API error; 0.19.0's 500s for client mistakes are answered as 400 (spec §12.1)."""
+
+    def body(self):
+        return {"error": self.message}
+
+
+class InvalidJobId(JobError):
+    message = "Invalid job ID format"
+
+
+class JobNotFound(JobError):
+    status = 404
+    message = "Job not found"
+
+
+class InvalidFireToken(JobError):
+    status = 401
+    message = "invalid fire token"
+
+
+# Platform events ingress (§13).
+
+
+class InvalidPlatform(HermesError):
+    message = "Invalid platform name"
+    code = "invalid_platform"
+
+
+class PlatformUnavailable(HermesError):
+    status = 503
+    message = "Platform adapter is not connected"
+    code = "platform_unavailable"
+
+
+class PlatformEventsUnsupported(HermesError):
+    status = 503
+    message = "Platform adapter does not support HTTP events"
+    code = "platform_http_events_unsupported"

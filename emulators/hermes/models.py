@@ -13,6 +13,7 @@ from .errors import (
     InvalidSteerInput, RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun, Throttled,
     Unsupported)
 from .schemas import TERMINAL
+from .sessions import SessionBook, StoredResult, Turn, input_text
 from .store import HermesStore
 
 DEFAULT_PROFILE = "default"
@@ -266,11 +267,19 @@ class HermesBackend:
                        {**approval, "choices": approval_choices(approval)})
         if status in TERMINAL and previous not in TERMINAL:
             self._emit(run_id, f"run.{status}", terminal_fields(new), terminal=True)
+            self._store_turn(new, owner)
         self.store.put_run(new)
         durable = {"output", "error", "usage", "pending_steer"}
         if owner["keyed"] and (status != previous or status in TERMINAL or durable & set(fields)):
             self._persist(new)
         return new
+
+    def _store_turn(self, record, owner):
+        """The agent appends (input, output) to the run's session when it settles (§11)."""
+        if "input" in owner and (record["status"] == "completed" or "output" in record):
+            result = StoredResult(record.get("output") or "", record.get("usage"))
+            SessionBook(self.instance).append(
+                record["session_id"], Turn(owner["input"], result, model=record["model"]))
 
     def _persist(self, record):
         reservation = self.store.reservation_for_run(record["run_id"])
@@ -338,7 +347,9 @@ class HermesBackend:
                   "updated_at": now, "created_at": now,
                   "session_id": body.get("session_id") or run_id,
                   "model": body["model"] if "model" in body else "hermes-agent"}
-        owner = {"scope": scope, "keyed": bool(key), "local": True, "alive": True}
+        owner = {"scope": scope, "keyed": bool(key), "local": True, "alive": True,
+                 "input": input_text(body["input"])}
+        SessionBook(self.instance).open_for_run(record["session_id"], model=record["model"])
         self.store.put_run(record)
         self.store.put_owner(run_id, owner)
         if key:

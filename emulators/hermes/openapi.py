@@ -1,5 +1,6 @@
 """OpenAPI 3 document of the Hermes routes the emulator serves (runs operationIds as reference;
 the OpenAI-compatible operations are named by us)."""
+from . import openapi_sessions
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _RESPONSE_ID = {"name": "response_id", "in": "path", "required": True,
@@ -138,3 +139,4 @@ DOCUMENT = {
                                "pending_steer": {"type": "string"}}},
     }},
 }
+DOCUMENT["paths"].update(openapi_sessions.PATHS)  # sessions, jobs, skills, toolsets, cron fire

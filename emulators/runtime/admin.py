@@ -15,6 +15,7 @@ from .snapshots import SnapshotRoutes
 from .state import StateRoutes
 from .timeline import MAIN, TimelineError
 from .ui import Page, UiRoutes
+from .webhooks import WebhookRoutes
 
 log = logging.getLogger("emulators")
 
@@ -81,7 +82,7 @@ class Admin:
             ("GET", "/requests", self.requests), ("DELETE", "/requests", self.clear_requests),
             ("GET", "/metrics", self.metrics), ("DELETE", "/metrics", self.clear_metrics),
         ]
-        for part in (StateRoutes, CredentialRoutes, SnapshotRoutes, UiRoutes):
+        for part in (StateRoutes, CredentialRoutes, SnapshotRoutes, UiRoutes, WebhookRoutes):
             standard += part(runtime).routes()
         self.routes = {}
         for method, path, handler in standard:

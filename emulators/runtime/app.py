@@ -25,6 +25,7 @@ from .rng import seed_state
 from .settings import Settings
 from .timeline import (MAIN, START_ON_MAIN, Timeline, TimelineError, checkpoint_id,
                        storage_key)
+from .webhooks import WebhookHub
 
 log = logging.getLogger("emulators")
 
@@ -73,6 +74,9 @@ class Runtime:
         self.timeline = Timeline(self.db, self.name, self.clocks, seed_state(settings.seed),
                                  settings.max_checkpoints)
         self.credentials = Credentials(self.db, self.name)
+        # webhook hub (webhooks.py), only for services that emit events
+        self.webhooks = WebhookHub(self.db, self.name, user_agent=service.webhook_user_agent) \
+            if service.webhooks else None
         self._credential = getattr(service, "credential", None)  # None: no lookup per request
         self.started = time.monotonic()
         self._known = set()
@@ -146,6 +150,8 @@ class Runtime:
                 self.journal.clear(namespace)
             if "metrics" not in keep:
                 self.journal.clear_metrics(namespace)
+            if self.webhooks is not None:
+                self.webhooks.clear(namespace)
         for ns in targets:
             self.service.reset(self.instance(ns))
         return targets

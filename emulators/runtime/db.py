@@ -72,6 +72,20 @@ CREATE TABLE IF NOT EXISTS fleet_snapshots (
     id TEXT NOT NULL, service TEXT NOT NULL, namespace TEXT NOT NULL, label TEXT,
     at_ms INTEGER NOT NULL, state TEXT NOT NULL, fleet_now INTEGER NOT NULL,
     fleet_frozen INTEGER NOT NULL, PRIMARY KEY (id, service)) WITHOUT ROWID;
+-- webhook hub (webhooks.py): endpoints, the delivery queue and log, armed delivery faults
+CREATE TABLE IF NOT EXISTS webhook_endpoints (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
+    url TEXT NOT NULL, secret TEXT, events TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS webhook_deliveries (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
+    id TEXT NOT NULL, endpoint INTEGER NOT NULL, url TEXT NOT NULL, secret TEXT,
+    event TEXT NOT NULL, action TEXT, payload TEXT NOT NULL, status TEXT NOT NULL,
+    attempts INTEGER NOT NULL, next_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL,
+    delivered_ms INTEGER, response_status INTEGER);
+CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (service, status, seq);
+CREATE TABLE IF NOT EXISTS webhook_faults (
+    service TEXT NOT NULL, namespace TEXT NOT NULL, mode TEXT NOT NULL,
+    remaining INTEGER NOT NULL, PRIMARY KEY (service, namespace)) WITHOUT ROWID;
 """
 
 # Checkpoint numbers come from the `checkpoints` row of sqlite_sequence, which this code owns

@@ -127,6 +127,16 @@ class Instance:
         """Abort: the runtime closes the connection without an answer."""
         raise ConnectionDropped()
 
+    def emit(self, event, payload):
+        """Queue a webhook event for the namespace's endpoints (in this request's transaction).
+
+        `payload` may be a callable: it is only built when an endpoint listens for `event`.
+        """
+        hub = self._runtime.webhooks
+        if hub is not None and hub.listening(self.namespace, event):
+            hub.emit(self.namespace, event, payload() if callable(payload) else payload,
+                     created_ms=self.now_ms())
+
     def report_ids(self, **ids):
         """Add resource ids to this request's journal entry."""
         self.ids.update({k: v for k, v in ids.items() if v is not None})

@@ -21,10 +21,15 @@ class Service:
     # token, API key...). Declared, it routes requests that name no namespace through the
     # credential map (`PUT /__admin/credentials`, spec §3); None keeps that lookup off.
     credential = None
+    # Webhooks: `webhooks=True` gives the service a hub (webhooks.py) and its admin routes;
+    # `webhook_ping(instance, endpoint) -> (event, payload)` is sent to each new endpoint.
+    webhooks = False
+    webhook_ping = None
+    webhook_user_agent = "Mockingbird-Hookshot/1"
 
     def __init__(self, *, name, version="0.0.0-development", default_port=0, openapi=None,
                  provider_app=None, presets=None, admin_routes=(), describe=None, reset=None,
-                 credential=None):
+                 credential=None, webhooks=False, webhook_ping=None, webhook_user_agent=None):
         self.name = name
         self.version = version
         self.default_port = default_port
@@ -37,6 +42,11 @@ class Service:
         self._reset = reset
         if credential is not None:
             self.credential = credential
+        self.webhooks = webhooks
+        if webhook_ping is not None:
+            self.webhook_ping = webhook_ping
+        if webhook_user_agent is not None:
+            self.webhook_user_agent = webhook_user_agent
 
     def provider_app(self):
         """Return a falcon.App with the provider routes at the root."""

@@ -1,10 +1,11 @@
-"""The newOS4 chat app: route table, one error shape, JSON everywhere."""
+"""The newOS4 chat app: route table, one error shape, JSON everywhere but the chat page."""
 import logging
+from pathlib import Path
 
 import falcon
 
 from . import errors
-from .resources import ChatPoll, ChatPost, Health, Retired
+from .resources import ChatPoll, ChatPost, DirectorySlash, Health, PageFile, Retired
 from .service import ChatService
 
 log = logging.getLogger(__name__)
@@ -16,6 +17,15 @@ RETIRED_PATH = f"{PREFIX}/api/debug/agent-replies.php"
 # Not a PHP script of the frozen contract, so no .php; under api/ so the proxy's one location
 # for the chat API reaches it, apart from the chat page at /spaces/newos4/.
 HEALTH_PATH = f"{PREFIX}/api/health"
+PAGE_PATH = f"{PREFIX}/"
+
+# The chat page: an explicit list of files (never a folder), so nothing else can be served.
+STATIC = Path(__file__).resolve().parent / "static"
+PAGE_FILES = {
+    PAGE_PATH: ("index.html", "text/html; charset=utf-8"),
+    f"{PREFIX}/chat.js": ("chat.js", "text/javascript; charset=utf-8"),
+    f"{PREFIX}/chat.css": ("chat.css", "text/css; charset=utf-8"),
+}
 
 
 class ChatHTTPError(falcon.HTTPError):
@@ -43,6 +53,8 @@ def create_app(settings, *, clock=None, random_hex=None):
         (POLL_PATH, ChatPoll(service)),
         (RETIRED_PATH, Retired(POST_PATH)),
         (HEALTH_PATH, Health(service)),
+        (PREFIX, DirectorySlash(PAGE_PATH)),
+        *((path, PageFile(STATIC / name, kind)) for path, (name, kind) in PAGE_FILES.items()),
     ]
     for path, resource in routes:
         app.add_route(path, resource)

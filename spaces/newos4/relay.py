@@ -6,7 +6,12 @@ submits newly waiting threads, within a time budget; it never waits in a loop. I
 written atomically. Every submission carries an Idempotency-Key derived from the thread, the
 question's message id and a generation counter, so a crash between submit and record, or a
 lost response, replays the same run instead of starting a second one.
+
+Every pass (a cron tick's, or one of the watcher's) holds `relay/state.json.lock` and reads the
+state afresh under it, so a cron run beside the watcher sees exactly what the watcher left:
+passes never interleave, and each one makes the same decisions cron's sequential runs make.
 """
+import concurrent.futures
 import json
 import os
 import shutil
@@ -27,6 +32,41 @@ MAX_BACKOFF_S = 3600
 
 class RelayBusy(Exception):
     """Another relay invocation holds the lock."""
+
+
+class RunPoller:
+    """GETs runs on a few threads; `poll` waits for them at most `wait_s` (None: for all).
+
+    A poll still waiting for Hermes when `poll` returns is left to finish, and its answer is
+    the one a later `poll` of that run gets: a run is never asked about twice at once, so one
+    run whose polls hang holds one thread, not one per pass, and delays nobody else's answer.
+    """
+
+    def __init__(self, client, *, threads):
+        self._client = client
+        self._pool = concurrent.futures.ThreadPoolExecutor(threads,
+                                                           thread_name_prefix="relay-poll")
+        self._pending = {}  # run id -> Future of its HermesAnswer or HermesUnreachable
+
+    def poll(self, run_ids, wait_s=None):
+        """{run id: HermesAnswer or HermesUnreachable} for the runs that answered in time."""
+        for run_id in run_ids:
+            if run_id not in self._pending:
+                self._pending[run_id] = self._pool.submit(self._get, run_id)
+        concurrent.futures.wait([self._pending[r] for r in run_ids], timeout=wait_s)
+        answered = {r: self._pending.pop(r).result() for r in run_ids if self._pending[r].done()}
+        for run_id in [r for r, f in self._pending.items() if f.done()]:
+            del self._pending[run_id]  # a run nobody follows any more
+        return answered
+
+    def close(self):
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _get(self, run_id):
+        try:
+            return self._client.get_run(run_id)
+        except HermesUnreachable as exc:
+            return exc
 
 
 def split_text(text, limit):
@@ -126,24 +166,44 @@ class Relay:
     does not answer at all, the run stops contacting it and says so in one line.
     """
 
-    def __init__(self, service, client, *, log, monotonic=time.monotonic, reported=()):
+    def __init__(self, service, client, *, log, monotonic=time.monotonic, reported=(),
+                 poller=None, poll_wait_s=None):
         self.service = service
         self.settings = service.settings
         self.client = client
+        self.poller = poller  # shared across passes by the watcher; else one for this pass
+        self.poll_wait_s = poll_wait_s
         self.log = log
         self.monotonic = monotonic
+        self.state_path = self.settings.data_dir / "relay" / "state.json"
+        self.state = None  # read under the state lock by run()
         self.problems = 0
         self.unreachable = None  # why Hermes gave no answer, once it did not
         self._reported = set(reported)  # threads already reported in this invocation
-        self.state = RelayState(self.settings.data_dir / "relay" / "state.json",
-                                now_ms=self._now())
-        for problem in self.state.problems:
-            self._say(problem)
 
     def run(self):
-        """Poll in-flight runs, then submit waiting threads; return the number of problems."""
+        """Poll in-flight runs, then submit waiting threads; return the number of problems.
+
+        Holds the state lock for the whole pass and reads the state under it. Another pass
+        may hold it for as long as its budget; waiting longer than that is a problem.
+        """
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        wait_s = self.settings.relay_budget_s + 2 * self.settings.relay_http_timeout_s
+        try:
+            with filelock.FileLock(f"{self.state_path}.lock", timeout=wait_s):
+                self.state = RelayState(self.state_path, now_ms=self._now())
+                for problem in self.state.problems:
+                    self._say(problem)
+                return self._pass()
+        except filelock.Timeout:
+            self._say(f"another relay pass held {self.state_path}.lock for {wait_s}s; "
+                      "nothing relayed this time")
+            return self.problems
+
+    def _pass(self):
         deadline = self.monotonic() + self.settings.relay_budget_s
         waiting = {row["thread"]: row for row in self._waiting()}
+        polled = self._poll_runs(waiting)
         for thread in sorted(self.state.threads):
             if self.monotonic() > deadline:
                 self._say("time budget spent; the rest waits for the next run", problem=False)
@@ -152,7 +212,7 @@ class Relay:
                 break
             if thread in self._reported:
                 continue  # its file cannot be read now: keep its run and record for later
-            self._isolated(thread, self._follow, thread, waiting.get(thread))
+            self._isolated(thread, self._follow, thread, waiting.get(thread), polled.get(thread))
         # Delivering changed which threads wait: look again before submitting.
         waiting = [] if self.unreachable else self._waiting()
         for row in sorted(waiting, key=lambda r: r["last_epoch"]):
@@ -190,7 +250,24 @@ class Relay:
 
     # -- in-flight runs ------------------------------------------------------------------
 
-    def _follow(self, thread, waiting_row):
+    def _poll_runs(self, waiting):
+        """Poll every run still worth following, all at once: a pass waits for the slowest
+        poll (at most `poll_wait_s`), not for the sum of them. A thread whose poll has not
+        answered yet is missing from the result: no news for it this pass."""
+        wanted = {thread: entry["run_id"] for thread, entry in self.state.threads.items()
+                  if entry.get("run_id")
+                  and (waiting.get(thread) or {}).get("last_id") == entry["question"]}
+        if not wanted:
+            return {}
+        poller = self.poller or RunPoller(self.client, threads=len(wanted))
+        try:
+            answers = poller.poll(list(wanted.values()), self.poll_wait_s)
+        finally:
+            if poller is not self.poller:
+                poller.close()
+        return {thread: answers[run] for thread, run in wanted.items() if run in answers}
+
+    def _follow(self, thread, waiting_row, answer):
         entry = self.state.threads[thread]
         if waiting_row is None:
             self._stop_quietly(entry)
@@ -203,10 +280,10 @@ class Relay:
             return
         if not entry.get("run_id"):
             return  # submitted but unconfirmed: _submit replays it with the same key
-        try:
-            answer = self.client.get_run(entry["run_id"])
-        except HermesUnreachable as exc:
-            self.unreachable = str(exc)
+        if answer is None:
+            return  # its poll is still out (see RunPoller): no news this pass
+        if isinstance(answer, HermesUnreachable):
+            self.unreachable = str(answer)
             return
         run = answer.body if isinstance(answer.body, dict) else {}
         status = run.get("status")

@@ -1,4 +1,6 @@
-"""One resource per PHP script of /spaces/newos4/api: thin, the rules live in service.py."""
+"""One resource per PHP script of /spaces/newos4/api, and the chat page's files: thin, the rules
+live in service.py."""
+import hashlib
 import json
 
 import falcon
@@ -76,6 +78,51 @@ class Retired:
 
     def on_options(self, req, resp):
         raise falcon.HTTPMethodNotAllowed(["POST"])
+
+
+class PageFile:
+    """GET/HEAD of one file of the chat page, read once; browsers revalidate it by ETag."""
+
+    # The page runs only its own script and talks only to its own origin.
+    HEADERS = {
+        "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+                                   "connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+                                   "form-action 'none'; frame-ancestors 'none'",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-cache",
+    }
+
+    def __init__(self, path, content_type):
+        self.body = path.read_bytes()
+        self.content_type = content_type
+        self.etag = hashlib.sha256(self.body).hexdigest()[:20]
+
+    def on_get(self, req, resp):
+        resp.etag = self.etag
+        resp.set_headers(self.HEADERS)
+        if any(tag == "*" or tag == self.etag for tag in req.if_none_match or ()):
+            resp.status = falcon.HTTP_304
+            resp.content_type = None  # a 304 has no content to type
+            return
+        resp.content_type = self.content_type
+        resp.data = self.body
+
+    on_head = on_get  # falcon drops the body of a HEAD answer and keeps its headers
+
+
+class DirectorySlash:
+    """The page's folder named without its slash: 301 to it, as Apache's mod_dir answers."""
+
+    def __init__(self, location):
+        self.location = location
+
+    def on_get(self, req, resp):
+        resp.status = falcon.HTTP_301
+        resp.location = self.location
+        resp.content_type = falcon.MEDIA_TEXT
+
+    on_head = on_get
 
 
 def read_body(req, max_body, max_text):

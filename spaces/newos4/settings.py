@@ -39,6 +39,9 @@ class Settings:
     relay_history: int = 20
     relay_run_timeout_s: int = 1800
     relay_http_timeout_s: int = 10
+    # The watcher (cron/relay.py --watch): how often it looks at the folders, polls runs.
+    relay_watch_tick_ms: int = 100
+    relay_watch_poll_ms: int = 500
 
     @property
     def chat_dir(self):
@@ -127,4 +130,5 @@ _LIMITS = {
     "max_threads": 1, "keep_messages": 1, "keep_days": 1, "poll_limit": 1,
     "relay_budget_s": 1, "relay_max_in_flight": 1, "relay_max_attempts": 1, "relay_history": 0,
     "relay_run_timeout_s": 1, "relay_http_timeout_s": 1,
+    "relay_watch_tick_ms": 10, "relay_watch_poll_ms": 50,
 }

@@ -194,20 +194,12 @@ class ThreadStore:
         file exists, and a writer re-opens the path when the inode it waited on was unlinked
         (`files.Locks`), so two holders never exist on two inodes.
         """
-        now_s = time.time() if now_s is None else now_s
         removed = 0
-        try:
-            entries = list(os.scandir(self.chat_dir))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
+        for entry in self._old_files(older_than_s, now_s):
             match = LOCK_FILE_RE.match(entry.name)
-            if not match or not entry.is_file(follow_symlinks=False) or \
-                    os.path.lexists(self.path(match.group(1))):
-                continue  # not an orphan lock file (a directory by that name is not ours)
+            if not match or os.path.lexists(self.path(match.group(1))):
+                continue
             try:
-                if now_s - entry.stat(follow_symlinks=False).st_mtime <= older_than_s:
-                    continue
                 with filelock.FileLock(entry.path, timeout=0):
                     if not os.path.lexists(self.path(match.group(1))):
                         os.unlink(entry.path)
@@ -218,30 +210,34 @@ class ThreadStore:
 
     def remove_stale_tmp(self, older_than_s, now_s=None):
         """Delete temporary files a crashed writer left behind; return how many."""
-        now_s = time.time() if now_s is None else now_s
         removed = 0
-        try:
-            entries = list(os.scandir(self.chat_dir))
-        except FileNotFoundError:
-            return 0
-        for entry in entries:
-            if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX) and \
-                    entry.is_file(follow_symlinks=False):
+        for entry in self._old_files(older_than_s, now_s):
+            if entry.name.startswith(".") and entry.name.endswith(TMP_SUFFIX):
                 try:
-                    if now_s - entry.stat().st_mtime > older_than_s:
-                        os.unlink(entry.path)
-                        removed += 1
+                    os.unlink(entry.path)
+                    removed += 1
                 except FileNotFoundError:
                     pass
         return removed
 
+    def _old_files(self, older_than_s, now_s):
+        """Regular files of the chat folder untouched for `older_than_s` seconds (a directory
+        named like one of our files is not ours)."""
+        now_s = time.time() if now_s is None else now_s
+        try:
+            entries = list(os.scandir(self.chat_dir))
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            try:
+                if entry.is_file(follow_symlinks=False) and \
+                        now_s - entry.stat(follow_symlinks=False).st_mtime > older_than_s:
+                    yield entry
+            except FileNotFoundError:
+                pass
 
-def _well_formed(message):
-    """A dict with string id, ts, author, text and integer epoch. Spelled out: every post parses
-    its whole thread, and a generator over a table of fields cost a tenth of a post's own CPU."""
-    get = message.get if type(message) is dict else None
-    return get is not None and type(get("id")) is str and type(get("epoch")) is int and \
-        type(get("ts")) is str and type(get("author")) is str and type(get("text")) is str
+
+STRING_FIELDS = ("id", "ts", "author", "text")
 
 
 def _parse(data, path):
@@ -253,20 +249,28 @@ def _parse(data, path):
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise errors.ThreadCorrupt(f"{path}: not a thread (no messages list)")
     for index, message in enumerate(doc["messages"]):
-        if not _well_formed(message):
-            raise errors.ThreadCorrupt(
-                f"{path}: message {index} is not an object with string id, ts, author, text "
-                "and integer epoch")
-    # Our writer never escapes non-ASCII, so a \uD8xx-\uDFxx escape is rare: only then look
-    # for a lone surrogate, which no reader could print or write back as UTF-8.
-    if b"\\ud" in data or b"\\uD" in data:
-        for index, message in enumerate(doc["messages"]):
-            try:
-                message["text"].encode("utf-8")
-            except UnicodeEncodeError:
-                raise errors.ThreadCorrupt(
-                    f"{path}: message {index} holds a lone surrogate (not valid Unicode)")
+        problem = _message_problem(message)
+        if problem:
+            raise errors.ThreadCorrupt(f"{path}: message {index} {problem}")
     return doc
+
+
+def _message_problem(message):
+    """Why `message` is not one we write, or None. A lone surrogate (JSON can escape one, UTF-8
+    cannot hold it) would make the thread unprintable and unwritable; only text that is not
+    ASCII can hold one, and `isascii` costs nothing."""
+    if type(message) is not dict or type(message.get("epoch")) is not int:
+        return "is not an object with string id, ts, author, text and integer epoch"
+    for name in STRING_FIELDS:
+        value = message.get(name)
+        if type(value) is not str:
+            return "is not an object with string id, ts, author, text and integer epoch"
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return f"holds a lone surrogate in {name} (not valid Unicode)"
+    return None
 
 
 def _short(exc):

@@ -172,3 +172,25 @@ def test_console_scripts_run_the_programs_from_anywhere(tmp_path):
     swept = run("newos4-relay", "--sweep-only")
     assert swept.returncode == 0 and swept.stdout.startswith("relay: sweep ")
     assert "serve" in run("emulators", "--help").stdout
+
+
+def test_the_watcher_unit_verifies_and_runs_the_watcher(tmp_path):
+    analyze = needs("systemd-analyze")
+    unit = (DEPLOY / "systemd" / "newos4-relay-watch.service").read_text()
+    assert re.search(r"^ExecStart=(.*)$", unit, re.M).group(1) == \
+        "/srv/newos4-monolith/.venv/bin/python cron/relay.py --watch"
+    # --watch without HERMES_API_URL exits 2 (tests/integration/test_relay_watch.py): no loop.
+    assert "Restart=on-failure" in unit and "RestartPreventExitStatus=2" in unit
+    # READY=1 and WATCHDOG=1 (test_relay_watch.py): a hung watcher is restarted.
+    assert "Type=notify" in unit and "WatchdogSec=" in unit
+    # It exits within 5 s of SIGTERM; systemd waits longer before it kills.
+    assert int(re.search(r"^TimeoutStopSec=(\d+)$", unit, re.M).group(1)) > 5
+    here = unit.replace("/srv/newos4-monolith", str(REPO))
+    local = re.sub(r"^(User|Group)=.*$", r"\1=root", here, flags=re.M)
+    (tmp_path / "newos4-relay-watch.service").write_text(local)
+    (REPO / ".venv" / "bin" / "python").exists() or pytest.skip("no .venv/bin/python")
+    done = subprocess.run([analyze, "verify", str(tmp_path / "newos4-relay-watch.service")],
+                          capture_output=True, text=True, timeout=60)
+    problems = [line for line in (done.stdout + done.stderr).splitlines()
+                if "newos4-relay-watch.service" in line]
+    assert done.returncode == 0 and problems == [], done.stdout + done.stderr

@@ -72,3 +72,18 @@ def test_deep_nesting_in_a_worker_thread_is_a_400(tmp_path):
                                    headers={"X-Chat-Token": secrets.token_hex(32)})
             assert answer.status_code == 400, answer.text
             assert answer.json() == {"success": False, "error": "body must be a JSON object"}
+
+
+def test_a_data_directory_that_is_not_writable_is_one_line():
+    # Tests run as root here, for whom a mode bit is no obstacle: a kernel file system is.
+    folder = "/sys/kernel"
+    try:
+        open(f"{folder}/.newos4-probe", "wb").close()
+        os.unlink(f"{folder}/.newos4-probe")
+        pytest.skip(f"{folder} is writable here")
+    except OSError:
+        pass
+    status, lines = start({"NEWOS4_DATA_DIR": folder}, "-c", "gunicorn.conf.py")
+    assert status == 4 and len(lines) == 1, lines
+    assert lines[0].startswith(f"gunicorn: configuration error: NEWOS4_DATA_DIR: {folder} is "
+                               "not writable (")

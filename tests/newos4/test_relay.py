@@ -2,7 +2,7 @@
 import pytest
 
 from spaces.newos4.hermes_client import HermesAnswer, HermesUnreachable
-from spaces.newos4.relay import Relay, split_text
+from spaces.newos4.relay import Relay, RunPoller, split_text
 
 from .conftest import ChatClient
 
@@ -150,3 +150,47 @@ def test_a_run_pending_too_long_is_stopped_and_retried(make_app, hermes, clock):
     clock.advance(61_000)
     Relay(service, hermes, log=lambda *a: None).run()
     assert hermes.stops == ["run_1"]
+
+
+def test_runs_in_flight_are_polled_at_once_not_one_after_another(make_app, hermes):
+    import threading
+    testapp, service = make_app(relay_max_in_flight=3)
+    clients = [ChatClient(testapp) for _ in range(3)]
+    for n, client in enumerate(clients):
+        client.say(f"q{n}")
+    Relay(service, hermes, log=lambda *a: None).run()
+    together = threading.Barrier(3, timeout=5)  # breaks unless all three polls wait at once
+    answer = hermes.get_run
+
+    def get_run(run_id):
+        together.wait()
+        return answer(run_id)
+    hermes.get_run = get_run
+    for run in hermes.runs.values():
+        run.update(status="completed", output=f"answer {run['run_id']}")
+    Relay(service, hermes, log=lambda *a: None).run()
+    assert [service.history(c.thread)[-1]["author"] for c in clients] == ["hermes"] * 3
+
+
+def test_a_hanging_poll_is_waited_for_briefly_and_never_asked_twice_at_once():
+    import threading
+    release, asked = threading.Event(), []
+
+    class SlowForOne:
+        def get_run(self, run_id):
+            asked.append(run_id)
+            if run_id == "run_slow":
+                release.wait(10)
+            return HermesAnswer(200, {}, {"run_id": run_id, "status": "running"})
+
+    poller = RunPoller(SlowForOne(), threads=4)
+    try:
+        for _ in range(3):
+            answered = poller.poll(["run_slow", "run_quick"], wait_s=0.05)
+            assert list(answered) == ["run_quick"]
+        release.set()
+        assert poller.poll(["run_slow"], wait_s=5)["run_slow"].body["status"] == "running"
+        assert asked.count("run_slow") == 1 and asked.count("run_quick") == 3
+    finally:
+        release.set()
+        poller.close()

@@ -1,10 +1,18 @@
-"""Fixtures for the GitHub emulator: the runtime around the service, driven in-process (webtest)."""
+"""Fixtures for the GitHub emulator: the runtime around the service, driven in-process (webtest).
+
+Every provider answer any test here produces in this process (webtest and served threads alike)
+is checked against GitHub's own response schema for its operation and status; a test whose
+answers do not conform fails at teardown with the offending paths.
+"""
 import pytest
 import webtest
 
 from emulators.github.app import service
+from emulators.runtime import Service
 from emulators.runtime.app import Runtime
 from emulators.runtime.settings import Settings
+
+from .schema_check import SCHEMAS
 
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20.000Z, the reference suite's frozen clock
 A, B, C, D, E = ("a" * 40, "b" * 40, "c" * 40, "d" * 40, "e" * 40)
@@ -86,3 +94,50 @@ def gh(app):
 def seeded(gh):
     gh.seed()
     return gh
+
+
+class AnswerRecorder:
+    """Falcon middleware: check each provider answer against GitHub's schema as it leaves."""
+
+    def __init__(self):
+        self.checked = 0
+        self.problems = []
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        status = int(str(resp.status).split()[0])
+        schema = SCHEMAS.schema_for(req.method, req.uri_template, status, resp.media,
+                                    resp.context.get("media"))
+        if schema is None or resp.media is None:
+            return
+        self.checked += 1
+        for problem in SCHEMAS.problems(schema, resp.media):
+            self.problems.append(f"{req.method} {req.path} -> {status}: {problem}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def answer_recorder():
+    """Add the recorder to every provider app a GitHub service builds in this session.
+
+    Patched on the `Service` class, so services built anywhere (fixtures, `serve()`) are seen.
+    """
+    recorder = AnswerRecorder()
+    build = Service.provider_app
+
+    def recording_provider_app(self):
+        app = build(self)
+        if self.name == "github":
+            app.add_middleware(recorder)
+        return app
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Service, "provider_app", recording_provider_app)
+        yield recorder
+
+
+@pytest.fixture(autouse=True)
+def answers_follow_github_schemas(answer_recorder):
+    """Fail the test if any answer it caused broke GitHub's response schema."""
+    answer_recorder.problems.clear()
+    yield
+    problems, answer_recorder.problems[:] = list(answer_recorder.problems), []
+    assert not problems, "answers outside GitHub's schema:\n" + "\n".join(problems[:40])

@@ -4,9 +4,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from tests.emulators.receiver import Receiver
 from tests.servers import gunicorn
 
 from .conftest import A, B, C, D, E, graph_body
+from .schema_check import SCHEMAS
 
 pytestmark = pytest.mark.gunicorn
 REPO = "/repos/synthetic-org/example"
@@ -40,6 +42,50 @@ def test_urls_and_links_carry_the_mount_prefix(base):
     assert res.json()[0]["url"] == f"{base}{REPO}/pulls/3"
     assert res.links["next"]["url"] == f"{base}{REPO}/pulls?per_page=2&page=2"
     assert [p["number"] for p in requests.get(res.links["next"]["url"], timeout=5).json()] == [1]
+
+
+def test_answers_of_worker_processes_follow_githubs_schemas(base):
+    """The conftest checks in-process answers; these come from gunicorn workers."""
+    requests.post(f"{base}{REPO}/git/refs", json={"ref": "refs/heads/t", "sha": B},
+                  timeout=5).raise_for_status()
+    requests.post(f"{base}{REPO}/pulls", json={"title": "t", "head": "t", "base": "main"},
+                  timeout=5).raise_for_status()
+    for method, template, path in [
+            ("GET", "/repos/{owner}/{repo}", REPO),
+            ("GET", "/repos/{owner}/{repo}/git/refs", f"{REPO}/git/refs"),
+            ("GET", "/repos/{owner}/{repo}/pulls", f"{REPO}/pulls"),
+            ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", f"{REPO}/pulls/1"),
+            ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}", f"{REPO}/pulls/7")]:
+        res = requests.get(base + path, timeout=5)
+        schema = SCHEMAS.schema_for(method, template, res.status_code, res.json())
+        assert schema is not None and SCHEMAS.problems(schema, res.json()) == [], path
+
+
+def test_webhooks_from_several_workers_arrive_signed_and_in_order(base):
+    receiver = Receiver(secret="k")
+    try:
+        requests.put(f"{base}/__admin/webhook-endpoints",
+                     json=[{"url": receiver.url, "secret": "k"}], timeout=5).raise_for_status()
+        for i in range(4):
+            requests.post(f"{base}{REPO}/git/refs", json={"ref": f"refs/heads/w{i}", "sha": B},
+                          timeout=5).raise_for_status()
+        requests.post(f"{base}{REPO}/pulls", json={"title": "t", "head": "w0", "base": "main"},
+                      timeout=5).raise_for_status()
+        requests.patch(f"{base}{REPO}/pulls/1", json={"state": "closed"},
+                       timeout=5).raise_for_status()
+        receiver.wait_for(11)  # no flush: the workers' dispatchers deliver on their own
+        assert receiver.events() == [("ping", None)] + [("create", None), ("push", None)] * 4 \
+            + [("pull_request", "opened"), ("pull_request", "closed")]
+        assert [p["ref"] for _, p in receiver.received[2:9:2]] == \
+            [f"refs/heads/w{i}" for i in range(4)]
+        assert receiver.refused == []
+        # flush waits for a delivery still in flight, so the log below is final
+        requests.post(f"{base}/__admin/webhooks/flush", timeout=10).raise_for_status()
+        logged = requests.get(f"{base}/__admin/webhooks", timeout=5).json()["deliveries"]
+        assert {d["status"] for d in logged} == {"delivered"} and len(logged) == 11
+    finally:
+        receiver.close()
+        requests.delete(f"{base}/__admin/webhook-endpoints", timeout=5)
 
 
 def test_state_written_through_one_worker_is_read_by_all(base):

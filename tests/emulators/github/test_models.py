@@ -84,8 +84,21 @@ def test_seed_builds_the_repository_shape(backend):
     assert list(repo)[:12] == ["id", "node_id", "name", "full_name", "owner", "private", "fork",
                                "default_branch", "url", "html_url", "created_at", "updated_at"]
     assert repo["node_id"] == "R_fVhVAe4cNeeV7R"
-    assert repo["owner"] == {"login": "synthetic-org", "id": 1, "node_id": "O_bhMQDVylN2a9TB",
-                             "type": "Organization"}
+    user = "http://gh.test/emulators/github/users/synthetic-org"
+    assert repo["owner"] == {
+        "login": "synthetic-org", "id": 1, "node_id": "O_bhMQDVylN2a9TB",
+        "avatar_url": "http://gh.test/emulators/github/avatars/u/1?v=4", "gravatar_id": "",
+        "url": user, "html_url": "http://gh.test/emulators/github/synthetic-org",
+        "followers_url": f"{user}/followers", "following_url": f"{user}/following{{/other_user}}",
+        "gists_url": f"{user}/gists{{/gist_id}}",
+        "starred_url": f"{user}/starred{{/owner}}{{/repo}}",
+        "subscriptions_url": f"{user}/subscriptions", "organizations_url": f"{user}/orgs",
+        "repos_url": f"{user}/repos", "events_url": f"{user}/events{{/privacy}}",
+        "received_events_url": f"{user}/received_events", "type": "Organization",
+        "user_view_type": "public", "site_admin": False}
+    assert repo["organization"] == repo["owner"]
+    assert (repo["open_issues_count"], repo["pushed_at"], repo["license"]) == \
+        (0, repo["created_at"], None)
     assert repo["url"] == "http://gh.test/emulators/github/repos/synthetic-org/example"
     assert repo["private"] is True and repo["created_at"] == "2023-11-14T22:13:20.000Z"
 
@@ -153,7 +166,8 @@ def test_seed_conflict_comes_before_field_checks_and_writes_nothing(backend):
 def test_empty_repository_seed_defaults(backend):
     repo = backend.seed({"owner": "o", "name": "r", "commits": None, "branches": None})
     assert repo["default_branch"] == "main"
-    assert backend.matching_refs("o", "r", "") == []
+    with pytest.raises(errors.EmptyRepository):  # GitHub: 409 "Git Repository is empty."
+        backend.matching_refs("o", "r", "")
 
 
 def test_seed_handles_a_100k_commit_chain(backend):

@@ -409,3 +409,51 @@ def test_update_recaptures_tips_for_closed_pulls(topic):
     topic.patch(f"{REPO}/git/refs/heads/topic", {"sha": C})
     assert topic.get(f"{PULLS}/1").json["head"]["sha"] == B
     assert topic.patch(f"{PULLS}/1", {}).json["head"]["sha"] == C
+
+
+BODY = "Fixes <b>it</b> & more.\r\nSecond line.\n\n\nNext paragraph."
+BODY_TEXT = "Fixes <b>it</b> & more.\nSecond line.\nNext paragraph."
+BODY_HTML = ('<p dir="auto">Fixes &lt;b&gt;it&lt;/b&gt; &amp; more.<br>\nSecond line.</p>\n'
+             '<p dir="auto">Next paragraph.</p>')
+
+
+@pytest.mark.parametrize("accept,fields,served", [
+    (None, {"body": BODY}, "github.v3; format=json"),
+    ("application/vnd.github+json", {"body": BODY}, "github.v3; format=json"),
+    ("application/vnd.github.v3.raw+json", {"body": BODY}, "github.v3; param=raw; format=json"),
+    ("application/vnd.github.text+json", {"body_text": BODY_TEXT},
+     "github.v3; param=text; format=json"),
+    ("application/vnd.github.v3.html+json", {"body_html": BODY_HTML},
+     "github.v3; param=html; format=json"),
+    ("application/json, application/vnd.github.v3.full+json",
+     {"body": BODY, "body_text": BODY_TEXT, "body_html": BODY_HTML},
+     "github.v3; param=full; format=json")])
+def test_accept_selects_the_body_fields(topic, accept, fields, served):
+    headers = {"Accept": accept} if accept else {}
+    created = topic.post(PULLS, {"title": "T", "head": "topic", "base": "main", "body": BODY},
+                         201, headers=headers)
+    got = topic.get(f"{PULLS}/1", 200, headers=headers)
+    listed = topic.get(PULLS, 200, headers=headers)
+    edited = topic.patch(f"{PULLS}/1", {"title": "T2"}, 200, headers=headers)
+    for res in (created, got, edited):
+        assert {k: v for k, v in res.json.items() if k.startswith("body")} == fields
+        assert list(res.json).index(next(iter(fields))) == list(res.json).index("title") + 1
+        assert res.headers["X-GitHub-Media-Type"] == served
+    assert {k: v for k, v in listed.json[0].items() if k.startswith("body")} == fields
+
+
+def test_a_null_body_renders_null_everywhere(topic):
+    topic.open_pull(status=201)
+    pr = topic.get(f"{PULLS}/1", 200,
+                   headers={"Accept": "application/vnd.github.full+json"}).json
+    assert (pr["body"], pr["body_text"], pr["body_html"]) == (None, None, None)
+
+
+def test_unmodelled_media_types_are_refused_before_any_write(topic):
+    res = topic.post(PULLS, {"title": "T", "head": "topic", "base": "main"},
+                     headers={"Accept": "application/vnd.github.v3.diff"})
+    assert res.status_int == 501
+    assert res.json["message"] == "Mockingbird does not model the diff media type"
+    assert topic.get(PULLS, 200).json == []
+    assert topic.get("/repos/nobody/nothing", 404).headers["X-GitHub-Media-Type"] == \
+        "github.v3; format=json"

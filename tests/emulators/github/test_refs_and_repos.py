@@ -29,7 +29,7 @@ def test_missing_repo_is_the_basic_404(gh):
 
 
 @pytest.mark.parametrize("method,path", [
-    ("DELETE", f"{REPO}/git/refs/heads/main"), ("GET", f"{REPO}/git/refs"), ("PUT", REPO),
+    ("PUT", REPO),
     ("GET", "/anything"), ("GET", f"{REPO}/"), ("POST", REPO), ("GET", f"{REPO}/pulls/"),
     ("GET", f"{REPO}/pulls/1/extra"), ("GET", f"{REPO}/git/ref/"),
     ("PATCH", f"{REPO}/git/refs/"), ("GET", "/repos/synthetic-org/")])
@@ -174,10 +174,46 @@ def test_create_ref_pull_refs_are_unsupported(seeded):
         ("message", "Mockingbird does not model provider-managed pull refs")]
 
 
-def test_create_ref_in_an_empty_repository_is_409(gh):
+@pytest.mark.parametrize("method,path,doc", [
+    ("POST", "/git/refs", "#create-a-reference"),
+    ("GET", "/git/ref/heads/main", "#get-a-reference"),
+    ("GET", "/git/matching-refs/heads", "#list-matching-references"),
+    ("GET", "/git/matching-refs", "#list-matching-references"),
+    ("GET", "/git/refs", "#list-matching-references"),
+    ("GET", "/git/refs/heads", "#list-matching-references")])
+def test_refs_of_an_empty_repository_are_409(gh, method, path, doc):
     gh.seed({"owner": "o", "name": "empty", "commits": [{"sha": A, "parents": []}]})
-    res = gh.create_ref("refs/heads/x", A, repo="o/empty")
-    assert res.status_int == 409 and res.json["message"] == "Git Repository is empty."
+    if method == "POST":
+        res = gh.create_ref("refs/heads/x", A, repo="o/empty")
+    else:
+        res = gh.get(f"/repos/o/empty{path}")
+    assert res.status_int == 409
+    assert res.json["message"] == "Git Repository is empty."
+    assert res.json["documentation_url"].endswith(doc) and res.json["status"] == "409"
+
+
+def test_ref_listing_pages_with_link_and_answers_an_exact_name_alone(seeded):
+    for n in range(1, 6):
+        seeded.create_ref(f"refs/heads/b{n}", B, status=201)
+    seeded.create_ref("refs/tags/v1", B, status=201)
+    names = lambda res: [r["ref"] for r in res.json]
+    first = seeded.get(f"{REPO}/git/refs?per_page=4", 200)
+    assert names(first) == ["refs/heads/b1", "refs/heads/b2", "refs/heads/b3", "refs/heads/b4"]
+    assert first.headers["Link"] == (
+        f'<{BASE}{REPO}/git/refs?per_page=4&page=2>; rel="next", '
+        f'<{BASE}{REPO}/git/refs?per_page=4&page=2>; rel="last"')
+    second = seeded.get(f"{REPO}/git/refs?per_page=4&page=2", 200)
+    assert names(second) == ["refs/heads/b5", "refs/heads/main", "refs/tags/v1"]
+    assert 'rel="prev"' in second.headers["Link"] and 'rel="next"' not in second.headers["Link"]
+    assert names(seeded.get(f"{REPO}/git/refs/tags", 200)) == ["refs/tags/v1"]
+    assert len(seeded.get(f"{REPO}/git/refs/heads/b", 200).json) == 5  # a name prefix
+    exact = seeded.get(f"{REPO}/git/refs/heads/b2", 200).json
+    assert exact == seeded.get(f"{REPO}/git/ref/heads/b2", 200).json
+    # unusable paging values fall back to the defaults, as on GitHub
+    assert len(seeded.get(f"{REPO}/git/refs?page=x&per_page=0", 200).json) == 7
+    res = seeded.get(f"{REPO}/git/refs/heads/nothing", 404)
+    assert res.json["message"] == "Not Found"
+    assert seeded.get("/repos/x/y/git/refs", 404).json["message"] == "Not Found"
 
 
 def test_create_ref_stores_uppercase_sha_lowercase_and_tags_work(seeded):
@@ -291,3 +327,23 @@ def test_state_is_per_namespace_through_the_path_carrier(app, seeded):
 def test_health_names_the_service_and_api_version(gh):
     health = gh.get("/__admin/health").json
     assert (health["service"], health["apiVersion"]) == ("github", "2026-03-10")
+
+
+def test_delete_ref_is_204_and_closes_the_open_pulls_on_the_branch(seeded):
+    seeded.create_ref("refs/heads/topic", B, status=201)
+    seeded.create_ref("refs/tags/v1", B, status=201)
+    seeded.open_pull(status=201)
+    res = seeded.app.delete(f"{REPO}/git/refs/heads/topic", status=204)
+    assert res.body == b"" and res.headers["x-mockingbird-checkpoint"].startswith("cp_")
+    assert seeded.get(f"{REPO}/git/ref/heads/topic", 404).json["message"] == "Not Found"
+    pr = seeded.get(f"{REPO}/pulls/1", 200).json
+    assert (pr["state"], pr["head"]["sha"], pr["closed_at"]) == ("closed", B, pr["updated_at"])
+    seeded.app.delete(f"{REPO}/git/refs/tags/v1", status=204)
+    res = seeded.app.delete(f"{REPO}/git/refs/heads/topic", status=422)
+    assert res.json == {"message": "Reference does not exist", "status": "422",
+                        "documentation_url":
+                            "https://docs.github.com/rest/git/refs#delete-a-reference"}
+    assert seeded.app.delete("/repos/x/y/git/refs/heads/main", status=404).json["message"] == \
+        "Not Found"
+    assert seeded.app.delete(f"{REPO}/git/refs/pull/1/head", status=501).json["code"] == \
+        "mockingbird_unsupported"

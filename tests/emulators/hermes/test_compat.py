@@ -246,11 +246,11 @@ def test_capabilities_are_truthful_about_the_emulator(api):
     caps = api.get("/v1/capabilities", headers=AUTH).json
     assert caps["auth"] == {"type": "bearer", "required": True}
     assert caps["features"]["run_steer"] is True and caps["features"]["cors"] is True
-    assert caps["features"]["session_resources"] is False  # /api/sessions is not served
+    assert caps["features"]["session_resources"] is True and caps["features"]["jobs_admin"] is False
     assert caps["idempotency"] == {"supported": True, "durable": True,
                                    "retention_seconds": 86400}
     for endpoint in caps["endpoints"].values():  # every advertised endpoint answers
-        path = endpoint["path"].replace("{run_id}", "run_x")
+        path = endpoint["path"].replace("{run_id}", "run_x").replace("{session_id}", "s")
         res = api.request(path, method=endpoint["method"], headers=AUTH, status="*")
         assert res.content_type != "text/plain", (endpoint, res.status)  # no router 404/405
 

@@ -107,3 +107,44 @@ def test_more_open_streams_than_workers_do_not_block_other_requests(url):
     finally:
         for s in streams:
             s.close()
+
+
+def test_sessions_and_jobs_agree_across_workers(url):
+    """Concurrent chat turns into one session, from every worker, all land in its transcript;
+    a job created on one worker runs once when the clock passes its tick, whoever asks."""
+    ns = {"x-mockingbird-namespace": "sessions"}
+    sessions = fresh_sessions(12)
+    assert sessions[0].post(url + "/api/sessions", json={"id": "shared"}, headers=ns,
+                            timeout=5).status_code == 201
+
+    def turn(n):
+        return sessions[n].post(url + "/api/sessions/shared/chat", json={"message": f"m{n}"},
+                                headers=ns, timeout=20).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        assert set(pool.map(turn, range(12))) == {200}
+    for session in sessions[:3]:
+        got = session.get(url + "/api/sessions/shared", headers=ns, timeout=5).json()["session"]
+        assert got["message_count"] == 24 and got["api_call_count"] == 12
+    transcript = sessions[1].get(url + "/api/sessions/shared/messages", headers=ns,
+                                 timeout=5).json()["data"]
+    assert sorted(m["content"] for m in transcript if m["role"] == "user") == sorted(
+        f"m{n}" for n in range(12))
+    ids = [m["id"] for m in transcript]
+    assert ids == sorted(ids) and len(set(ids)) == 24
+
+    clock = requests.post(url + "/__admin/clock", json={"set": 1_796_132_400_000, "freeze": True},
+                          headers=ns, timeout=5)
+    assert clock.status_code == 200
+    job = sessions[2].post(url + "/api/jobs", json={"name": "Tick", "schedule": "every 5m"},
+                           headers=ns, timeout=5).json()["job"]
+    requests.post(url + "/__admin/clock", json={"advance": 300_000}, headers=ns, timeout=5)
+
+    def look(n):
+        return sessions[n].get(f"{url}/api/jobs/{job['id']}", headers=ns,
+                               timeout=20).json()["job"]["repeat"]["completed"]
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        assert set(pool.map(look, range(12))) == {1}
+    cron = sessions[4].get(url + "/api/sessions?source=cron", headers=ns, timeout=5).json()
+    assert len(cron["data"]) == 1

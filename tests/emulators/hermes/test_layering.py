@@ -6,17 +6,25 @@ from pathlib import Path
 import emulators.hermes
 
 HERE = Path(emulators.hermes.__file__).parent
-FALCON_OK = {"app", "resources"}
+FALCON_OK = {"app", "resources", "session_resources"}
 MARSHMALLOW_OK = {"schemas"}
 # What each module may import from this package (by module name).
 ALLOWED = {
-    "app": {"resources", "errors", "models", "compat", "openapi", "presets", "settings"},
+    "app": {"resources", "session_resources", "errors", "models", "compat", "openapi",
+            "openapi_sessions", "presets", "settings", "catalog"},
     "resources": {"errors", "models", "compat"},
-    "compat": {"canonical", "schemas", "errors", "store", "models"},
-    "models": {"canonical", "schemas", "errors", "store"},
+    "session_resources": {"resources", "errors", "compat", "sessionchat", "jobs", "catalog"},
+    "catalog": {"errors", "toolsets"}, "toolsets": set(),
+    "sessionchat": {"compat", "errors", "models", "sessions"},
+    "compat": {"canonical", "schemas", "errors", "store", "models", "sessions"},
+    "sessions": {"canonical", "errors"},
+    "jobs": {"errors", "sessions", "schedule", "compat"},
+    "schedule": {"errors"},
+    "models": {"canonical", "schemas", "errors", "store", "sessions"},
     "presets": {"models"},
     "schemas": {"errors"},
-    "store": set(), "canonical": set(), "errors": set(), "openapi": set(), "settings": set(),
+    "store": set(), "canonical": set(), "errors": set(), "openapi": {"openapi_sessions"},
+    "openapi_sessions": set(), "settings": set(),
     "__init__": {"app"},
 }
 

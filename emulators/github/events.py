@@ -1,0 +1,112 @@
+"""GitHub webhook payloads: ping, create, push, pull_request (opened, edited, closed, reopened,
+synchronize), built from the emulator's shapes.
+
+The emulator keeps commit ids and parents only, so a push's commits are synthetic but coherent:
+each names its sha, a synthetic message and the acting user, in parent-to-child order.
+"""
+from datetime import datetime, timezone
+
+from . import shapes
+
+ZERO_SHA = "0" * 40
+MAX_PUSH_COMMITS = 20  # GitHub lists at most 20 commits in a push payload
+
+
+def _epoch_s(iso_text):
+    return int(datetime.fromisoformat(iso_text.replace("Z", "+00:00"))
+               .replace(tzinfo=timezone.utc).timestamp())
+
+
+def ping(base_url, endpoint, *, now):
+    """The `ping` sent to a newly registered endpoint (a namespace-wide hook)."""
+    config = {"content_type": "json", "insecure_ssl": "0", "url": endpoint["url"]}
+    if endpoint.get("secret") is not None:
+        config["secret"] = "********"
+    return {
+        "zen": "Keep it logically awesome.",
+        "hook_id": endpoint["id"],
+        "hook": {"type": "Organization", "id": endpoint["id"], "name": "web", "active": True,
+                 "events": endpoint["events"], "config": config, "created_at": now,
+                 "updated_at": now, "ping_url": f"{base_url}/hooks/{endpoint['id']}/pings",
+                 "deliveries_url": f"{base_url}/hooks/{endpoint['id']}/deliveries",
+                 "last_response": {"code": None, "status": "unused", "message": None}},
+    }
+
+
+def _commit(repo_json, sha, sender, timestamp):
+    person = {"name": sender["login"], "email": f"{sender['login']}@users.noreply.example",
+              "username": sender["login"]}
+    return {"id": sha, "tree_id": sha, "distinct": True,
+            "message": f"Synthetic commit {sha[:7]}", "timestamp": timestamp,
+            "url": f"{repo_json['html_url']}/commit/{sha}", "author": person,
+            "committer": person, "added": [], "removed": [], "modified": []}
+
+
+def create(repo_json, ref_name, sender):
+    """`create`: a branch or tag came into being."""
+    kind, short = _kind(ref_name)
+    return {"ref": short, "ref_type": kind, "master_branch": repo_json["default_branch"],
+            "description": repo_json["description"], "pusher_type": "user",
+            "repository": repo_json, "sender": sender}
+
+
+def _kind(ref_name):
+    if ref_name.startswith("refs/tags/"):
+        return "tag", ref_name[len("refs/tags/"):]
+    return "branch", ref_name[len("refs/heads/"):]
+
+
+def delete(repo_json, ref_name, sender):
+    """`delete`: a branch or tag was deleted."""
+    kind, short = _kind(ref_name)
+    return {"ref": short, "ref_type": kind, "pusher_type": "user", "repository": repo_json,
+            "sender": sender}
+
+
+def push(repo_json, ref_name, before, after, new_commits, sender, *, forced, timestamp):
+    """`push`: a ref was created (`before` is zeros), moved, or deleted (`after` is zeros);
+    `new_commits` oldest first."""
+    # the push payload's repository differs: epoch-second times, the organization by login
+    repository = {**repo_json, "created_at": _epoch_s(repo_json["created_at"]),
+                  "pushed_at": _epoch_s(repo_json["pushed_at"]),
+                  "stargazers": repo_json["stargazers_count"],
+                  "master_branch": repo_json["default_branch"]}
+    if "organization" in repo_json:
+        repository["organization"] = repo_json["organization"]["login"]
+    commits = [_commit(repo_json, sha, sender, timestamp)
+               for sha in new_commits[-MAX_PUSH_COMMITS:]]
+    return {
+        "ref": ref_name, "before": before, "after": after,
+        "created": before == ZERO_SHA, "deleted": after == ZERO_SHA, "forced": forced,
+        "base_ref": None,
+        "compare": (f"{repo_json['html_url']}/compare/{before[:12]}...{after[:12]}"
+                    if before != ZERO_SHA else f"{repo_json['html_url']}/commit/{after[:12]}"),
+        "commits": commits,
+        "head_commit": (None if after == ZERO_SHA
+                        else _commit(repo_json, after, sender, timestamp)),
+        "repository": repository,
+        "pusher": {"name": sender["login"],
+                   "email": f"{sender['login']}@users.noreply.example"},
+        "sender": sender,
+    }
+
+
+def pull_request(action, pull_json, sender, **extra):
+    """`pull_request` with `action`; `extra` carries `changes` (edited) or before/after."""
+    repository = pull_json["base"]["repo"]
+    # some of GitHub's webhook schemas type a branch repository's `organization` as a login
+    # string: the optional field is left out of `head.repo` and `base.repo`
+    pull = {**pull_json, **{side: {**pull_json[side],
+                                   "repo": _without_org(pull_json[side]["repo"])}
+                            for side in ("head", "base")}}
+    return {"action": action, "number": pull_json["number"], **extra,
+            "pull_request": pull, "repository": repository, "sender": sender}
+
+
+def _without_org(repo_json):
+    return {k: v for k, v in repo_json.items() if k != "organization"}
+
+
+def sender(base_url, record):
+    """The account the event is attributed to (the emulator's acting user)."""
+    return shapes.user(base_url, record)

@@ -1,0 +1,293 @@
+// The browser side of the newOS4 chat contract: one conversation per browser token,
+// posted through post.php and read back by polling poll.php with since=<cursor>.
+(function () {
+  "use strict";
+
+  const POST_URL = "api/chat/post.php";
+  const POLL_URL = "api/chat/poll.php";
+  const TOKEN_KEY = "newos4.chat.token";   // localStorage: the conversation survives reloads
+  const DRAFT_KEY = "newos4.chat.draft";   // sessionStorage: so does a half-typed message
+  const REQUEST_TIMEOUT_MS = 15000;
+  const HIDDEN_TAB_MS = 60000;             // a tab in the background looks once a minute
+  const AUTHORS = {operator: "You", agent: "Assistant", hermes: "Hermes"};
+
+  // Poll delays: often while an answer is on its way, backing off when idle or failing, and
+  // when an answer is long overdue (Hermes down, a question given up).
+  const LONG_WAIT_MS = 120000;
+  const awaitingDelay = backoff(1000, 3000, 1.25);
+  const overdueDelay = backoff(3000, 10000, 1.5);
+  const idleDelay = backoff(2000, 30000, 2);
+  const errorDelay = backoff(2000, 60000, 2);
+
+  let ephemeral = false;
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    scroll: $("scroll"), empty: $("empty"), log: $("log"), status: $("status"),
+    alert: $("alert"), form: $("composer"), input: $("message"), thread: $("thread"),
+  };
+  const state = {
+    token: loadToken(), cursor: 0, awaiting: false, awaitingSince: 0, seen: new Set(),
+    timer: null, polling: false, pollAgain: false, sending: false, alertSource: "",
+  };
+
+  function backoff(min, max, factor) {
+    let next = min;
+    return {
+      next() {
+        const delay = next;
+        next = Math.min(max, next * factor);
+        return Math.round(delay * (0.9 + Math.random() * 0.2));  // jitter: tabs drift apart
+      },
+      reset() { next = min; },
+    };
+  }
+
+  function mintToken() {
+    const bytes = new Uint8Array(32);
+    crypto.getRandomValues(bytes);
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  function loadToken() {
+    let token = null;
+    try { token = localStorage.getItem(TOKEN_KEY); } catch (e) { /* storage blocked */ }
+    if (/^[0-9a-f]{64}$/.test(token || "")) return token;
+    token = mintToken();
+    try {
+      localStorage.setItem(TOKEN_KEY, token);
+    } catch (e) {
+      ephemeral = true;  // storage blocked: the token lives as long as this page view
+    }
+    return token;
+  }
+
+  function storeDraft() {
+    try { sessionStorage.setItem(DRAFT_KEY, ui.input.value); } catch (e) { /* best effort */ }
+  }
+
+  function restoreDraft() {
+    try { ui.input.value = sessionStorage.getItem(DRAFT_KEY) || ""; } catch (e) { /* none */ }
+    fitInput();
+  }
+
+  function fitInput() {
+    ui.input.style.height = "auto";
+    ui.input.style.height = Math.min(ui.input.scrollHeight + 2, 200) + "px";
+  }
+
+  // --- talking to the server -------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, error, retryAfter) {
+      super(error || (status ? "HTTP " + status : "network error"));
+      this.status = status;
+      this.error = error;
+      this.retryAfter = retryAfter;
+    }
+  }
+
+  async function call(url, options) {
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), REQUEST_TIMEOUT_MS);
+    let response;
+    try {
+      response = await fetch(url, {...options, signal: abort.signal, cache: "no-store",
+        headers: {...options.headers, "X-Chat-Token": state.token}});
+    } catch (e) {
+      throw new ApiError(0, e.name === "AbortError" ? "no answer in time" : "");
+    } finally {
+      clearTimeout(timer);
+    }
+    let body = null;
+    try { body = await response.json(); } catch (e) { /* not our JSON: a proxy's page */ }
+    if (!response.ok || !body || body.success !== true) {
+      const retryAfter = parseInt(response.headers.get("Retry-After") || "", 10);
+      throw new ApiError(response.status, body && body.error,
+                         Number.isFinite(retryAfter) ? retryAfter : null);
+    }
+    return body;
+  }
+
+  function inWords(seconds) {
+    if (seconds < 60) return seconds + (seconds === 1 ? " second" : " seconds");
+    const minutes = Math.ceil(seconds / 60);
+    return minutes + (minutes === 1 ? " minute" : " minutes");
+  }
+
+  function sendFailure(err) {
+    const said = err.error;  // the server's own words, when it gave any
+    switch (err.status) {
+      case 0: return "Not sent: the chat server could not be reached" +
+        (said ? " (" + said + ")" : "") + ". Try again.";
+      case 413: return "Not sent: " + (said || "the message is too long") +
+        ". Shorten it and send again.";
+      case 429: return "Not sent: " + (said || "too many messages") + ". Try again in " +
+        inWords(err.retryAfter == null ? 60 : err.retryAfter) + ".";
+      case 507: return "Not sent: the chat is full right now (" + (said || "thread limit reached") +
+        "). Try again later.";
+      case 401: return "Not sent: this browser's chat token was refused (" + said + ").";
+      case 400: return "Not sent: " + (said || "the server refused the message") + ".";
+      default: return "Not sent: " + (said || "the server failed") + " (HTTP " + err.status +
+        "). Try again.";
+    }
+  }
+
+  // --- the conversation ---------------------------------------------------------------------
+
+  function formatTime(epoch) {
+    const when = new Date(epoch);
+    const today = new Date().toDateString() === when.toDateString();
+    return today ? when.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"})
+      : when.toLocaleString([], {dateStyle: "medium", timeStyle: "short"});
+  }
+
+  function addMessage(message) {
+    if (state.seen.has(message.id)) return;
+    state.seen.add(message.id);
+    const item = document.createElement("article");
+    item.className = "msg";
+    item.dataset.author = message.author;
+    item.dataset.epoch = String(message.epoch);
+    item.dataset.id = message.id;
+    const meta = document.createElement("p");
+    meta.className = "who";
+    const time = document.createElement("time");
+    time.dateTime = message.ts;
+    time.textContent = formatTime(message.epoch);
+    meta.append(AUTHORS[message.author] || message.author, " · ", time);
+    const text = document.createElement("div");
+    text.className = "text";
+    text.textContent = message.text;
+    item.append(meta, text);
+
+    const stick = ui.scroll.scrollHeight - ui.scroll.scrollTop - ui.scroll.clientHeight < 80;
+    let after = ui.log.lastElementChild;  // keep the log in epoch order whatever arrives first
+    while (after && Number(after.dataset.epoch) > message.epoch) {
+      after = after.previousElementSibling;
+    }
+    if (after) after.after(item); else ui.log.prepend(item);
+    ui.empty.hidden = true;
+    if (stick || message.author === "operator") ui.scroll.scrollTop = ui.scroll.scrollHeight;
+  }
+
+  function setAwaiting(awaiting) {
+    if (awaiting && !state.awaiting) {
+      state.awaitingSince = Date.now();
+      awaitingDelay.reset();
+      overdueDelay.reset();
+    }
+    state.awaiting = awaiting;
+    say(ui.status, !awaiting ? ""
+      : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
+      : "Hermes is working on an answer…");
+  }
+
+  function say(region, text) {
+    // A live region announces every change, even to the same words: touch it only to change it.
+    if (region.textContent !== text) region.textContent = text;
+  }
+
+  function overdue() {
+    return state.awaiting && Date.now() - state.awaitingSince > LONG_WAIT_MS;
+  }
+
+  function showAlert(text, source) {
+    // A refused send is news each time, even in the same words; a poll failure only once.
+    if (source === "send") ui.alert.textContent = text; else say(ui.alert, text);
+    state.alertSource = source;
+  }
+
+  function clearAlert(source) {
+    if (!source || state.alertSource === source) showAlert("", "");
+  }
+
+  // --- polling ------------------------------------------------------------------------------
+
+  function schedule(delay) {
+    clearTimeout(state.timer);
+    state.timer = setTimeout(poll, document.hidden ? Math.max(delay, HIDDEN_TAB_MS) : delay);
+  }
+
+  async function poll() {
+    clearTimeout(state.timer);
+    if (state.polling) { state.pollAgain = true; return; }
+    state.polling = true;
+    let delay;
+    try {
+      const body = await call(POLL_URL + "?since=" + state.cursor, {method: "GET"});
+      body.messages.forEach(addMessage);
+      state.cursor = Math.max(state.cursor, body.cursor);
+      ui.thread.textContent = "Conversation " + body.thread +
+        (ephemeral ? " (storage is blocked: a reload starts a new one)" : "");
+      ui.log.setAttribute("aria-busy", "false");
+      if (body.messages.length) idleDelay.reset();
+      setAwaiting(body.awaiting);
+      errorDelay.reset();
+      clearAlert("poll");
+      delay = !body.awaiting ? idleDelay.next()
+        : overdue() ? overdueDelay.next() : awaitingDelay.next();
+    } catch (err) {
+      delay = errorDelay.next();
+      if (state.alertSource !== "send") {
+        showAlert("Cannot reach the chat server (" + err.message + "). Trying again " +
+                  "automatically; nothing you sent is lost.", "poll");
+      }
+    } finally {
+      state.polling = false;
+    }
+    if (state.pollAgain) { state.pollAgain = false; delay = 0; }
+    schedule(delay);
+  }
+
+  // --- sending ------------------------------------------------------------------------------
+
+  async function send(event) {
+    event.preventDefault();
+    if (state.sending) return;
+    const text = ui.input.value;
+    if (text === "") {
+      showAlert("Type a message first.", "send");
+      ui.input.focus();
+      return;
+    }
+    state.sending = true;
+    ui.form.setAttribute("aria-busy", "true");
+    try {
+      const sent = await call(POST_URL, {method: "POST",
+        headers: {"Content-Type": "application/json"},
+        body: JSON.stringify({text: text, kind: "operator"})});
+      addMessage({id: sent.id, epoch: sent.epoch, ts: sent.ts, author: "operator", text: text});
+      // Only what was sent leaves the box: anything typed meanwhile stays.
+      if (ui.input.value.startsWith(text)) ui.input.value = ui.input.value.slice(text.length);
+      storeDraft();
+      fitInput();
+      clearAlert();
+      setAwaiting(true);
+      idleDelay.reset();
+      poll();
+    } catch (err) {
+      showAlert(sendFailure(err), "send");  // the text stays in the box, untouched
+    } finally {
+      state.sending = false;
+      ui.form.removeAttribute("aria-busy");
+    }
+  }
+
+  ui.form.addEventListener("submit", send);
+  ui.input.addEventListener("input", () => { storeDraft(); fitInput(); });
+  ui.input.addEventListener("keydown", (event) => {
+    // Enter sends on a keyboard; on touch screens Enter is a new line and the button sends.
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing &&
+        !matchMedia("(pointer: coarse)").matches) {
+      event.preventDefault();
+      ui.form.requestSubmit();
+    }
+  });
+  document.addEventListener("visibilitychange", () => {
+    if (!document.hidden) { idleDelay.reset(); poll(); }
+  });
+  window.addEventListener("online", () => { errorDelay.reset(); poll(); });
+
+  restoreDraft();
+  poll();
+})();

@@ -1,0 +1,84 @@
+"""The chat page's files over HTTP: what is served, how it is cached, and what never is.
+(What the page does in a browser: tests/integration/test_chat_page.py.)"""
+import re
+
+import pytest
+
+from spaces.newos4.app import PAGE_FILES, PAGE_PATH, STATIC
+
+ASSETS = [("/spaces/newos4/chat.js", "text/javascript"), ("/spaces/newos4/chat.css", "text/css")]
+
+
+def test_the_page_is_html_that_loads_only_its_own_files(testapp):
+    page = testapp.get(PAGE_PATH)
+    assert page.content_type == "text/html" and page.charset == "utf-8"
+    html = page.text
+    assert '<script src="chat.js" defer></script>' in html
+    assert '<link rel="stylesheet" href="chat.css">' in html
+    # Relative URLs, so the page works wherever /spaces/newos4/ is mounted; no inline code,
+    # which the Content-Security-Policy would refuse anyway.
+    assert re.findall(r'(?:src|href)="([^"]+)"', html) == ["data:,", "chat.css", "chat.js"]
+    assert "<script>" not in html and " style=" not in html
+    csp = page.headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "script-src 'self'" in csp
+    assert "connect-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert page.headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_the_page_names_the_controls_the_contract_promises(testapp):
+    html = testapp.get(PAGE_PATH).text
+    assert '<label class="visually-hidden" for="message">Message</label>' in html
+    assert '<textarea id="message"' in html
+    assert '<button type="submit" id="send">Send</button>' in html
+    for role in ("log", "status", "alert"):
+        assert f'role="{role}"' in html
+    assert "maxlength" not in html  # over-long text is refused by the server, never cut
+
+
+@pytest.mark.parametrize("path, content_type", ASSETS)
+def test_assets_are_served_with_their_types(testapp, path, content_type):
+    answer = testapp.get(path)
+    assert answer.content_type == content_type and answer.charset == "utf-8"
+    name = PAGE_FILES[path][0]
+    assert answer.body == (STATIC / name).read_bytes()
+
+
+@pytest.mark.parametrize("path", [PAGE_PATH] + [path for path, _ in ASSETS])
+def test_files_revalidate_by_etag_and_answer_head(testapp, path):
+    first = testapp.get(path)
+    assert first.headers["Cache-Control"] == "no-cache" and first.headers["ETag"]
+    again = testapp.get(path, headers={"If-None-Match": first.headers["ETag"]}, status=304)
+    assert again.body == b"" and again.headers["ETag"] == first.headers["ETag"]
+    changed = testapp.get(path, headers={"If-None-Match": '"something-else"'}, status=200)
+    assert changed.body == first.body
+    head = testapp.head(path)
+    assert head.body == b"" and head.headers["Content-Length"] == str(len(first.body))
+
+
+def test_the_folder_without_its_slash_redirects_to_the_page(testapp):
+    answer = testapp.get("/spaces/newos4", status=301)
+    assert answer.headers["Location"].endswith(PAGE_PATH)
+
+
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_the_page_is_read_only(testapp, method):
+    answer = getattr(testapp, method)(PAGE_PATH, status=405)
+    assert answer.json == {"success": False, "error": "Method not allowed"}
+    assert answer.headers["Allow"] == "GET, HEAD"
+
+
+@pytest.mark.parametrize("path", [
+    "/spaces/newos4/index.html", "/spaces/newos4/static/chat.js", "/spaces/newos4/chat.js/",
+    "/spaces/newos4//", "/spaces/newos4/static/", "/spaces/newos4/../newos4/app.py",
+    "/spaces/newos4/data/", "/spaces/newos4/data/chat/"])
+def test_nothing_but_the_listed_files_is_served(client, testapp, path):
+    client.say("secret")
+    answer = testapp.get(path, status=404)
+    assert answer.json == {"success": False, "error": "not found"}
+    assert b"secret" not in answer.body
+
+
+def test_every_page_file_exists(testapp):
+    # A file listed but missing would break the page in every browser, and start-up too.
+    assert sorted(name for name, _ in PAGE_FILES.values()) == sorted(
+        p.name for p in STATIC.iterdir())
