@@ -35,8 +35,9 @@ graceful_timeout = 10
 # itself through NEWOS4_TRUSTED_PROXIES (the same addresses by default).
 forwarded_allow_ips = "127.0.0.1,::1"
 # nginx already logs every request (with the client's address, which gunicorn would log as
-# 127.0.0.1); a second access log, a write by every worker per request, took a third of the
-# idle polls (0.30 -> 0.45 of PHP without it, one interleaved run; posts within noise).
+# 127.0.0.1); a second access log, a write by every worker per request, cost idle polls
+# 10-33 % (of PHP: 0.28 -> 0.34, 0.27 -> 0.30, 0.30 -> 0.45 in three interleaved runs;
+# posts within noise).
 # `--access-logfile -` turns it back on when gunicorn runs alone (`make serve`).
 accesslog = None
 errorlog = "-"
