@@ -19,7 +19,7 @@ $(VENV)/.installed-test: setup.cfg pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed-serve
 
 serve: $(VENV)/.installed-serve
-	$(BIN)/gunicorn -c gunicorn.conf.py wsgi:application
+	$(BIN)/gunicorn -c gunicorn.conf.py --access-logfile - wsgi:application
 
 test: $(VENV)/.installed-test browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -1,15 +1,20 @@
-"""Atomic file replacement: temporary file in the same folder, fsync, os.replace, folder fsync."""
+"""Atomic file replacement (temporary file, fsync, os.replace, folder fsync) and the sidecar
+locks that guard read-modify-write cycles across threads and processes."""
+import contextlib
+import fcntl
 import os
 import secrets
-
-import filelock
+import threading
+import time
+import weakref
 
 TMP_SUFFIX = ".tmp"
 
 
 def tmp_name(path):
-    """Name of a temporary sibling of `path`: hidden, unique, recognisable by the sweep."""
-    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    """Name (a str) of a temporary sibling of `path`: hidden, unique, recognisable by the sweep."""
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}")
 
 
 def atomic_write(path, data, *, durable=True):
@@ -17,23 +22,61 @@ def atomic_write(path, data, *, durable=True):
 
     With `durable`, the data and the rename are on disk when this returns.
     """
+    tmp = write_tmp(path, data, durable=durable)
+    replace(tmp, path)
+    if durable:
+        fsync_dir(os.path.dirname(path))
+
+
+def write_tmp(path, data, *, durable=True):
+    """A new temporary sibling of `path` holding `data` (fsync'd with `durable`): its name."""
     tmp = tmp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o640)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        discard(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def replace(tmp, path):
+    """Rename `tmp` over `path`; the temporary file is removed if that fails."""
+    try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+        discard(tmp)
         raise
-    if durable:
-        fsync_dir(path.parent)
+
+
+def discard(tmp):
+    """Remove a temporary file if it is still there."""
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+
+
+def read_file(path):
+    """(stat, bytes) of a file: open, fstat, read, close, without a buffered file object's
+    extra calls (a post reads its thread file, a changed thread's poll too)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        stat = os.fstat(fd)
+        want, parts = stat.st_size + 1, []
+        while True:
+            part = os.read(fd, want)
+            parts.append(part)
+            if len(part) < want:  # a regular file reads short only at its end
+                return stat, b"".join(parts)
+    finally:
+        os.close(fd)
 
 
 def fsync_dir(folder):
@@ -45,23 +88,100 @@ def fsync_dir(folder):
         os.close(fd)
 
 
-class Locks:
-    """Reusable `FileLock`s by path: building one costs as much as taking it.
+class LockTimeout(Exception):
+    """A lock could not be had within its timeout."""
 
-    filelock keeps lock state per thread by default, so one object serves every thread of a
-    gthread worker safely.
+
+class Locks:
+    """Exclusive locks on sidecar files by path, for every thread and process: `with locks(p):`.
+
+    Waiting blocks, it never polls (py-filelock retries every 50 ms): threads of one process
+    queue on one `threading.Lock` per path, so only the first of them takes the `flock`; when
+    another process holds it, a helper thread waits in a blocking `flock` while the caller waits
+    on an event with the timeout, and a lock that comes too late is released by the helper.
+    A lock file unlinked while we waited (a sweep of orphan locks) is opened again, so two
+    holders can never each hold a different inode.
     """
 
-    def __init__(self, timeout_s, size=4096):
+    def __init__(self, timeout_s):
         self.timeout_s = timeout_s
-        self._size = size
-        self._locks = {}
+        self._guard = threading.Lock()
+        self._mutexes = weakref.WeakValueDictionary()
 
+    @contextlib.contextmanager
     def __call__(self, path):
         key = str(path)
-        lock = self._locks.get(key)
-        if lock is None:
-            if len(self._locks) >= self._size:
-                self._locks.pop(next(iter(self._locks)))
-            lock = self._locks[key] = filelock.FileLock(key, timeout=self.timeout_s)
-        return lock
+        with self._guard:
+            mutex = self._mutexes.get(key)
+            if mutex is None:
+                mutex = self._mutexes[key] = _Mutex()
+        deadline = time.monotonic() + self.timeout_s
+        if not mutex.lock.acquire(timeout=max(0.0, self.timeout_s)):
+            raise LockTimeout(key)
+        try:
+            fd = _flock(key, deadline)
+            try:
+                yield
+            finally:
+                os.close(fd)  # closing the only descriptor releases the flock
+        finally:
+            mutex.lock.release()
+
+
+class _Mutex:
+    __slots__ = ("lock", "__weakref__")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+
+
+def _flock(path, deadline):
+    """A descriptor of `path` holding its exclusive flock, had by `deadline` (monotonic)."""
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        except FileNotFoundError:  # the first lock in a new data folder creates the folder
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            fd = _flock_blocking(path, deadline)
+        if _still_linked(fd, path):
+            return fd
+        os.close(fd)
+
+
+def _flock_blocking(path, deadline):
+    """Wait for another process's flock without polling: a helper thread blocks in flock()."""
+    got, state, guard = threading.Event(), {"fd": None, "abandoned": False}, threading.Lock()
+
+    def wait():
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            os.close(fd)
+            got.set()
+            return
+        with guard:
+            if state["abandoned"]:
+                os.close(fd)
+                return
+            state["fd"] = fd
+        got.set()
+
+    threading.Thread(target=wait, name="flock-wait", daemon=True).start()
+    got.wait(max(0.0, deadline - time.monotonic()))
+    with guard:
+        if state["fd"] is None:
+            state["abandoned"] = True
+            raise LockTimeout(path)
+        return state["fd"]
+
+
+def _still_linked(fd, path):
+    """True unless the file was unlinked (by a sweep of orphan locks) while we waited for it;
+    lock files are never renamed, so a linked one is the file at `path`."""
+    return os.fstat(fd).st_nlink > 0

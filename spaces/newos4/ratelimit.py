@@ -1,11 +1,13 @@
 """Sliding windows of accepted messages, shared by every worker through small files on disk."""
 import contextlib
 import fcntl
+import functools
 import hashlib
 import hmac
 import json
 import os
 import secrets
+from pathlib import Path
 
 from . import errors
 from .files import tmp_name
@@ -13,9 +15,11 @@ from .files import tmp_name
 
 def retry_after_s(hits, now_ms, limit, window_ms):
     """Seconds until one more hit fits in the window, or None when it fits now."""
-    recent = sorted(h for h in hits if h > now_ms - window_ms)
+    cutoff = now_ms - window_ms
+    recent = [h for h in hits if h > cutoff]
     if len(recent) < limit:
         return None
+    recent.sort()
     frees_at = recent[len(recent) - limit] + window_ms
     return max(1, -(-(frees_at - now_ms) // 1000))
 
@@ -33,7 +37,7 @@ class IpWindows:
         self.folder = folder
         self.limit = limit
         self.window_ms = window_ms
-        self._key = None
+        self._hash_of = None
 
     @contextlib.contextmanager
     def hold(self, address, now_ms):
@@ -42,7 +46,6 @@ class IpWindows:
         Calling `record()` counts one hit; the window is saved on exit (even by an exception)
         only then.
         """
-        self.folder.mkdir(parents=True, exist_ok=True)
         with _locked(self.folder / f"{self._hash(address)}.json") as fd:
             hits = _read_hits(fd)
             wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
@@ -86,9 +89,12 @@ class IpWindows:
         return had_hits
 
     def _hash(self, address):
-        if self._key is None:
-            self._key = _load_or_create_key(self.folder / ".key")
-        return hmac.new(self._key, address.encode(), hashlib.sha256).hexdigest()[:32]
+        """The window's name for `address`; remembered, since each post asks (HMAC is slow)."""
+        if self._hash_of is None:
+            key = _load_or_create_key(self.folder / ".key")
+            self._hash_of = functools.lru_cache(maxsize=4096)(
+                lambda a: hmac.new(key, a.encode(), hashlib.sha256).hexdigest()[:32])
+        return self._hash_of(address)
 
 
 @contextlib.contextmanager
@@ -97,7 +103,11 @@ def _locked(path):
     waited, so a hit is never written into a deleted window. A holder never waits on anything
     longer than the thread lock's timeout, so blocking here is bounded."""
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o640)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        except FileNotFoundError:  # the first window of a new data folder creates the folder
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if os.fstat(fd).st_nlink:
@@ -128,7 +138,8 @@ def _load_or_create_key(path):
         return path.read_bytes()
     except FileNotFoundError:
         pass
-    tmp = tmp_name(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tmp_name(path))
     tmp.write_bytes(secrets.token_bytes(32))
     try:
         os.link(tmp, path)

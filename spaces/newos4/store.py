@@ -7,12 +7,12 @@ import json
 import os
 import re
 import time
-from pathlib import Path
 
 import filelock
 
 from . import errors
-from .files import TMP_SUFFIX, Locks, atomic_write, fsync_dir
+from .files import (TMP_SUFFIX, Locks, LockTimeout, discard, fsync_dir, read_file, replace,
+                    write_tmp)
 
 THREAD_RE = re.compile(r"\A[0-9a-f]{16}\Z")
 THREAD_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\Z")
@@ -46,24 +46,26 @@ class ThreadStore:
         return f"{self._chat_prefix}{thread}.json"
 
     def read(self, thread):
-        """The thread's document, or None when it has no file. Never writes, never locks."""
+        """The thread's document, or None when it has no file. Never writes, never locks.
+
+        An unchanged file costs one `stat`: the parse cached for its (inode, mtime, size).
+        """
         path = self.path(thread)
         try:
-            with open(path, "rb") as handle:
-                stat = os.fstat(handle.fileno())
-                key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-                cached = self._cache.get(path)
-                if cached is not None and cached[0] == key:
-                    return cached[1]
-                doc = _parse(handle.read(), path)
+            stat = os.stat(path)
+            cached = self._cache.get(path)
+            if cached is not None and cached[0] == (stat.st_ino, stat.st_mtime_ns, stat.st_size):
+                return cached[1]
+            stat, data = read_file(path)
+            doc = _parse(data, path)
         except FileNotFoundError:
             return None
         except OSError as exc:  # a directory or an unreadable file where a thread should be
             raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
         if time.time_ns() - stat.st_mtime_ns > RACY_NS:
             if len(self._cache) >= CACHE_SIZE:
-                self._cache.pop(next(iter(self._cache)))
-            self._cache[path] = (key, doc)
+                self._cache.clear()  # threads of this worker may share it: no iteration
+            self._cache[path] = ((stat.st_ino, stat.st_mtime_ns, stat.st_size), doc)
         return doc
 
     def update(self, thread, change, *, max_threads=None):
@@ -71,15 +73,14 @@ class ThreadStore:
 
         `doc` is a fresh copy ({"thread", "messages"}, empty for a new thread). Returning None
         writes nothing; a doc without messages deletes the file. Creating a thread when
-        `max_threads` files exist raises ThreadLimitReached. Returns after the write is durable.
+        `max_threads` files exist raises ThreadLimitReached. Returns after the write is durable:
+        file fsync'd, renamed into place, folder fsync'd.
         """
         path = self.path(thread)
-        self.chat_dir.mkdir(parents=True, exist_ok=True)
         try:
             with self._locks(f"{path}.lock"):
                 try:
-                    with open(path, "rb") as handle:
-                        current = _parse(handle.read(), path)
+                    current = _parse(read_file(path)[1], path)
                 except FileNotFoundError:
                     current = None
                 except OSError as exc:
@@ -93,16 +94,30 @@ class ThreadStore:
                         os.unlink(path)
                     return None
                 data = json.dumps(new, ensure_ascii=False, separators=(",", ":")).encode()
+                tmp = write_tmp(path, data)
                 if current is None:
-                    with self._locks(self._create_lock_path):
-                        if max_threads is not None and self.count() >= max_threads:
-                            raise errors.ThreadLimitReached()
-                        atomic_write(Path(path), data)
+                    self._create(tmp, path, max_threads)
                 else:
-                    atomic_write(Path(path), data)
+                    replace(tmp, path)
+                fsync_dir(self.chat_dir)
                 return new
-        except filelock.Timeout:
+        except LockTimeout:
             raise errors.StoreBusy()
+
+    def _create(self, tmp, path, max_threads):
+        """Rename a new thread's written file into place unless the cap is reached. Only the
+        count and the rename hold the one global lock; the fsyncs happen outside it."""
+        if max_threads is None:
+            replace(tmp, path)
+            return
+        try:
+            with self._locks(self._create_lock_path):
+                if self.count() >= max_threads:
+                    raise errors.ThreadLimitReached()
+                replace(tmp, path)
+        except BaseException:
+            discard(tmp)
+            raise
 
     def threads(self):
         """Names of every thread with a file, sorted."""
@@ -141,7 +156,7 @@ class ThreadStore:
                 os.unlink(f"{path}.lock")
                 fsync_dir(self.chat_dir)
                 return count
-        except filelock.Timeout:
+        except LockTimeout:
             raise errors.StoreBusy()
 
     def inspect(self):

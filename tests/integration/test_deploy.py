@@ -41,6 +41,7 @@ def behind_nginx(tmp_path):
         site = (DEPLOY / "nginx" / "newos4.conf").read_text()
         port = unused_port()
         site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
+        site = site.replace("/var/log/nginx/newos4.access.log", str(tmp_path / "access.log"))
         site = site.replace("server 127.0.0.1:8000;", f"server {upstream[len('http://'):]};")
         site = site.replace("proxy_pass http://newos4;",
                             "proxy_pass http://newos4;\n        proxy_bind 127.0.0.2;")

@@ -1,9 +1,9 @@
 """Orphan lock files are swept, and never a lock someone may hold.
 
 The sweep deletes `<thread>.json.lock` only while holding it itself and only when the thread
-has no file. That is safe because filelock, having won `flock` on an inode that was unlinked
-meanwhile, re-opens the path instead of believing it holds the lock: the tests below prove that
-property of the installed filelock, then hammer it with processes.
+has no file. That is safe because the store's locks (`files.Locks`), having won `flock` on an
+inode that was unlinked meanwhile, re-open the path instead of believing they hold the lock:
+the tests below prove that property, then hammer it with processes.
 """
 import os
 import subprocess
@@ -15,6 +15,7 @@ from pathlib import Path
 import filelock
 import pytest
 
+from spaces.newos4.files import Locks
 from spaces.newos4.service import STALE_FILE_S
 
 from .conftest import ChatClient
@@ -78,16 +79,16 @@ def test_a_waiter_on_an_unlinked_lock_inode_reopens_the_path(tmp_path):
     path = str(tmp_path / "t.json.lock")
     remover = filelock.FileLock(path, timeout=0)
     remover.acquire()
-    waiter = filelock.FileLock(path, timeout=10)
-    got = threading.Event()
+    got, done = threading.Event(), threading.Event()
 
     def wait():
-        waiter.acquire()
-        got.set()
+        with Locks(10)(path):
+            got.set()
+            done.wait(10)
 
     thread = threading.Thread(target=wait)
     thread.start()
-    time.sleep(0.3)  # the waiter has opened the old inode and polls flock on it
+    time.sleep(0.3)  # the waiter has opened the old inode and waits in flock on it
     assert not got.is_set()
     os.unlink(path)
     remover.release()
@@ -97,15 +98,17 @@ def test_a_waiter_on_an_unlinked_lock_inode_reopens_the_path(tmp_path):
         with pytest.raises(filelock.Timeout):
             filelock.FileLock(path, timeout=0).acquire()
     finally:
-        waiter.release()
+        done.set()
         thread.join()
 
 
 COUNT = """
-import sys, filelock
+import sys
+from spaces.newos4.files import Locks
 lock_path, counter, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+locks = Locks(30)
 for _ in range(n):
-    with filelock.FileLock(lock_path, timeout=30):
+    with locks(lock_path):
         with open(counter) as f:
             value = int(f.read())
         with open(counter, "w") as f:

@@ -142,3 +142,63 @@ def test_a_window_swept_while_a_post_waits_is_recreated_not_written_into_the_voi
     waiter.join(5)
     assert entered.is_set()
     assert json.loads(path.read_text()) == {"hits": [2000]}
+
+
+def _hold_flock(path):
+    """Hold `path`'s flock through a separate open file, as another process would."""
+    import fcntl
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def test_a_writer_waits_for_another_process_lock_by_blocking_not_polling(client, settings,
+                                                                           clock, monkeypatch):
+    import fcntl
+    client.say("x")
+    service = ChatService(settings, clock=clock)
+    lock_path = settings.chat_dir / f"{client.thread}.json.lock"
+    held = _hold_flock(lock_path)
+    calls, real_flock = [], fcntl.flock
+    monkeypatch.setattr(fcntl, "flock", lambda fd, op: (calls.append(op), real_flock(fd, op))[1])
+    writer = threading.Thread(target=service.reply, args=(client.thread, "after the holder"))
+    writer.start()
+    writer.join(0.5)
+    assert writer.is_alive()
+    # One try without blocking, then one blocking wait: no retry loop while the lock is held.
+    assert calls == [fcntl.LOCK_EX | fcntl.LOCK_NB, fcntl.LOCK_EX]
+    os.close(held)
+    writer.join(5)
+    assert not writer.is_alive()
+    assert [m["text"] for m in service.history(client.thread)] == ["x", "after the holder"]
+
+
+def test_a_lock_that_comes_after_the_timeout_is_let_go(client, settings, clock):
+    client.say("x")
+    service = ChatService(settings, clock=clock)
+    service.store._locks.timeout_s = 0.2
+    held = _hold_flock(settings.chat_dir / f"{client.thread}.json.lock")
+    with pytest.raises(errors.StoreBusy):
+        service.reply(client.thread, "late")
+    os.close(held)
+    service.store._locks.timeout_s = 5
+    service.reply(client.thread, "in time")  # the abandoned wait released what it got
+    assert [m["text"] for m in service.history(client.thread)] == ["x", "in time"]
+
+
+def test_a_lock_file_unlinked_while_waiting_is_opened_again(client, settings, clock):
+    client.say("x")
+    service = ChatService(settings, clock=clock)
+    lock_path = settings.chat_dir / f"{client.thread}.json.lock"
+    held = _hold_flock(lock_path)
+    writer = threading.Thread(target=service.reply, args=(client.thread, "y"))
+    writer.start()
+    writer.join(0.2)
+    os.unlink(lock_path)       # a sweep of orphan lock files, racing with the waiter
+    newcomer = _hold_flock(lock_path)   # ...and a newcomer locks the new file
+    os.close(held)
+    writer.join(0.3)
+    assert writer.is_alive(), "the waiter took the unlinked inode beside the newcomer's lock"
+    os.close(newcomer)
+    writer.join(5)
+    assert [m["text"] for m in service.history(client.thread)] == ["x", "y"]
