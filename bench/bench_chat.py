@@ -72,8 +72,8 @@ def main():
     data = Path(tempfile.mkdtemp(prefix="bench-chat-"))
     atexit.register(shutil.rmtree, data, ignore_errors=True)
     # Each simulated user posts from its own forwarded address. The windows are shortened only so
-    # (c2) can keep posting to one full thread: 500 posts in a few seconds. (A thread limit over
-    # NEWOS4_KEEP_MESSAGES is refused at start-up: it could never fill.)
+    # (c2) can keep posting to one full thread: 500 posts in a few seconds, the 200 kept
+    # messages not held back by a window that still counts them.
     env = {"NEWOS4_DATA_DIR": str(data), "NEWOS4_RATE_THREAD": "200", "NEWOS4_RATE_IP": "1000",
            "NEWOS4_RATE_WINDOW_S": "1",
            "BENCH_BARE_DIR": str(data / "bare")}

@@ -191,9 +191,23 @@ class ChatService:
                 f"{describe_window(window_ms)}", wait)
 
     def _retain(self, messages, now):
+        """The messages retention keeps: none older than KEEP_DAYS, the newest KEEP_MESSAGES, and
+        every message the per-thread window still counts, so the limit stays exact whatever
+        KEEP_MESSAGES is (or however many parts long answers took)."""
         cutoff = now - self.settings.keep_days * DAY_MS
         kept = [m for m in messages if m["epoch"] >= cutoff]
-        return kept[-self.settings.keep_messages:]
+        start = len(kept) - self.settings.keep_messages
+        if start <= 0:
+            return kept
+        window_start = now - self.settings.rate_window_s * 1000
+        uncounted = self.settings.rate_thread
+        for index in range(len(kept) - 1, -1, -1):
+            if uncounted == 0 or kept[index]["epoch"] <= window_start:
+                break
+            if kept[index]["author"] != "hermes":
+                uncounted -= 1
+                start = min(start, index)
+        return kept[start:]
 
     def _message_id(self, epoch):
         moment = time.strftime("%Y%m%d-%H%M%S", time.gmtime(epoch // 1000))

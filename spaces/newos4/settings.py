@@ -83,13 +83,7 @@ class Settings:
                 raise SettingsError(f"{name}: expected an integer >= {minimum}, got {raw!r}")
             values[field] = int(raw)
         values.update(overrides)
-        settings = cls(**values)
-        if settings.keep_messages < settings.rate_thread:
-            # The per-thread window is counted from the kept messages: it could never fill.
-            raise SettingsError(
-                f"NEWOS4_KEEP_MESSAGES ({settings.keep_messages}) must be >= NEWOS4_RATE_THREAD "
-                f"({settings.rate_thread}): the per-thread limit counts kept messages")
-        return settings
+        return cls(**values)
 
     def check_data_dir(self, *, writable=True):
         """Prove the data directory usable: listed, and when `writable` created if missing and

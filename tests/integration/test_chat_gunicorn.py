@@ -27,7 +27,6 @@ def data_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(data_dir):
     env = {"NEWOS4_DATA_DIR": str(data_dir), "NEWOS4_RATE_THREAD": "100000",
-           "NEWOS4_KEEP_MESSAGES": "100000",
            "NEWOS4_RATE_IP": "100000", "NEWOS4_MAX_THREADS": "100000"}
     with gunicorn(env=env, workers=4, threads=4) as url:
         yield url

@@ -26,9 +26,6 @@ def start(env, *conf):
 
 @pytest.mark.parametrize("env,line", [
     ({"NEWOS4_MAX_TEXT": "abc"}, "NEWOS4_MAX_TEXT: expected an integer >= 1, got 'abc'"),
-    ({"NEWOS4_RATE_THREAD": "5", "NEWOS4_KEEP_MESSAGES": "2"},
-     "NEWOS4_KEEP_MESSAGES (2) must be >= NEWOS4_RATE_THREAD (5): the per-thread limit counts "
-     "kept messages"),
     ({"HERMES_API_URL": "http://127.0.0.1:99999"},
      "HERMES_API_URL: expected an http(s) URL with a host and a valid port, got "
      "'http://127.0.0.1:99999'"),

@@ -17,13 +17,39 @@ from .conftest import T0, ChatClient
 freezegun.configure(extend_ignore_list=["filelock"])
 
 
-def test_append_keeps_only_the_newest_200(make_app, service):
-    testapp, _ = make_app(rate_thread=10_000, rate_ip=10_000)
+def test_append_keeps_only_the_newest_200(make_app, service, clock):
+    testapp, _ = make_app(rate_thread=10_000, rate_ip=10_000, rate_window_s=1)
     client = ChatClient(testapp)
     for i in range(205):
         client.say(f"m{i}")
+        clock.advance(1000)  # each post has left the rate window before the next
     stored = service.history(client.thread)
     assert len(stored) == 200 and stored[0]["text"] == "m5" and stored[-1]["text"] == "m204"
+
+
+def test_a_thread_limit_above_keep_messages_still_holds(make_app, service, clock):
+    """Retention never drops a message the per-thread window still counts."""
+    testapp, _ = make_app(rate_thread=5, keep_messages=2)
+    client = ChatClient(testapp)
+    for i in range(5):
+        client.say(f"m{i}")
+    assert client.post({"text": "sixth"}, status=429)
+    assert len(service.history(client.thread)) == 5
+    clock.advance(600_000 + 10)  # the window has passed: retention is back to the newest 2
+    client.say("later")
+    assert [m["text"] for m in service.history(client.thread)] == ["m4", "later"]
+
+
+def test_long_answers_do_not_push_counted_messages_out_of_the_window(make_app, service):
+    testapp, chat = make_app(rate_thread=3, keep_messages=4)
+    client = ChatClient(testapp)
+    for question in ("q1", "q2", "q3"):
+        client.say(question)
+        chat.reply(client.thread, "a part")
+        chat.reply(client.thread, "another part")
+    assert client.post({"text": "q4"}, status=429)
+    kept = service.history(client.thread)
+    assert [m["text"] for m in kept if m["author"] != "hermes"] == ["q1", "q2", "q3"]
 
 
 def test_append_drops_messages_older_than_30_days(client, clock, service):
@@ -108,10 +134,11 @@ def test_with_the_system_clock_30_day_retention_applies(settings, service):
 
 
 @pytest.mark.parametrize("keep", [1, 3])
-def test_keep_messages_is_configurable(make_app, service, keep):
-    testapp, _ = make_app(keep_messages=keep)
+def test_keep_messages_is_configurable(make_app, service, clock, keep):
+    testapp, _ = make_app(keep_messages=keep, rate_window_s=1)
     client = ChatClient(testapp)
     for i in range(5):
         client.say(f"m{i}")
+        clock.advance(1000)  # out of the rate window, which would otherwise keep it
     assert [m["text"] for m in service.history(client.thread)] == \
         [f"m{i}" for i in range(5 - keep, 5)]
