@@ -8,7 +8,7 @@ import logging
 
 import falcon
 
-from emulators.runtime import Service
+from emulators.runtime import Service, bodies
 
 from . import errors, resources
 from .openapi import DOCUMENT
@@ -57,6 +57,10 @@ def _not_found(req, resp, exc, params):
     _github_error(req, resp, errors.NotFound("repos/get"), params)
 
 
+def _too_large(req, resp, exc, params):
+    _github_error(req, resp, errors.PayloadTooLarge(), params)
+
+
 def _unexpected(req, resp, exc, params):
     log.exception("github emulator: unexpected error on %s %s", req.method, req.path)
     resp.status = 500
@@ -73,6 +77,7 @@ def create_provider_app():
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _not_found)
     app.add_error_handler(errors.GitHubError, _github_error)
+    app.add_error_handler(bodies.BodyTooLarge, _too_large)
     return app
 
 

@@ -8,11 +8,11 @@ import os
 
 import falcon
 
-from emulators.runtime import Service
+from emulators.runtime import Service, bodies
 
 from . import resources
 from .compat import CompatBackend
-from .errors import HermesError
+from .errors import BodyTooLarge, HermesError
 from .models import HermesBackend
 from .openapi import DOCUMENT
 from .presets import PRESETS
@@ -42,6 +42,11 @@ ROUTES = (  # path, resource class
 
 def _hermes_error(req, resp, error, params):
     resources.send_json(resp, error.status, error.body(), error.headers)
+
+
+def _too_large(req, resp, error, params):
+    # A chunked body past the limit, refused by the runtime's guarded input.
+    _hermes_error(req, resp, BodyTooLarge(), params)
 
 
 def _not_found(req, resp, error, params):
@@ -82,6 +87,7 @@ def create_provider_app(settings):
     app.add_error_handler(falcon.HTTPNotFound, _not_found)
     app.add_error_handler(falcon.HTTPMethodNotAllowed, _method_not_allowed)
     app.add_error_handler(HermesError, _hermes_error)
+    app.add_error_handler(bodies.BodyTooLarge, _too_large)
     return app
 
 

@@ -9,12 +9,12 @@ import json
 import time
 
 from emulators.runtime import instance_of
+from emulators.runtime.bodies import MAX_BODY  # upstream's request-size limit too
 
 from .compat import CompatBackend
 from .errors import BodyTooLarge, InvalidContentLength, RunNotFound, Unauthorized
 from .models import EFFECT_DROP, HermesBackend, Submission
 
-MAX_BODY = 10_000_000  # upstream request-size middleware
 # Security headers of upstream JSON responses (hermes-real-server.md §2); never on SSE.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",

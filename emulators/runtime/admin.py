@@ -5,6 +5,7 @@ import logging
 import re
 from urllib.parse import parse_qs
 
+from .bodies import InvalidJSON, TooDeep, loads, read_body
 from .clock import parse_duration, parse_instant
 from .credentials import CredentialRoutes
 from .errors import AdminError, EmulatorError
@@ -399,15 +400,12 @@ class Admin:
 
 
 def _read_json(environ):
-    length = environ.get("CONTENT_LENGTH") or "0"
-    try:
-        size = int(length)
-    except ValueError:
-        raise AdminError("bad content-length") from None
-    raw = environ["wsgi.input"].read(size) if size > 0 else b""
+    raw = read_body(environ)
     if not raw.strip():
         return None
     try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+        return loads(raw)
+    except TooDeep as error:
+        raise AdminError(str(error)) from None
+    except InvalidJSON:
         raise AdminError("request body is not valid JSON") from None

@@ -11,6 +11,7 @@ import time
 import uuid
 from time import perf_counter
 
+from .bodies import guard
 from .clock import Clocks, wall_ms
 from .credentials import Credentials
 from .db import Database
@@ -305,6 +306,7 @@ class Runtime:
         """
         environ, start_response, entry, echo, started = call
         environ["emulators.instance"] = instance
+        guard(environ)  # a body past the limit is refused by the provider's first read
         captured = []
 
         def capture(status, headers, exc_info=None):

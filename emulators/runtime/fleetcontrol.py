@@ -18,7 +18,9 @@ import re
 from urllib.parse import parse_qs
 
 from .admin import status_line
+from .bodies import loads, read_body
 from .clock import MAX_MS, parse_duration, parse_instant
+from .errors import EmulatorError
 
 log = logging.getLogger("emulators")
 
@@ -170,10 +172,11 @@ def _clock_changes(body, fleet, namespace):
 def _read_object(environ):
     """Return the JSON object of a POST body (empty: {}), or refuse with 400."""
     try:
-        size = int(environ.get("CONTENT_LENGTH") or 0)
-        raw = environ["wsgi.input"].read(size) if size > 0 else b""
-        value = json.loads(raw, parse_constant=_no_constant) if raw else {}
-    except (ValueError, UnicodeDecodeError):
+        raw = read_body(environ)
+        value = loads(raw, parse_constant=_no_constant) if raw else {}
+    except EmulatorError as error:  # a bad length, or a body past the limit
+        raise _Refused(error.status, error.message) from None
+    except ValueError:
         raise _Refused(400, "expected JSON object") from None
     if not isinstance(value, dict):
         raise _Refused(400, "expected JSON object")
