@@ -84,3 +84,17 @@ def test_provider_body_past_the_limit_is_413_when_the_provider_reads_it(app):
                    headers={"content-type": "application/json"})
     assert res.json["error"]["message"] == f"request body is larger than {MAX_BODY} bytes"
     assert app.get("/items").json["items"] == []
+
+
+def test_delete_faults_answers_exactly_status_ok(app):
+    app.post_json("/__admin/faults", {"operationId": "getCounter", "status": 503})
+    assert app.delete("/__admin/faults").json == {"status": "ok"}
+    assert app.get("/__admin/faults").json["faults"] == []
+
+
+def test_empty_clock_post_is_400_expected_a_json_object(app):
+    for body in (b"", b"  ", b"[]"):
+        res = app.post("/__admin/clock", body, status=400,
+                       headers={"content-type": "application/json"})
+        assert res.json["error"]["message"] == "expected a JSON object"
+    assert app.post_json("/__admin/clock", {}).json["frozen"] is False
