@@ -14,7 +14,7 @@ from . import canonical, schemas
 from .errors import (
     AgentCrashed, AgentIncomplete, InvalidMessages, InvalidRequest, InvalidSessionId,
     MessageTypeOnly, NoUserMessage, PreviousResponseNotFound, ResponseNotFound, SessionIdTooLong,
-    Throttled, Unsupported)
+    Throttled)
 from .models import EFFECT_THROTTLE, memory_key_of
 from .schemas import TERMINAL
 from .store import HermesStore
@@ -35,6 +35,17 @@ TEXT_PARTS = {"text", "input_text", "output_text"}
 IMAGE_PARTS = {"image_url", "input_image"}
 BATCH_WINDOW_MS = 50                # upstream batches Responses text deltas for 50 ms
 WORDS = re.compile(r"\S+\s*|\s+")
+
+
+def json_type(value):
+    """Name a parsed JSON value's type as OpenAI's errors do."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string" if isinstance(value, str) else "an array"
 
 
 def coerce_bool(value, default):
@@ -190,8 +201,9 @@ class CompatBackend:
         except canonical.InvalidJSONText:
             raise error from None
         if not isinstance(body, dict):
-            # The real server crashes (500 "Server got itself in trouble") on a non-object root.
-            raise Unsupported("non-object bodies are outside the modelled subset (upstream 500)")
+            # The real server crashes (500 "Server got itself in trouble") on a non-object root:
+            # a bug we do not copy; the client's mistake is a 400 in the route's envelope.
+            raise type(error)("Request body must be a JSON object")
         return body
 
     # health, models, capabilities
@@ -342,10 +354,12 @@ class CompatBackend:
             raise InvalidMessages()
         stream = coerce_bool(body.get("stream"), False)
         system_prompt, conversation = None, []
-        for message in messages:
+        for index, message in enumerate(messages):
             if not isinstance(message, dict):
-                raise Unsupported("non-object messages are outside the modelled subset"
-                                  " (upstream 500)")
+                # A crash upstream (500) too; OpenAI's own wording for the same mistake.
+                raise InvalidRequest(f"Invalid type for 'messages[{index}]': expected an object,"
+                                     f" but got {json_type(message)} instead.",
+                                     code="invalid_type")
             role = message.get("role", "")
             if role == "system":
                 text = flatten(message.get("content", ""))
