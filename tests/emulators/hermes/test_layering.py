@@ -1,5 +1,5 @@
-"""Imports point down: app -> resources -> compat -> models -> store; falcon and marshmallow stay
-in place."""
+"""Imports point down: app -> resources -> compat -> models -> store (sse and upstream below
+compat); falcon and marshmallow stay in place."""
 import ast
 from pathlib import Path
 
@@ -11,9 +11,10 @@ MARSHMALLOW_OK = {"schemas"}
 # What each module may import from this package (by module name).
 ALLOWED = {
     "app": {"resources", "errors", "models", "compat", "openapi", "presets", "settings"},
-    "resources": {"errors", "models", "compat"},
-    "compat": {"canonical", "schemas", "errors", "store", "models"},
-    "models": {"canonical", "schemas", "errors", "store"},
+    "resources": {"errors", "models", "compat", "sse"},
+    "compat": {"canonical", "schemas", "errors", "store", "models", "sse", "upstream"},
+    "models": {"canonical", "schemas", "errors", "store", "sse"},
+    "sse": {"upstream"}, "upstream": set(),
     "presets": {"models"},
     "schemas": {"errors"},
     "store": set(), "canonical": set(), "errors": set(), "openapi": set(), "settings": set(),
