@@ -18,6 +18,16 @@ log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 DEFAULT_PORT = 8828
+ROUTES = (  # path, resource class
+    ("/repos/{owner}/{repo}", resources.Repository),
+    ("/repos/{owner}/{repo}/git/ref/{ref:path}", resources.Ref),
+    ("/repos/{owner}/{repo}/git/matching-refs", resources.MatchingRefs),
+    ("/repos/{owner}/{repo}/git/matching-refs/{ref:path}", resources.MatchingRefs),
+    ("/repos/{owner}/{repo}/git/refs", resources.Refs),
+    ("/repos/{owner}/{repo}/git/refs/{ref:path}", resources.RefItem),
+    ("/repos/{owner}/{repo}/pulls", resources.Pulls),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}", resources.Pull),
+)
 
 
 class ApiVersion:
@@ -72,8 +82,8 @@ def create_provider_app():
     """Build the falcon app with the nine operations at the root."""
     app = falcon.App(middleware=[ApiVersion(), EmptySegments()])
     app.req_options.strip_url_path_trailing_slash = False
-    for path, resource in resources.ROUTES:
-        app.add_route(path, resource)
+    for path, resource in ROUTES:
+        app.add_route(path, resource())
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _not_found)
     app.add_error_handler(errors.GitHubError, _github_error)
@@ -81,16 +91,16 @@ def create_provider_app():
     return app
 
 
-service = Service(
-    name="github",
-    version=VERSION,
-    default_port=DEFAULT_PORT,
-    openapi=DOCUMENT,
-    provider_app=create_provider_app,
-    presets=PRESETS,
-    describe=lambda instance: {"apiVersion": errors.API_VERSION},
-    admin_routes=[
-        ("POST", "/github/repositories", resources.seed_repository),
-        ("POST", "/github/refs/move", resources.move_ref),
-    ],
-)
+def create_service(settings=None):
+    """Build the GitHub Service for the runtime (GitHub has no options of its own: `settings`
+    is None, the parameter keeps the factory shape every service shares)."""
+    return Service(name="github", version=VERSION, default_port=DEFAULT_PORT, openapi=DOCUMENT,
+                   provider_app=create_provider_app, presets=PRESETS,
+                   describe=lambda instance: {"apiVersion": errors.API_VERSION},
+                   admin_routes=[("POST", "/github/repositories", resources.seed_repository),
+                                 ("POST", "/github/refs/move", resources.move_ref)])
+
+
+def from_env(environ):
+    """Build the Service from an entry point's environment (no GITHUB_* variables yet)."""
+    return create_service()

@@ -174,8 +174,8 @@ def _parsers(services):
 def main(argv=None, *, environ=None, loader=None):
     """Run the CLI; return the exit status."""
     from emulators import SERVICES, load
-    loader = loader or load
     environ = os.environ if environ is None else environ
+    loader = loader or (lambda name: load(name, environ))
     argv = sys.argv[1:] if argv is None else list(argv)
     parser, run = _parsers(list(SERVICES))
     if not argv:

@@ -525,7 +525,8 @@ def start_fleet(config, *, admin_key=None, admin_prefix="/__admin", log="off", d
         config = read_config(config)
     plan = make_plan(config, admin_key=admin_key, admin_prefix=admin_prefix, log=log, db=db)
     if loader is None:
-        from emulators import load as loader
+        from emulators import load
+        loader = lambda name: load(name, os.environ)  # noqa: E731
     folder = None if plan.db else tempfile.mkdtemp(prefix="emulator-fleet-")
     path = plan.db or os.path.join(folder, "emulators.sqlite3")
     cleanup = functools.partial(shutil.rmtree, folder, ignore_errors=True) if folder else None

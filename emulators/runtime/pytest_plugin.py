@@ -2,6 +2,8 @@
 test) and `emulator_app` (a factory of in-process webtest apps). Load with
 `pytest_plugins = ["emulators.runtime.pytest_plugin"]` in a root conftest, or import the fixtures.
 """
+import os
+
 import pytest
 
 from .server import serve
@@ -19,7 +21,7 @@ def emulator_servers():
 def _served(servers, name):
     from emulators import load
     if name not in servers:
-        servers[name] = serve(load(name))
+        servers[name] = serve(load(name, os.environ))
     server = servers[name]
     server.reset()
     return server
