@@ -3,6 +3,7 @@
 The service registry lives here, above the runtime (which never imports a service).
 """
 import importlib
+import os
 
 SERVICES = ("hermes", "github")
 
@@ -17,3 +18,10 @@ def load(name, environ=None):
         raise LookupError(f"unknown emulator {name!r}; choose one of {', '.join(SERVICES)}")
     app = importlib.import_module(f"emulators.{name}.app")
     return app.create_service() if environ is None else app.from_env(environ)
+
+
+def start_fleet(config, *, loader=None, **options):
+    """Start a fleet (emulators.runtime.fleet.start_fleet) of registered services, configured
+    from the environment (HERMES_*) unless `loader(name)` says otherwise."""
+    from .runtime.fleet import start_fleet as start  # on call: `import emulators` stays light
+    return start(config, loader=loader or (lambda name: load(name, os.environ)), **options)

@@ -11,6 +11,7 @@ from .credentials import CredentialRoutes
 from .errors import AdminError, EmulatorError
 from .faults import validate_rule
 from .instance import MUTATING
+from .mount import public_base
 from .service import AdminCall
 from .snapshots import SnapshotRoutes
 from .state import StateRoutes
@@ -141,7 +142,6 @@ class Admin:
             body = None
             if method in ("POST", "PUT", "PATCH", "DELETE"):
                 body = _read_json(environ)
-            from .app import public_base
             request = Request(method, namespace, params, query, body, public_base(environ))
             if is_service:
                 code, payload, headers = self._service_route(handler, request)

@@ -11,6 +11,7 @@ import time
 import uuid
 from time import perf_counter
 
+from .admin import Admin
 from .bodies import guard
 from .clock import Clocks, wall_ms
 from .credentials import Credentials
@@ -19,7 +20,7 @@ from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .faults import Faults
 from .instance import MUTATING, Instance
 from .journal import Journal
-from .mount import origin, rewrite_response
+from .mount import rewrite_response
 from .openapi import OperationMatcher
 from .requestlog import guarded_sink
 from .rng import seed_state
@@ -44,11 +45,6 @@ def json_body(value):
 def error_body(message, type_="mockingbird_admin"):
     """Return the admin error envelope as bytes."""
     return json_body({"error": {"type": type_, "message": message}})
-
-
-def public_base(environ):
-    """Return scheme://host[:port] + SCRIPT_NAME of a WSGI request."""
-    return origin(environ) + environ.get("SCRIPT_NAME", "")
 
 
 class Runtime:
@@ -81,7 +77,6 @@ class Runtime:
         self._stamps = {}
         self._provider = None
         self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?$")
-        from .admin import Admin  # the admin plane needs the runtime's parts
         self.admin = Admin(self)
 
     # -- helpers ----------------------------------------------------------------------------

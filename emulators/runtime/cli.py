@@ -10,6 +10,8 @@ import sys
 import threading
 
 from . import requestlog
+from .fleet import FleetError, FleetStartError, start_fleet
+from .fleetconfig import ConfigError
 from .mount import PREFIX
 from .server import serve
 from .settings import Settings
@@ -171,13 +173,11 @@ def _parsers(services):
     return parser, run
 
 
-def main(argv=None, *, environ=None, loader=None):
-    """Run the CLI; return the exit status."""
-    from emulators import SERVICES, load
-    environ = os.environ if environ is None else environ
-    loader = loader or (lambda name: load(name, environ))
+def main(argv, *, environ, loader, services):
+    """Run the CLI; return the exit status. `loader(name)` returns the Service of one of
+    `services` (the registry above the runtime supplies both: emulators/cli.py)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser, run = _parsers(list(SERVICES))
+    parser, run = _parsers(list(services))
     if not argv:
         parser.print_help()
         return 0
@@ -292,8 +292,6 @@ def _banner(server):
 
 def _serve_fleet(args, loader, options, stop):
     """Serve the fleet of --config until a signal; return the exit status."""
-    from .fleet import FleetError, FleetStartError, start_fleet
-    from .fleetconfig import ConfigError
     try:
         fleet = start_fleet(args.config, admin_key=options["admin_key"],
                             admin_prefix=options["admin_prefix"], log=args.log,

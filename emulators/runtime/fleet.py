@@ -505,10 +505,12 @@ class Fleet:
                 self._operating.discard(namespace)
 
 
-def start_fleet(config, *, admin_key=None, admin_prefix="/__admin", log="off", db=None,
-                loader=None, ready_file=None, connections_file=None):
+def start_fleet(config, *, loader, admin_key=None, admin_prefix="/__admin", log="off", db=None,
+                ready_file=None, connections_file=None):
     """Start every service of a fleet config (a dict, or the path of a JSON file) and the
     control listener; return the running Fleet once every child answered its health probe.
+
+    `loader(name)` returns the Service of a name (`emulators.start_fleet` passes the registry).
 
     `admin_key`, `admin_prefix`, `log` and `db` apply where the config does not set them (spec
     §15 precedence). Without any db the state lives in a temporary file removed on close.
@@ -524,9 +526,6 @@ def start_fleet(config, *, admin_key=None, admin_prefix="/__admin", log="off", d
     if not isinstance(config, dict):
         config = read_config(config)
     plan = make_plan(config, admin_key=admin_key, admin_prefix=admin_prefix, log=log, db=db)
-    if loader is None:
-        from emulators import load
-        loader = lambda name: load(name, os.environ)  # noqa: E731
     folder = None if plan.db else tempfile.mkdtemp(prefix="emulator-fleet-")
     path = plan.db or os.path.join(folder, "emulators.sqlite3")
     cleanup = functools.partial(shutil.rmtree, folder, ignore_errors=True) if folder else None

@@ -1,5 +1,6 @@
 """The instance a provider handler works on: one storage key of one namespace for one request."""
 from .errors import ConnectionDropped
+from .mount import public_base
 from .records import Records
 from .rng import Rng
 from .timeline import storage_key
@@ -66,7 +67,6 @@ class Instance:
     def base_url(self):
         """The public base URL of the service, mount prefix included."""
         if self._environ is not None:
-            from .app import public_base
             self._base_url, self._environ = public_base(self._environ), None
         return self._base_url
 

@@ -52,6 +52,11 @@ def origin(environ):
     return f"{scheme}://{host}"
 
 
+def public_base(environ):
+    """Return scheme://host[:port] + SCRIPT_NAME of a WSGI request (mount prefix included)."""
+    return origin(environ) + environ.get("SCRIPT_NAME", "")
+
+
 def rewrite_response(headers, body, environ):
     """Return (headers, body) with local URLs moved under the request's SCRIPT_NAME.
 
