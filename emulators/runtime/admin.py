@@ -12,6 +12,7 @@ from .errors import AdminError, EmulatorError
 from .faults import validate_rule
 from .instance import MUTATING
 from .mount import public_base
+from .names import NAME, NAMESPACE_PARAM
 from .service import AdminCall
 from .snapshots import SnapshotRoutes
 from .state import StateRoutes
@@ -20,7 +21,6 @@ from .ui import Page, UiRoutes
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: `$` lets a trailing newline in
 JSON = "application/json"
 RESET_PARTS = {"faults", "clock", "journal", "metrics"}
 STATUS_TEXT = {200: "200 OK", 201: "201 Created", 400: "400 Bad Request", 401: "401 Unauthorized",
@@ -132,8 +132,8 @@ class Admin:
                 given = environ.get("HTTP_X_MOCKINGBIRD_ADMIN_KEY", "")
                 if not hmac.compare_digest(given.encode(), key.encode()):
                     raise AdminError("missing or wrong x-mockingbird-admin-key", status=401)
-            if not NAMESPACE.match(namespace):
-                raise AdminError("invalid namespace: it must match /^[A-Za-z0-9_.-]{1,64}$/")
+            if not NAME.match(namespace):
+                raise AdminError(NAMESPACE_PARAM)
             entry, params = self._find(method, relative)
             if entry is None:
                 raise AdminError(f"no admin route {method} {relative}; GET "
@@ -154,7 +154,7 @@ class Admin:
             payload = {"error": {"type": error.type if isinstance(error, AdminError)
                                  else (error.type or "mockingbird_admin"),
                                  "message": error.message}}
-            if not NAMESPACE.match(namespace):
+            if not NAME.match(namespace):
                 namespace = None
         except ServiceRouteError as failure:
             # A service's own control speaks its API's envelope, as its provider routes do.
@@ -329,7 +329,7 @@ class Admin:
         if not isinstance(body, dict):
             raise AdminError('expected {"branch":"<name>"} or no body')
         branch = body.get("branch", MAIN)
-        if not isinstance(branch, str) or not NAMESPACE.match(branch):
+        if not isinstance(branch, str) or not NAME.match(branch):
             raise TimelineError(f"bad branch name {json.dumps(branch)}")
         self.runtime.touch(request.namespace)
         timeline = self.runtime.timeline
@@ -340,7 +340,7 @@ class Admin:
     def branch(self, request):
         body = request.body if request.body is not None else {}
         name = request.params["name"]
-        if not NAMESPACE.match(name):
+        if not NAME.match(name):
             raise TimelineError(f"bad branch name {json.dumps(name)}")
         if not isinstance(body, dict) or ("at" in body and not isinstance(body["at"], str)):
             raise AdminError('expected {"at":"cp_..."} or no body')
@@ -352,7 +352,7 @@ class Admin:
         name = request.params["name"]
         if not isinstance(body, dict) or not isinstance(body.get("checkpoint"), str):
             raise AdminError('expected {"checkpoint":"cp_..."}')
-        if not NAMESPACE.match(name):
+        if not NAME.match(name):
             raise TimelineError(f"bad branch name {json.dumps(name)}")
         self.runtime.touch(request.namespace)
         cp = self.runtime.timeline.checkout(request.namespace, name, body["checkpoint"])

@@ -20,7 +20,9 @@ from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .faults import Faults
 from .instance import MUTATING, Instance
 from .journal import Journal
-from .mount import rewrite_response
+from . import names
+from .mount import PREFIX, rewrite_response
+from .names import NAME
 from .openapi import OperationMatcher
 from .requestlog import guarded_sink
 from .rng import seed_state
@@ -30,10 +32,6 @@ from .timeline import (MAIN, START_ON_MAIN, Timeline, TimelineError, checkpoint_
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: `$` lets a trailing newline in
-PREFIX = re.compile(r"^/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
-NS_MESSAGE = "x-mockingbird-namespace must match /^[A-Za-z0-9_.-]{1,64}$/"
-BRANCH_MESSAGE = "x-mockingbird-branch must match /^[A-Za-z0-9_.-]{1,64}$/"
 JSON = "application/json"
 
 
@@ -97,7 +95,7 @@ class Runtime:
         """Return the `x-mockingbird` header value."""
         stamp = self._stamps.get(namespace)  # only valid namespaces are kept
         if stamp is None:
-            if namespace is None or not NAMESPACE.match(namespace):
+            if namespace is None or not NAME.match(namespace):
                 return f"{self.name}@{self.version}"
             if len(self._stamps) >= 4096:
                 self._stamps.clear()
@@ -199,8 +197,8 @@ class Runtime:
             echo.append(("x-mockingbird-at", at))
         call = (environ, start_response, entry, echo, started)
         if namespace not in self._checked:
-            if not NAMESPACE.match(namespace):
-                return self._answer(call, "400 Bad Request", error_body(NS_MESSAGE),
+            if not NAME.match(namespace):
+                return self._answer(call, "400 Bad Request", error_body(names.NAMESPACE_HEADER),
                                     [("content-type", JSON)])
             self.touch(namespace)
             if len(self._checked) >= 4096:
@@ -209,8 +207,8 @@ class Runtime:
         key = namespace
         scratch = None
         if echo:
-            if not NAMESPACE.match(branch):
-                return self._answer(call, "400 Bad Request", error_body(BRANCH_MESSAGE),
+            if not NAME.match(branch):
+                return self._answer(call, "400 Bad Request", error_body(names.BRANCH_HEADER),
                                     [("content-type", JSON)])
             try:
                 key = storage_key(namespace, branch)
@@ -384,7 +382,7 @@ class Runtime:
         namespace = entry["namespace"]
         if version is not None:
             clock = self.clocks.current(namespace, version)
-        elif NAMESPACE.match(namespace):
+        elif NAME.match(namespace):
             state = self.clocks.state(namespace)
             clock = state["now"], state["frozen"]
         else:  # an invalid namespace has no clock

@@ -3,7 +3,6 @@ them with `serve --config FILE` (spec §15); strict parsing (an unknown command 
 start-up errors exit 1, SIGINT/SIGTERM exit 0."""
 import argparse
 import json
-import os
 import re
 import signal
 import sys

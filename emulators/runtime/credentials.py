@@ -5,13 +5,12 @@ carrier routed by the credential they carry; `/credentials` admin routes manage 
 """
 import json
 import logging
-import re
 
+from . import names
 from .errors import AdminError
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # fullmatch
 SHAPE = 'expected {"credentials": {"<credential>": "<namespace>"}}'
 ENTRY = "each entry is a credential string or {credential, namespace}"
 
@@ -122,7 +121,7 @@ def parse_pairs(body, namespace):
     for credential, target in pairs:
         if not _credential(credential):
             raise AdminError("a credential must be a non-empty string")
-        if not NAMESPACE.fullmatch(target):
+        if not names.valid(target):
             raise AdminError(f"bad namespace {json.dumps(target, ensure_ascii=False)}")
     return pairs
 

@@ -21,10 +21,10 @@ from .admin import status_line
 from .bodies import loads, read_body
 from .clock import MAX_MS, parse_duration, parse_instant
 from .errors import EmulatorError
+from .names import NAME
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
 ROUTE = re.compile(r"^/fleet/namespaces/([^/]+)/(reset|snapshots)(?:/([^/]+)(/restore)?)?\Z")
 FIELDS = {"/fleet/wait-until-idle": ("services", "timeoutMs"),
           "/fleet/clock": ("services", "set", "advance", "freeze"),
@@ -87,7 +87,7 @@ class FleetControl:
             namespace = query["namespace"][-1]
         else:
             namespace = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE", fleet.plan.namespace)
-        if not NAMESPACE.match(namespace):
+        if not NAME.match(namespace):
             raise _Refused(400, "invalid namespace")
         if method == "GET" and path == "/fleet/metrics":
             return 200, {"namespace": namespace, "services": fleet.metrics(namespace)}
@@ -192,7 +192,7 @@ def document(prefix):
     error = {"description": "error", "content": {"application/json": {"schema": {
         "type": "object", "properties": {"error": {"type": "string"}}}}}}
     namespace = {"name": "namespace", "in": "query", "required": False,
-                 "schema": {"type": "string", "pattern": NAMESPACE.pattern}}
+                 "schema": {"type": "string", "pattern": NAME.pattern}}
 
     def operation(op_id, summary, *, body=None, path_params=(), query=True, answers=None):
         spec = {"operationId": op_id, "summary": summary, "tags": ["fleet"],
