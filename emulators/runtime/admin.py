@@ -64,8 +64,8 @@ class Request:
 class Admin:
     """Route admin requests to the standard handlers or the service's own routes."""
 
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, emulator):
+        self.emulator = emulator
         standard = [
             ("GET", "/", self.index), ("GET", "/health", self.health),
             ("HEAD", "/health", self.health), ("GET", "/openapi.json", self.openapi),
@@ -83,12 +83,13 @@ class Admin:
             ("GET", "/requests", self.requests), ("DELETE", "/requests", self.clear_requests),
             ("GET", "/metrics", self.metrics), ("DELETE", "/metrics", self.clear_metrics),
         ]
-        for part in (StateRoutes, CredentialRoutes, SnapshotRoutes, UiRoutes):
-            standard += part(runtime).routes()
+        for part in (StateRoutes(emulator), CredentialRoutes(emulator), SnapshotRoutes(emulator),
+                     UiRoutes(emulator, self.route_keys)):
+            standard += part.routes()
         self.routes = {}
         for method, path, handler in standard:
             self.routes[(method, path)] = (handler, False)
-        for method, path, handler in runtime.service.admin_routes:
+        for method, path, handler in emulator.service.admin_routes:
             key = (method.upper(), path)
             if key in self.routes or path.startswith("/ns"):
                 raise ValueError(f"admin route {method} {path} overrides a shared route")
@@ -118,14 +119,14 @@ class Admin:
         return None, None
 
     # -- entry point ------------------------------------------------------------------------
-    def handle(self, environ, relative, header_ns):
-        """Answer an admin request: (status line, headers, body bytes, namespace for stamping)."""
+    def handle(self, environ, relative, namespace):
+        """Answer an admin request in `namespace` (Emulator.locate): (status line, headers,
+        body bytes, namespace for stamping)."""
         method = environ.get("REQUEST_METHOD", "GET").upper()
         query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", ""),
                                                 keep_blank_values=True).items()}
-        namespace = query.get("namespace") or header_ns or "default"
         try:
-            key = self.runtime.settings.admin_key
+            key = self.emulator.settings.admin_key
             open_route = (method in ("GET", "HEAD") and relative.rstrip("/") == "/health") or \
                 (method == "GET" and relative.rstrip("/") == "/ui")  # the shell holds no data
             if key and not open_route:
@@ -137,7 +138,7 @@ class Admin:
             entry, params = self._find(method, relative)
             if entry is None:
                 raise AdminError(f"no admin route {method} {relative}; GET "
-                                 f"{self.runtime.admin_prefix} lists them", status=404)
+                                 f"{self.emulator.admin_prefix} lists them", status=404)
             handler, is_service = entry
             body = None
             if method in ("POST", "PUT", "PATCH", "DELETE"):
@@ -162,7 +163,7 @@ class Admin:
             code, headers, payload = error.status, list((error.headers or {}).items()), \
                 error.body()
         except Exception:  # a bug: logged, answered like the provider's last resort
-            log.exception("emulator %s: unhandled error on admin %s %s", self.runtime.name,
+            log.exception("emulator %s: unhandled error on admin %s %s", self.emulator.name,
                           method, relative)
             code, headers = 500, []
             payload = {"error": {"type": "mockingbird_internal", "message": "internal error"}}
@@ -173,8 +174,8 @@ class Admin:
         return (status_line(code), [("content-type", JSON), *headers], body, namespace)
 
     def _service_route(self, handler, request):
-        runtime = self.runtime
-        instance = runtime.instance(request.namespace, method=request.method,
+        emulator = self.emulator
+        instance = emulator.instance(request.namespace, method=request.method,
                                     base_url=request.base_url)
         try:
             result = handler(AdminCall(instance, request.params, request.body, request.query))
@@ -191,28 +192,28 @@ class Admin:
 
     # -- standard routes --------------------------------------------------------------------
     def index(self, request):
-        return 200, {"service": self.runtime.name, "routes": self.route_keys()}
+        return 200, {"service": self.emulator.name, "routes": self.route_keys()}
 
     def health(self, request):
-        runtime = self.runtime
+        emulator = self.emulator
         import time
-        body = {k: v for k, v in runtime.service.describe(
-            runtime.instance(request.namespace)).items()}
+        body = {k: v for k, v in emulator.service.describe(
+            emulator.instance(request.namespace)).items()}
         body.update({
-            "status": "ok", "service": runtime.name, "version": runtime.version,
-            "uptimeMs": int((time.monotonic() - runtime.started) * 1000),
+            "status": "ok", "service": emulator.name, "version": emulator.version,
+            "uptimeMs": int((time.monotonic() - emulator.started) * 1000),
             "namespace": request.namespace,
-            "clock": runtime.clocks.state(request.namespace),
-            "namespaces": len(runtime.namespaces()),
-            "adminPrefix": runtime.admin_prefix,
-            "adminUi": runtime.admin_prefix + "/ui",
-            "adminKey": bool(runtime.settings.admin_key),
+            "clock": emulator.clocks.state(request.namespace),
+            "namespaces": len(emulator.namespaces()),
+            "adminPrefix": emulator.admin_prefix,
+            "adminUi": emulator.admin_prefix + "/ui",
+            "adminKey": bool(emulator.settings.admin_key),
         })
         return 200, body
 
     def openapi(self, request):
         from .openapi import admin_document
-        return 200, admin_document(self.runtime)
+        return 200, admin_document(self.emulator, self.route_keys())
 
     def reset(self, request):
         keep = {part.strip() for part in request.query.get("keep", "").split(",") if part.strip()}
@@ -220,15 +221,15 @@ class Admin:
         if unknown:
             raise AdminError(f"keep: expected a comma list of {', '.join(sorted(RESET_PARTS))}")
         every = request.flag("all")
-        reset = self.runtime.reset(None if every else request.namespace, keep=keep)
+        reset = self.emulator.reset(None if every else request.namespace, keep=keep)
         return 200, {"status": "ok", "reset": reset}
 
     def namespaces(self, request):
-        return 200, {"default": "default", "namespaces": self.runtime.namespaces()}
+        return 200, {"default": "default", "namespaces": self.emulator.namespaces()}
 
     def clock(self, request):
-        self.runtime.touch(request.namespace)
-        return 200, self.runtime.clocks.state(request.namespace)
+        self.emulator.touch(request.namespace)
+        return 200, self.emulator.clocks.state(request.namespace)
 
     def set_clock(self, request):
         body = request.body  # an empty body too: the contract asks for an object (spec §6)
@@ -260,12 +261,12 @@ class Admin:
             if amount is None:
                 raise AdminError('advance: expected ms or "15m"-style')
             changes["advance"] = amount
-        self.runtime.touch(request.namespace)
-        return 200, self.runtime.clocks.apply(request.namespace, changes)
+        self.emulator.touch(request.namespace)
+        return 200, self.emulator.clocks.apply(request.namespace, changes)
 
     def list_faults(self, request):
         scope = None if request.flag("all") else request.namespace
-        return 200, {"faults": self.runtime.faults.list(scope)}
+        return 200, {"faults": self.emulator.faults.list(scope)}
 
     def add_fault(self, request):
         body = request.body
@@ -274,10 +275,10 @@ class Admin:
             overrides = {k: v for k, v in body.items() if k != "preset"}
             return self._preset(request, body["preset"], overrides, quoted=True)
         rule = validate_rule(body, request.namespace)
-        return 201, self.runtime.faults.add(rule)
+        return 201, self.emulator.faults.add(rule)
 
     def delete_faults(self, request):
-        faults = self.runtime.faults
+        faults = self.emulator.faults
         rule_id = request.query.get("id")
         every = request.flag("all")
         count = faults.delete(request.namespace, rule_id, everywhere=every)
@@ -291,16 +292,16 @@ class Admin:
 
     def presets(self, request):
         return 200, {"presets": [{"name": name, **preset}
-                                 for name, preset in self.runtime.service.presets.items()]}
+                                 for name, preset in self.emulator.service.presets.items()]}
 
     def apply_preset(self, request):
         overrides = request.body if request.body is not None else {}
         return self._preset(request, request.params["name"], overrides, quoted=False)
 
     def _preset(self, request, name, overrides, *, quoted):
-        presets = self.runtime.service.presets
+        presets = self.emulator.service.presets
         if not presets:
-            raise AdminError(f"{self.runtime.name} has no fault presets")
+            raise AdminError(f"{self.emulator.name} has no fault presets")
         if not isinstance(overrides, dict):
             raise AdminError("expected a JSON object of rule overrides")
         if not isinstance(name, str):
@@ -308,7 +309,7 @@ class Admin:
         if name not in presets:
             shown = json.dumps(name) if quoted else name
             raise AdminError(f"no fault preset {shown}"
-                             + ("" if quoted else f"; GET {self.runtime.admin_prefix}"
+                             + ("" if quoted else f"; GET {self.emulator.admin_prefix}"
                                 "/faults/presets"), status=404)
         rules = presets[name].get("rules", [])
         expanded = []
@@ -318,11 +319,11 @@ class Admin:
             rule_id = overrides.get("id", name)
             rule["id"] = f"{rule_id}_{index}" if len(rules) > 1 else rule_id
             expanded.append(validate_rule(rule, request.namespace))
-        return 201, {"preset": name, "rules": [self.runtime.faults.add(r) for r in expanded]}
+        return 201, {"preset": name, "rules": [self.emulator.faults.add(r) for r in expanded]}
 
     def timeline(self, request):
-        self.runtime.touch(request.namespace)
-        return 200, self.runtime.timeline.describe(request.namespace)
+        self.emulator.touch(request.namespace)
+        return 200, self.emulator.timeline.describe(request.namespace)
 
     def checkpoint(self, request):
         body = request.body if request.body is not None else {}
@@ -331,9 +332,9 @@ class Admin:
         branch = body.get("branch", MAIN)
         if not isinstance(branch, str) or not NAME.match(branch):
             raise TimelineError(f"bad branch name {json.dumps(branch)}")
-        self.runtime.touch(request.namespace)
-        timeline = self.runtime.timeline
-        with self.runtime.db.transaction():
+        self.emulator.touch(request.namespace)
+        timeline = self.emulator.timeline
+        with self.emulator.db.transaction():
             checkpoint = timeline.commit(request.namespace, branch)
             return 201, {**checkpoint, "records": timeline.count(request.namespace, branch)}
 
@@ -344,8 +345,8 @@ class Admin:
             raise TimelineError(f"bad branch name {json.dumps(name)}")
         if not isinstance(body, dict) or ("at" in body and not isinstance(body["at"], str)):
             raise AdminError('expected {"at":"cp_..."} or no body')
-        self.runtime.touch(request.namespace)
-        return 201, self.runtime.timeline.branch(request.namespace, name, body.get("at"))
+        self.emulator.touch(request.namespace)
+        return 201, self.emulator.timeline.branch(request.namespace, name, body.get("at"))
 
     def checkout(self, request):
         body = request.body
@@ -354,12 +355,12 @@ class Admin:
             raise AdminError('expected {"checkpoint":"cp_..."}')
         if not NAME.match(name):
             raise TimelineError(f"bad branch name {json.dumps(name)}")
-        self.runtime.touch(request.namespace)
-        cp = self.runtime.timeline.checkout(request.namespace, name, body["checkpoint"])
+        self.emulator.touch(request.namespace)
+        cp = self.emulator.timeline.checkout(request.namespace, name, body["checkpoint"])
         return 200, {"status": "ok", "branch": name, "checkpoint": cp}
 
     def delete_branch(self, request):
-        self.runtime.timeline.delete_branch(request.namespace, request.params["name"])
+        self.emulator.timeline.delete_branch(request.namespace, request.params["name"])
         return 200, {"status": "ok"}
 
     def requests(self, request):
@@ -383,19 +384,19 @@ class Admin:
                 # Past SQLite's 64-bit INTEGER no entry is left to skip or cut anyway.
                 filters[key] = min(int(query[name]), 2 ** 63 - 1)
         scope = None if request.flag("all") else request.namespace
-        journal = self.runtime.journal
+        journal = self.emulator.journal
         return 200, {"size": journal.size, "requests": journal.entries(scope, **filters)}
 
     def clear_requests(self, request):
-        self.runtime.journal.clear(None if request.flag("all") else request.namespace)
+        self.emulator.journal.clear(None if request.flag("all") else request.namespace)
         return 200, {"status": "ok"}
 
     def metrics(self, request):
         scope = request.query.get("namespace")
-        return 200, self.runtime.journal.metrics(scope)
+        return 200, self.emulator.journal.metrics(scope)
 
     def clear_metrics(self, request):
-        self.runtime.journal.clear_metrics(request.query.get("namespace"))
+        self.emulator.journal.clear_metrics(request.query.get("namespace"))
         return 200, {"status": "ok"}
 
 

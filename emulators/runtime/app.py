@@ -5,30 +5,22 @@ dispatch → automatic checkpoint → journal/metrics → stamp.
 """
 import json
 import logging
-import re
 import socket
 import time
 import uuid
 from time import perf_counter
 
+from . import names
 from .admin import Admin
 from .bodies import guard
-from .clock import Clocks, wall_ms
-from .credentials import Credentials
-from .db import Database
+from .clock import wall_ms
+from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
-from .faults import Faults
 from .instance import MUTATING, Instance
-from .journal import Journal
-from . import names
-from .mount import PREFIX, rewrite_response
+from .mount import rewrite_response
 from .names import NAME
-from .openapi import OperationMatcher
 from .requestlog import guarded_sink
-from .rng import seed_state
-from .settings import Settings
-from .timeline import (MAIN, START_ON_MAIN, Timeline, TimelineError, checkpoint_id,
-                       storage_key)
+from .timeline import MAIN, START_ON_MAIN, TimelineError, checkpoint_id, storage_key
 
 log = logging.getLogger("emulators")
 
@@ -46,36 +38,27 @@ def error_body(message, type_="mockingbird_admin"):
 
 
 class Runtime:
-    """One service's emulator as a WSGI callable, with all steering state in SQLite."""
+    """One service's emulator as a WSGI callable: the request pipeline over an Emulator.
+
+    Built from a service and settings by `create_emulator`; `db`, `clocks`, `faults`,
+    `journal`, `timeline`, `credentials`, `instance()`, `reset()` and the other handles
+    documented for `build_wsgi` are the emulator's own.
+    """
 
     def __init__(self, service, settings=None, *, wall=wall_ms, db=None):
-        settings = settings or Settings()
-        if not PREFIX.match(settings.admin_prefix):
-            raise ValueError("adminPrefix must be an absolute non-root path of literal segments,"
-                             " without a trailing slash")
-        self.service = service
-        self.name = service.name
-        self.version = service.version
-        self.settings = settings
-        self.admin_prefix = settings.admin_prefix
-        self._on_log = guarded_sink(settings.on_log)  # None when no sink: nothing per request
-        self.db = db or Database(settings.db)
-        self.clocks = Clocks(self.db, self.name, wall=wall)
-        self.faults = Faults(self.db, self.name, seed=settings.seed)
-        self.matcher = OperationMatcher(service.openapi)
-        self.journal = Journal(self.db, self.name, size=settings.journal_size,
-                               has_document=self.matcher.has_document)
-        self.timeline = Timeline(self.db, self.name, self.clocks, seed_state(settings.seed),
-                                 settings.max_checkpoints)
-        self.credentials = Credentials(self.db, self.name)
-        self._credential = getattr(service, "credential", None)  # None: no lookup per request
-        self.started = time.monotonic()
-        self._known = set()
+        emulator = self.emulator = create_emulator(service, settings, wall=wall, db=db)
+        self.service, self.name, self.version = emulator.service, emulator.name, emulator.version
+        self.settings, self.admin_prefix = emulator.settings, emulator.admin_prefix
+        self.db, self.clocks, self.faults = emulator.db, emulator.clocks, emulator.faults
+        self.journal, self.timeline = emulator.journal, emulator.timeline
+        self.credentials, self.matcher = emulator.credentials, emulator.matcher
+        self.touch, self.namespaces = emulator.touch, emulator.namespaces
+        self.instance, self.reset = emulator.instance, emulator.reset
+        self._on_log = guarded_sink(emulator.settings.on_log)  # None: nothing per request
         self._checked = set()  # namespaces of provider requests that passed the pattern
         self._stamps = {}
         self._provider = None
-        self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?$")
-        self.admin = Admin(self)
+        self.admin = Admin(emulator)
 
     # -- helpers ----------------------------------------------------------------------------
     @property
@@ -102,84 +85,23 @@ class Runtime:
             stamp = self._stamps[namespace] = f"{self.name}@{self.version}; ns={namespace}"
         return stamp
 
-    def touch(self, namespace):
-        """Remember a namespace (the list only grows)."""
-        if namespace not in self._known:
-            self.db.execute("INSERT OR IGNORE INTO namespaces (service, namespace) VALUES (?, ?)",
-                            (self.name, namespace))
-            self._known.add(namespace)
-
-    def namespaces(self):
-        """Return every namespace seen, sorted, `default` included."""
-        rows = self.db.all("SELECT namespace FROM namespaces WHERE service=?", (self.name,))
-        return sorted({"default", *(row[0] for row in rows)})
-
-    def instance(self, namespace="default", branch=MAIN, *, method="GET", base_url="", hits=()):
-        """Return an instance over a namespace's branch (for admin routes, tests and tools)."""
-        self.touch(namespace)
-        return Instance(self, namespace, branch, storage_key(namespace, branch), method=method,
-                        base_url=base_url, hits=hits)
-
-    def reset(self, namespace=None, keep=()):
-        """Reset one namespace (or every namespace when None); `keep` names parts to spare."""
-        targets = self.namespaces() if namespace is None else [namespace]
-        with self.db.transaction():
-            for table in ("records", "sequences", "rngs"):
-                if namespace is None:
-                    self.db.execute(f"DELETE FROM {table} WHERE service=? AND key NOT LIKE"
-                                    " '!faults:%'", (self.name,))
-                else:
-                    self.db.execute(f"DELETE FROM {table} WHERE service=? AND namespace=? AND"
-                                    " key NOT LIKE '!faults:%'", (self.name, namespace))
-            self.timeline.reset(namespace)
-            if "faults" not in keep:
-                self.faults.reset(namespace)
-            if "clock" not in keep:
-                self.clocks.reset(namespace)
-            if "journal" not in keep:
-                self.journal.clear(namespace)
-            if "metrics" not in keep:
-                self.journal.clear_metrics(namespace)
-        for ns in targets:
-            self.service.reset(self.instance(ns))
-        return targets
-
     # -- WSGI -------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
         started = perf_counter()
-        path = environ.get("PATH_INFO") or "/"
-        header_ns = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
-        if not path.startswith(self.admin_prefix):  # the common case: a provider request
-            if header_ns is None:
-                header_ns = "default" if self._credential is None else \
-                    self.credentials.resolve(self._credential, environ)
-            return self._vendor(environ, start_response, path, header_ns, started)
-        carrier_ns = None
-        match = self._carrier.match(path)
-        if match:
-            carrier_ns = match.group(1)
-            path = match.group(2) or "/"
+        plane, namespace, path, carrier = self.emulator.locate(environ)
+        if carrier is not None:  # the path carrier moves into SCRIPT_NAME (spec §3)
             environ = dict(environ)
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + \
-                f"{self.admin_prefix}/ns/{carrier_ns}"
+                f"{self.admin_prefix}/ns/{carrier}"
             environ["PATH_INFO"] = path
-        if path == self.admin_prefix or path.startswith(self.admin_prefix + "/"):
-            status, headers, body, namespace = self.admin.handle(
-                environ, path[len(self.admin_prefix):] or "/",
-                header_ns if header_ns is not None else carrier_ns)
-            headers.append(("content-length", str(len(body))))
-            headers.append(("x-mockingbird", self.stamp(namespace)))
-            start_response(status, headers)
-            return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
-        if header_ns is not None:
-            namespace = header_ns
-        elif carrier_ns:
-            namespace = carrier_ns
-        elif self._credential is not None:  # spec §3 step 3: the credential map
-            namespace = self.credentials.resolve(self._credential, environ)
-        else:
-            namespace = "default"
-        return self._vendor(environ, start_response, path, namespace, started)
+        if plane is PROVIDER:
+            return self._vendor(environ, start_response, path, namespace, started)
+        status, headers, body, namespace = self.admin.handle(
+            environ, path[len(self.admin_prefix):] or "/", namespace)
+        headers.append(("content-length", str(len(body))))
+        headers.append(("x-mockingbird", self.stamp(namespace)))
+        start_response(status, headers)
+        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
 
     def _vendor(self, environ, start_response, path, namespace, started):
         method = environ.get("REQUEST_METHOD", "GET").upper()
@@ -248,8 +170,8 @@ class Runtime:
                 head = (self.timeline.moves, self.db.restarts(), known)
                 hits = self.faults.evaluate(namespace, operation, method, path, version)
                 if not hits:
-                    instance = Instance(self, namespace, branch, key, method, environ, (),
-                                        version)
+                    instance = Instance(self.emulator, namespace, branch, key, method,
+                                        environ, (), version)
                     return self._dispatch(call, instance, scratch, head)
         else:
             version = self.clocks.version()
@@ -271,10 +193,11 @@ class Runtime:
 
         if mutation:
             with self.db.transaction(commit_on_error=True):
-                instance = Instance(self, namespace, branch, key, method, environ, hits,
-                                    self.clocks.version())
+                instance = Instance(self.emulator, namespace, branch, key, method,
+                                    environ, hits, self.clocks.version())
                 return self._dispatch(call, instance, scratch)
-        instance = Instance(self, namespace, branch, key, method, environ, hits, version)
+        instance = Instance(self.emulator, namespace, branch, key, method, environ, hits,
+                            version)
         return self._dispatch(call, instance, scratch)
 
     def _answer(self, call, status, body, headers=(), fault=None):

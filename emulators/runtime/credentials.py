@@ -129,8 +129,8 @@ def parse_pairs(body, namespace):
 class CredentialRoutes:
     """`GET`/`PUT`/`DELETE /credentials`."""
 
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, emulator):
+        self.emulator = emulator
 
     def routes(self):
         """Return (method, path, handler) of every credential route."""
@@ -138,13 +138,13 @@ class CredentialRoutes:
                 ("DELETE", "/credentials", self.delete)]
 
     def list(self, request):
-        return 200, {"credentials": self.runtime.credentials.entries()}
+        return 200, {"credentials": self.emulator.credentials.entries()}
 
     def put(self, request):
         pairs = parse_pairs(request.body, request.namespace)
-        self.runtime.credentials.set_many(pairs)
+        self.emulator.credentials.set_many(pairs)
         return 200, {"mapped": len(pairs)}
 
     def delete(self, request):
-        self.runtime.credentials.remove(request.query.get("credential"))
+        self.emulator.credentials.remove(request.query.get("credential"))
         return 200, {"status": "ok"}

@@ -10,13 +10,11 @@ import functools
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 import threading
 import time
 import uuid
-from urllib.parse import parse_qs
 from urllib.request import ProxyHandler, build_opener
 from wsgiref.simple_server import make_server
 
@@ -24,6 +22,7 @@ from . import fleetstore, requestlog
 from .app import Runtime
 from .clock import Clocks, iso, wall_ms
 from .db import Database
+from .emulator import ADMIN
 from .fleetconfig import ConfigError, plan as make_plan, read_config
 from .fleetstore import FleetSnapshots
 from .server import Server, _Handler, _Server
@@ -64,44 +63,25 @@ class Guard:
     """Wrap a child runtime: answer 409 in a namespace a fleet operation holds, and count the
     requests in flight per namespace (quiescence). In-process only, like the listeners it guards.
 
-    The namespace is found as Runtime.__call__ and Admin.handle find it (app.py, admin.py):
-    admin routes take `?namespace=` first, then the header or the path carrier; provider routes
-    the header, the carrier, the credential map, then `default`. Health is never held or counted.
+    The namespace is the pipeline's own (Emulator.locate). Health is never held or counted.
     """
 
     def __init__(self, runtime):
         self.runtime = runtime
+        self._locate = runtime.emulator.locate
         prefix = runtime.admin_prefix
-        self._prefix = prefix
-        self._carrier = re.compile("^" + re.escape(prefix) + r"/ns/([^/]*)(/.*)?\Z")
         self._health = (prefix + "/health", prefix + "/health/")
-        self._credential = getattr(runtime.service, "credential", None)
         self._mutex = threading.Lock()
         self._locked = set()
         self._active = {}
 
     def namespace_of(self, environ):
         """Return the namespace a request is served in, or None for a health probe."""
-        path = environ.get("PATH_INFO") or "/"
-        header = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
-        carrier = None
-        if path.startswith(self._prefix):
-            match = self._carrier.match(path)
-            if match:
-                carrier, path = match.group(1), match.group(2) or "/"
-            if path == self._prefix or path.startswith(self._prefix + "/"):
-                if path in self._health and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
-                    return None
-                query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
-                given = query.get("namespace", [""])[-1]
-                return given or (header if header is not None else carrier) or "default"
-        if header is not None:
-            return header
-        if carrier:
-            return carrier
-        if self._credential is not None:
-            return self.runtime.credentials.resolve(self._credential, environ)
-        return "default"
+        plane, namespace, path, _ = self._locate(environ)
+        if plane is ADMIN and path in self._health and \
+                environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            return None
+        return namespace
 
     def __call__(self, environ, start_response):
         namespace = self.namespace_of(environ)

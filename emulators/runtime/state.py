@@ -136,8 +136,8 @@ def _integer(query, name, message):
 class StateRoutes:
     """`/state` routes over the main records of the admin namespace."""
 
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, emulator):
+        self.emulator = emulator
 
     def routes(self):
         """Return (method, path, handler) of every state route."""
@@ -150,7 +150,7 @@ class StateRoutes:
                 ("DELETE", "/state/:collection/:id", self.delete)]
 
     def _instance(self, request):
-        return self.runtime.instance(request.namespace, method=request.method)
+        return self.emulator.instance(request.namespace, method=request.method)
 
     def overview(self, request):
         instance = self._instance(request)
@@ -202,7 +202,7 @@ class StateRoutes:
         value = _json_value(body["value"])
         instance = self._instance(request)
         records = instance.records
-        with self.runtime.db.transaction():
+        with self.emulator.db.transaction():
             if "id" in body:
                 record_id = _record_id(body["id"], "id must be a single path segment")
                 if records.row(name, record_id) is not None:
@@ -234,7 +234,7 @@ class StateRoutes:
         value = _json_value(body["value"])
         instance = self._instance(request)
         records = instance.records
-        with self.runtime.db.transaction():
+        with self.emulator.db.transaction():
             current = records.row(name, record_id)
             if current is None:
                 raise AdminError(f"no record {record_id} in {name}", status=404)
@@ -249,7 +249,7 @@ class StateRoutes:
                                "id must be a single path segment")
         instance = self._instance(request)
         records = instance.records
-        with self.runtime.db.transaction():
+        with self.emulator.db.transaction():
             if records.row(name, record_id) is None:
                 raise AdminError(f"no record {record_id} in {name}", status=404)
             records.delete(name, record_id)
