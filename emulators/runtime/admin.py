@@ -1,9 +1,16 @@
-"""The admin plane under the admin prefix (spec §5/§6): routes, admin key, error envelope."""
+"""The admin plane under the admin prefix (spec §5/§6): a falcon app with one route table
+(the standard routes, the route parts of state/credentials/snapshots/ui, the service's own),
+the admin key and the namespace check as middleware, and one serializer for every answer.
+"""
+import functools
 import hmac
 import json
 import logging
 import re
+import time
 from urllib.parse import parse_qs
+
+import falcon
 
 from .bodies import InvalidJSON, TooDeep, loads, read_body
 from .clock import parse_duration, parse_instant
@@ -11,8 +18,8 @@ from .credentials import CredentialRoutes
 from .errors import AdminError, EmulatorError
 from .faults import validate_rule
 from .instance import MUTATING
-from .mount import public_base
 from .names import NAME, NAMESPACE_PARAM
+from .openapi import admin_document
 from .service import AdminCall
 from .snapshots import SnapshotRoutes
 from .state import StateRoutes
@@ -23,8 +30,9 @@ log = logging.getLogger("emulators")
 
 JSON = "application/json"
 RESET_PARTS = {"faults", "clock", "journal", "metrics"}
-STATUS_TEXT = {200: "200 OK", 201: "201 Created", 400: "400 Bad Request", 401: "401 Unauthorized",
-               404: "404 Not Found", 409: "409 Conflict", 500: "500 Internal Server Error"}
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+# What the pipeline hands the admin app in the WSGI environ (Emulator.locate's answers).
+NAMESPACE_KEY, BASE_URL_KEY = "emulators.namespace", "emulators.base_url"
 
 
 class ServiceRouteError(Exception):
@@ -33,17 +41,6 @@ class ServiceRouteError(Exception):
     def __init__(self, error):
         super().__init__(error.message)
         self.error = error
-
-
-def status_line(code):
-    """Return a WSGI status line."""
-    if code in STATUS_TEXT:
-        return STATUS_TEXT[code]
-    from http import HTTPStatus
-    try:
-        return f"{code} {HTTPStatus(code).phrase}"
-    except ValueError:
-        return f"{code} Unknown"
 
 
 class Request:
@@ -59,6 +56,25 @@ class Request:
 
     def flag(self, name):
         return self.query.get(name, "").lower() in ("1", "true", "yes")
+
+
+class AdminGate:
+    """Middleware: the admin key, then the namespace, both before routing (an unknown route
+    behind a wrong key is 401, as the reference answers)."""
+
+    def __init__(self, admin_key):
+        self.admin_key = admin_key
+
+    def process_request(self, req, resp):
+        relative = req.path.rstrip("/")
+        open_route = (req.method in ("GET", "HEAD") and relative == "/health") or \
+            (req.method == "GET" and relative == "/ui")  # the shell holds no data
+        if self.admin_key and not open_route:
+            given = req.get_header("x-mockingbird-admin-key") or ""
+            if not hmac.compare_digest(given.encode(), self.admin_key.encode()):
+                raise AdminError("missing or wrong x-mockingbird-admin-key", status=401)
+        if not NAME.match(req.env[NAMESPACE_KEY]):
+            raise AdminError(NAMESPACE_PARAM)
 
 
 class Admin:
@@ -94,84 +110,62 @@ class Admin:
             if key in self.routes or path.startswith("/ns"):
                 raise ValueError(f"admin route {method} {path} overrides a shared route")
             self.routes[key] = (handler, True)
-        self._compiled = [(method, path.strip("/").split("/") if path != "/" else [], entry)
-                          for (method, path), entry in self.routes.items()]
+        self.app = self._falcon_app()
 
     def route_keys(self):
         """Every route key, sorted."""
         return sorted(f"{method} {path}" for method, path in self.routes)
 
-    def _find(self, method, relative):
-        parts = relative.strip("/").split("/") if relative.strip("/") else []
-        for route_method, pattern, entry in self._compiled:
-            if route_method != method or len(pattern) != len(parts):
-                continue
-            params = {}
-            for want, got in zip(pattern, parts):
-                if want.startswith(":"):
-                    if not got:
-                        break
-                    params[want[1:]] = got
-                elif want != got:
-                    break
-            else:
-                return entry, params
-        return None, None
+    def _falcon_app(self):
+        app = falcon.App(middleware=[AdminGate(self.emulator.settings.admin_key)])
+        app.req_options.strip_url_path_trailing_slash = True
+        by_path = {}
+        for (method, path), entry in self.routes.items():
+            by_path.setdefault(path, {})[method] = entry
+        for path, entries in by_path.items():
+            app.add_route(re.sub(r":([A-Za-z_]+)", r"{\1}", path), _Route(self, entries))
+        app.add_error_handler(Exception, self._internal)
+        app.add_error_handler(falcon.HTTPError, self._no_route)  # the router's 404s
+        app.add_error_handler(EmulatorError, _admin_error)
+        app.add_error_handler(ServiceRouteError, _service_error)
+        return app
 
     # -- entry point ------------------------------------------------------------------------
-    def handle(self, environ, relative, namespace):
-        """Answer an admin request in `namespace` (Emulator.locate): (status line, headers,
-        body bytes, namespace for stamping)."""
-        method = environ.get("REQUEST_METHOD", "GET").upper()
-        query = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", ""),
+    def respond(self, entry, req, resp, **params):
+        """Run one admin handler (entry: (handler, is_service), or None: no such route)."""
+        if entry is None:
+            raise self._missing(req)
+        handler, is_service = entry
+        _check_path_encoding(req.env.get("PATH_INFO", ""))  # falcon decoded with U+FFFD
+        body = _read_json(req.env) if req.method in MUTATING else None
+        query = {k: v[-1] for k, v in parse_qs(req.env.get("QUERY_STRING", ""),
                                                 keep_blank_values=True).items()}
-        try:
-            key = self.emulator.settings.admin_key
-            open_route = (method in ("GET", "HEAD") and relative.rstrip("/") == "/health") or \
-                (method == "GET" and relative.rstrip("/") == "/ui")  # the shell holds no data
-            if key and not open_route:
-                given = environ.get("HTTP_X_MOCKINGBIRD_ADMIN_KEY", "")
-                if not hmac.compare_digest(given.encode(), key.encode()):
-                    raise AdminError("missing or wrong x-mockingbird-admin-key", status=401)
-            if not NAME.match(namespace):
-                raise AdminError(NAMESPACE_PARAM)
-            entry, params = self._find(method, relative)
-            if entry is None:
-                raise AdminError(f"no admin route {method} {relative}; GET "
-                                 f"{self.emulator.admin_prefix} lists them", status=404)
-            handler, is_service = entry
-            body = None
-            if method in ("POST", "PUT", "PATCH", "DELETE"):
-                body = _read_json(environ)
-            request = Request(method, namespace, params, query, body, public_base(environ))
-            if is_service:
-                code, payload, headers = self._service_route(handler, request)
-            else:
-                result = handler(request)
-                code, payload = result[0], result[1]
-                headers = list(result[2]) if len(result) > 2 else []
-        except EmulatorError as error:
-            code, headers = error.status, list((error.headers or {}).items())
-            payload = {"error": {"type": error.type if isinstance(error, AdminError)
-                                 else (error.type or "mockingbird_admin"),
-                                 "message": error.message}}
-            if not NAME.match(namespace):
-                namespace = None
-        except ServiceRouteError as failure:
-            # A service's own control speaks its API's envelope, as its provider routes do.
-            error = failure.error
-            code, headers, payload = error.status, list((error.headers or {}).items()), \
-                error.body()
-        except Exception:  # a bug: logged, answered like the provider's last resort
-            log.exception("emulator %s: unhandled error on admin %s %s", self.emulator.name,
-                          method, relative)
-            code, headers = 500, []
-            payload = {"error": {"type": "mockingbird_internal", "message": "internal error"}}
-        if isinstance(payload, Page):
-            return (status_line(code), [("content-type", payload.content_type), *headers],
-                    payload.body, namespace)
-        body = json.dumps(payload, separators=(",", ":")).encode()
-        return (status_line(code), [("content-type", JSON), *headers], body, namespace)
+        request = Request(req.method, req.env[NAMESPACE_KEY], params, query, body,
+                          req.env[BASE_URL_KEY])
+        if is_service:
+            code, payload, headers = self._service_route(handler, request)
+        else:
+            result = handler(request)
+            code, payload = result[0], result[1]
+            headers = list(result[2]) if len(result) > 2 else []
+        send(resp, code, payload, headers)
+
+    def _missing(self, req):
+        return AdminError(f"no admin route {req.method} {req.env.get('PATH_INFO') or '/'}; GET "
+                          f"{self.emulator.admin_prefix} lists them", status=404)
+
+    def _no_route(self, req, resp, error, params):
+        if isinstance(error, (falcon.HTTPNotFound, falcon.HTTPMethodNotAllowed)):
+            _admin_error(req, resp, self._missing(req), params)
+        else:
+            send(resp, error.status_code, {"error": {"type": "mockingbird_admin",
+                                                     "message": error.title}})
+
+    def _internal(self, req, resp, error, params):
+        # A bug: logged, answered like the provider's last resort.
+        log.error("emulator %s: unhandled error on admin %s %s", self.emulator.name,
+                  req.method, req.path, exc_info=error)
+        send(resp, 500, {"error": {"type": "mockingbird_internal", "message": "internal error"}})
 
     def _service_route(self, handler, request):
         emulator = self.emulator
@@ -196,7 +190,6 @@ class Admin:
 
     def health(self, request):
         emulator = self.emulator
-        import time
         body = {k: v for k, v in emulator.service.describe(
             emulator.instance(request.namespace)).items()}
         body.update({
@@ -212,7 +205,6 @@ class Admin:
         return 200, body
 
     def openapi(self, request):
-        from .openapi import admin_document
         return 200, admin_document(self.emulator, self.route_keys())
 
     def reset(self, request):
@@ -398,6 +390,52 @@ class Admin:
     def clear_metrics(self, request):
         self.emulator.journal.clear_metrics(request.query.get("namespace"))
         return 200, {"status": "ok"}
+
+
+class _Route:
+    """The falcon resource of one admin path: a responder for every method, so a method the
+    path does not declare is the admin 404 (not falcon's 405, nor its default OPTIONS)."""
+
+    def __init__(self, admin, entries):
+        for method in METHODS:
+            setattr(self, f"on_{method.lower()}",
+                    functools.partial(admin.respond, entries.get(method)))
+
+
+def send(resp, code, payload, headers=()):
+    """The one serializer of the admin plane: compact JSON, or a Page as it is."""
+    resp.status = code
+    if isinstance(payload, Page):
+        resp.content_type = payload.content_type
+        resp.data = payload.body
+    else:
+        resp.content_type = JSON
+        resp.data = json.dumps(payload, separators=(",", ":")).encode()
+    for name, value in headers:
+        resp.append_header(name, value)
+
+
+def _admin_error(req, resp, error, params):
+    send(resp, error.status, {"error": {
+        "type": error.type if isinstance(error, AdminError) else (error.type or
+                                                                  "mockingbird_admin"),
+        "message": error.message}}, (error.headers or {}).items())
+
+
+def _service_error(req, resp, failure, params):
+    # A service's own control speaks its API's envelope, as its provider routes do.
+    error = failure.error
+    send(resp, error.status, error.body(), (error.headers or {}).items())
+
+
+def _check_path_encoding(raw):
+    """Refuse a path that is not UTF-8 (WSGI hands PATH_INFO over as latin-1 of the bytes)."""
+    try:
+        raw.encode("latin-1").decode("utf-8")
+    except UnicodeEncodeError:
+        pass  # a server that already decoded it
+    except UnicodeDecodeError:
+        raise AdminError("invalid path encoding") from None
 
 
 def _read_json(environ):

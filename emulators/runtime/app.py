@@ -10,14 +10,16 @@ import time
 import uuid
 from time import perf_counter
 
+import falcon
+
 from . import names
-from .admin import Admin
+from .admin import BASE_URL_KEY, NAMESPACE_KEY, Admin
 from .bodies import guard
 from .clock import wall_ms
 from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .instance import MUTATING, Instance
-from .mount import rewrite_response
+from .mount import public_base, rewrite_response
 from .names import NAME
 from .requestlog import guarded_sink
 from .timeline import MAIN, START_ON_MAIN, TimelineError, checkpoint_id, storage_key
@@ -96,12 +98,17 @@ class Runtime:
             environ["PATH_INFO"] = path
         if plane is PROVIDER:
             return self._vendor(environ, start_response, path, namespace, started)
-        status, headers, body, namespace = self.admin.handle(
-            environ, path[len(self.admin_prefix):] or "/", namespace)
-        headers.append(("content-length", str(len(body))))
-        headers.append(("x-mockingbird", self.stamp(namespace)))
-        start_response(status, headers)
-        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
+        admin = dict(environ)
+        admin[BASE_URL_KEY] = public_base(admin)
+        admin[NAMESPACE_KEY] = namespace
+        admin["SCRIPT_NAME"] = admin.get("SCRIPT_NAME", "") + self.admin_prefix
+        admin["PATH_INFO"] = path[len(self.admin_prefix):] or "/"
+        stamp = self.stamp(namespace)  # without `ns=` when the namespace is invalid
+
+        def stamped(status, headers, exc_info=None):
+            headers.append(("x-mockingbird", stamp))
+            return start_response(status, headers, exc_info)
+        return self.admin.app(admin, stamped)
 
     def _vendor(self, environ, start_response, path, namespace, started):
         method = environ.get("REQUEST_METHOD", "GET").upper()
@@ -189,7 +196,7 @@ class Runtime:
         if terminal is not None:
             status, headers, body = terminal.response()
             self._cleanup(scratch)
-            return self._answer(call, _status_line(status), body, headers, fault=terminal.id)
+            return self._answer(call, falcon.code_to_http_status(status), body, headers, fault=terminal.id)
 
         if mutation:
             with self.db.transaction(commit_on_error=True):
@@ -358,14 +365,6 @@ def close_socket(environ):
             pass
 
 
-def _status_line(code):
-    from http import HTTPStatus
-    try:
-        return f"{code} {HTTPStatus(code).phrase}"
-    except ValueError:
-        return f"{code} Unknown"
-
-
 def _request_meta(environ):
     length = environ.get("CONTENT_LENGTH")
     return {"contentType": environ.get("CONTENT_TYPE") or None,
@@ -374,7 +373,6 @@ def _request_meta(environ):
 
 
 def _emulator_error(req, resp, error, params):
-    import falcon
     resp.status = falcon.code_to_http_status(error.status)
     resp.media = error.body()
     for name, value in (error.headers or {}).items():
@@ -382,7 +380,6 @@ def _emulator_error(req, resp, error, params):
 
 
 def _internal_error(req, resp, error, params):
-    import falcon
     if isinstance(error, (falcon.HTTPError, falcon.HTTPStatus)):
         raise error  # let falcon render its own
     log.error("emulator: unhandled error", exc_info=error)

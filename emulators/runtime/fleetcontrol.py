@@ -17,7 +17,8 @@ import logging
 import re
 from urllib.parse import parse_qs
 
-from .admin import status_line
+import falcon
+
 from .bodies import loads, read_body
 from .clock import MAX_MS, parse_duration, parse_instant
 from .errors import EmulatorError
@@ -59,7 +60,7 @@ class FleetControl:
             log.exception("fleet control: unhandled error")
             status, body = 500, {"error": "internal error"}
         payload = json.dumps(body, separators=(",", ":")).encode()
-        start_response(status_line(status), [("content-type", "application/json"),
+        start_response(falcon.code_to_http_status(status), [("content-type", "application/json"),
                                              ("content-length", str(len(payload))),
                                              ("cache-control", "no-store")])
         return [] if environ.get("REQUEST_METHOD") == "HEAD" else [payload]
