@@ -24,6 +24,7 @@ from .clock import Clocks, iso, wall_ms
 from .db import Database
 from .emulator import ADMIN
 from .fleetconfig import ConfigError, plan as make_plan, read_config
+from .fleetcontrol import FleetControl
 from .fleetstore import FleetSnapshots
 from .server import Server, _Handler, _Server
 from .settings import Settings
@@ -260,7 +261,6 @@ class Fleet:
             except Exception as error:
                 self.close()
                 raise FleetStartError(child.name, error) from error
-        from .fleetcontrol import FleetControl
         try:
             self._control = _Listener(FleetControl(self), plan.control_host, plan.control_port)
         except OSError as error:
