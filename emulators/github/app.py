@@ -8,7 +8,7 @@ import logging
 
 import falcon
 
-from emulators.runtime import Service, bodies
+from emulators.runtime import Service, add_fallback_handlers, bodies
 
 from . import errors, resources
 from .openapi import DOCUMENT
@@ -80,7 +80,7 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the nine operations at the root."""
-    app = falcon.App(middleware=[ApiVersion(), EmptySegments()])
+    app = add_fallback_handlers(falcon.App(middleware=[ApiVersion(), EmptySegments()]))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in ROUTES:
         app.add_route(path, resource())

@@ -6,7 +6,7 @@ journal and timeline; this module only wires routes.
 """
 import falcon
 
-from emulators.runtime import Service, bodies
+from emulators.runtime import Service, add_fallback_handlers, bodies
 
 from . import resources
 from .compat import CompatBackend
@@ -79,8 +79,8 @@ class ProviderApp(falcon.App):
 
 def create_provider_app(settings):
     """Return the falcon app of the Hermes provider routes."""
-    app = ProviderApp(media_type=falcon.MEDIA_JSON,
-                      middleware=[resources.Cors(settings), resources.BodyLimit()])
+    app = add_fallback_handlers(ProviderApp(
+        media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings), resources.BodyLimit()]))
     for path, resource in ROUTES:
         app.add_route(path, resource(settings))
     app.add_error_handler(falcon.HTTPNotFound, _not_found)

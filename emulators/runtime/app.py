@@ -65,15 +65,9 @@ class Runtime:
     # -- helpers ----------------------------------------------------------------------------
     @property
     def provider(self):
-        """The service's falcon app, built once, with the runtime's error handlers added."""
+        """The service's falcon app, built once (after fork, on first use)."""
         if self._provider is None:
-            app = self.service.provider_app()
-            handlers = getattr(app, "_error_handlers", {})
-            if EmulatorError not in handlers:
-                app.add_error_handler(EmulatorError, _emulator_error)
-            if Exception not in handlers or handlers[Exception].__module__.startswith("falcon"):
-                app.add_error_handler(Exception, _internal_error)
-            self._provider = app
+            self._provider = self.service.provider_app()
         return self._provider
 
     def stamp(self, namespace):
@@ -196,7 +190,8 @@ class Runtime:
         if terminal is not None:
             status, headers, body = terminal.response()
             self._cleanup(scratch)
-            return self._answer(call, falcon.code_to_http_status(status), body, headers, fault=terminal.id)
+            return self._answer(call, falcon.code_to_http_status(status), body, headers,
+                                fault=terminal.id)
 
         if mutation:
             with self.db.transaction(commit_on_error=True):
@@ -370,6 +365,16 @@ def _request_meta(environ):
     return {"contentType": environ.get("CONTENT_TYPE") or None,
             "bodyBytes": int(length) if length and length.isdigit() else None,
             "transferEncoding": environ.get("HTTP_TRANSFER_ENCODING")}
+
+
+def add_fallback_handlers(app):
+    """Give a provider app the runtime's answers: an EmulatorError with its status, body() and
+    headers; any other exception logged and a 500 without a traceback. A provider app factory
+    calls it first, then registers its own handlers, which win (falcon takes the most
+    specific class, and the last registration of one class)."""
+    app.add_error_handler(Exception, _internal_error)
+    app.add_error_handler(EmulatorError, _emulator_error)
+    return app
 
 
 def _emulator_error(req, resp, error, params):
