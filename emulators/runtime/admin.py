@@ -8,6 +8,7 @@ import json
 import logging
 import re
 import time
+from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 import falcon
@@ -43,16 +44,16 @@ class ServiceRouteError(Exception):
         self.error = error
 
 
+@dataclass
 class Request:
     """What an admin handler sees: namespace, params, query (last value wins), parsed body."""
 
-    def __init__(self, method, namespace, params, query, body, base_url):
-        self.method = method
-        self.namespace = namespace
-        self.params = params
-        self.query = query
-        self.body = body
-        self.base_url = base_url
+    method: str
+    namespace: str
+    params: dict
+    query: dict
+    body: object
+    base_url: str
 
     def flag(self, name):
         return self.query.get(name, "").lower() in ("1", "true", "yes")

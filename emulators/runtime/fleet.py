@@ -16,7 +16,6 @@ import threading
 import time
 import uuid
 from urllib.request import ProxyHandler, build_opener
-from wsgiref.simple_server import make_server
 
 from . import fleetstore, requestlog
 from .app import Runtime
@@ -26,7 +25,7 @@ from .emulator import ADMIN
 from .fleetconfig import ConfigError, plan as make_plan, read_config
 from .fleetcontrol import FleetControl
 from .fleetstore import FleetSnapshots
-from .server import Server, _Handler, _Server
+from .server import Listener, Server
 from .settings import Settings
 from .timeline import MAIN
 
@@ -188,26 +187,6 @@ def _busy(diagnostics):
         diagnostics["pendingJobs"] + diagnostics["pendingWebhooks"] > 0
 
 
-class _Listener:
-    """A threaded WSGI listener for the control app (serve()'s server without a runtime)."""
-
-    def __init__(self, app, host, port):
-        self._httpd = make_server(host, port, app, server_class=_Server, handler_class=_Handler)
-        self.port = self._httpd.server_address[1]
-        self.url = f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True,
-                                        name="emulator-fleet-control")
-        self._thread.start()
-
-    def close(self):
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._thread.join(timeout=5)
-            self._httpd = None
-
-
 class Fleet:
     """A running fleet: `children`, `url` (control), `manifest`, `close()`; a context manager.
 
@@ -262,7 +241,8 @@ class Fleet:
                 self.close()
                 raise FleetStartError(child.name, error) from error
         try:
-            self._control = _Listener(FleetControl(self), plan.control_host, plan.control_port)
+            self._control = Listener(FleetControl(self), plan.control_host, plan.control_port,
+                                     name="emulator-fleet-control")
         except OSError as error:
             self.close()
             raise FleetError(f"cannot listen on {plan.control_host}:{plan.control_port} for the"
