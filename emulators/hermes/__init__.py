@@ -2,6 +2,7 @@
 
 `serve()` starts it on an ephemeral loopback port in a thread: `with serve() as hermes: hermes.url`.
 """
+import os
 
 
 def serve(settings=None, **kwargs):
@@ -10,8 +11,6 @@ def serve(settings=None, **kwargs):
     An entry point: without `settings` (a HermesSettings, e.g. a short SSE keepalive) the
     HERMES_* variables of the environment configure it.
     """
-    import os
-
     from emulators.runtime import serve as serve_service
 
     from .app import create_service, from_env

@@ -61,6 +61,7 @@ class Runtime:
         self._stamps = {}
         self._provider = None
         self.admin = Admin(emulator)
+        self._locate = emulator.locate  # once per request: one attribute lookup saved
 
     # -- helpers ----------------------------------------------------------------------------
     @property
@@ -84,7 +85,7 @@ class Runtime:
     # -- WSGI -------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
         started = perf_counter()
-        plane, namespace, path, carrier = self.emulator.locate(environ)
+        plane, namespace, path, carrier = self._locate(environ)
         if carrier is not None:  # the path carrier moves into SCRIPT_NAME (spec §3)
             environ = dict(environ)
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + \

@@ -1,6 +1,7 @@
 """`serve()`: run a service on a loopback port in a background thread (threaded, streaming)."""
 import dataclasses
 import os
+import shutil
 import socketserver
 import tempfile
 import threading
@@ -96,7 +97,6 @@ def serve(service, *, host="127.0.0.1", port=0, db=None, admin_key=None, setting
             db = os.path.join(folder, "emulators.sqlite3")
 
             def cleanup():
-                import shutil
                 shutil.rmtree(folder, ignore_errors=True)
         settings = Settings(db=db, admin_key=admin_key, **options)
     elif options:
