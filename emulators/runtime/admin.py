@@ -122,14 +122,31 @@ class Admin:
         app.req_options.strip_url_path_trailing_slash = True
         by_path = {}
         for (method, path), entry in self.routes.items():
-            by_path.setdefault(path, {})[method] = entry
+            by_path.setdefault(path, {})[method] = (entry, {})
         for path, entries in by_path.items():
+            # falcon prefers a literal segment to a field: where a literal path lacks a method
+            # a field route has (DELETE /faults/presets vs DELETE /faults/:id), keep the field.
+            for method in METHODS:
+                if method not in entries:
+                    entries.update(self._field_route(method, path))
             app.add_route(re.sub(r":([A-Za-z_]+)", r"{\1}", path), _Route(self, entries))
         app.add_error_handler(Exception, self._internal)
         app.add_error_handler(falcon.HTTPError, self._no_route)  # the router's 404s
         app.add_error_handler(EmulatorError, _admin_error)
         app.add_error_handler(ServiceRouteError, _service_error)
         return app
+
+    def _field_route(self, method, path):
+        """{method: (entry, params)} of a `:param` route of `method` that matches `path`."""
+        parts = path.strip("/").split("/")
+        for (route_method, pattern), entry in self.routes.items():
+            wanted = pattern.strip("/").split("/")
+            if route_method != method or ":" not in pattern or len(wanted) != len(parts):
+                continue
+            if all(want.startswith(":") or want == got for want, got in zip(wanted, parts)):
+                return {method: (entry, {want[1:]: got for want, got in zip(wanted, parts)
+                                         if want.startswith(":")})}
+        return {}
 
     # -- entry point ------------------------------------------------------------------------
     def respond(self, entry, req, resp, **params):
@@ -156,7 +173,8 @@ class Admin:
                           f"{self.emulator.admin_prefix} lists them", status=404)
 
     def _no_route(self, req, resp, error, params):
-        if isinstance(error, (falcon.HTTPNotFound, falcon.HTTPMethodNotAllowed)):
+        if isinstance(error, (falcon.HTTPNotFound, falcon.HTTPMethodNotAllowed)) or \
+                req.method not in METHODS:  # falcon refuses an unknown method with a 400
             _admin_error(req, resp, self._missing(req), params)
         else:
             send(resp, error.status_code, {"error": {"type": "mockingbird_admin",
@@ -399,8 +417,9 @@ class _Route:
 
     def __init__(self, admin, entries):
         for method in METHODS:
+            entry, params = entries.get(method, (None, {}))
             setattr(self, f"on_{method.lower()}",
-                    functools.partial(admin.respond, entries.get(method)))
+                    functools.partial(admin.respond, entry, **params))
 
 
 def send(resp, code, payload, headers=()):
