@@ -6,11 +6,11 @@ journal and timeline; this module only wires routes.
 """
 import falcon
 
-from emulators.runtime import Service, add_fallback_handlers, bodies
+from emulators.runtime import Service, add_fallback_handlers
 
 from . import resources
 from .compat import CompatBackend
-from .errors import BodyTooLarge, HermesError
+from .errors import HermesError
 from .models import HermesBackend
 from .openapi import DOCUMENT
 from .presets import PRESETS
@@ -40,11 +40,6 @@ ROUTES = (  # path, resource class
 
 def _hermes_error(req, resp, error, params):
     resources.send_json(resp, error.status, error.body(), error.headers)
-
-
-def _too_large(req, resp, error, params):
-    # A chunked body past the limit, refused by the runtime's guarded input.
-    _hermes_error(req, resp, BodyTooLarge(), params)
 
 
 def _not_found(req, resp, error, params):
@@ -86,7 +81,6 @@ def create_provider_app(settings):
     app.add_error_handler(falcon.HTTPNotFound, _not_found)
     app.add_error_handler(falcon.HTTPMethodNotAllowed, _method_not_allowed)
     app.add_error_handler(HermesError, _hermes_error)
-    app.add_error_handler(bodies.BodyTooLarge, _too_large)
     return app
 
 
