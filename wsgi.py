@@ -6,14 +6,15 @@ and every other path to the chat app. Settings are read from the environment onc
 import os
 import sys
 
+from emulators import load
 from emulators.runtime import PathDispatcher, build_wsgi
 from emulators.runtime import Settings as EmulatorSettings
 from spaces.newos4.app import create_app
 from spaces.newos4.settings import Settings
 
 try:
-    from emulators.github.app import service as github_service
-    from emulators.hermes.app import service as hermes_service  # reads HERMES_* on import
+    github_service = load("github", os.environ)
+    hermes_service = load("hermes", os.environ)  # HERMES_* through HermesSettings.from_env
     _chat_settings = Settings.from_env(os.environ)
     _chat_settings.check_data_dir()
     _emulator_settings = EmulatorSettings.from_env(os.environ)

@@ -143,8 +143,8 @@ def verdict(ratio):
 def real_handlers(folder):
     """A real service's handlers, in process: GitHub pulls/get and pulls/update (validation,
     several reads, a write), full pipeline vs the same handler called bare."""
-    from emulators.github.app import service as github
-    runtime = Runtime(github, Settings(db=os.path.join(folder, "github.sqlite3")))
+    from emulators.github.app import create_service
+    runtime = Runtime(create_service(), Settings(db=os.path.join(folder, "github.sqlite3")))
     provider = runtime.provider
     a, b = "a" * 40, "b" * 40
 

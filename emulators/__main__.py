@@ -1,7 +1,7 @@
-"""`python -m emulators serve <service>`: see emulators.runtime.cli."""
+"""`python -m emulators serve <service>`: see emulators/cli.py."""
 import sys
 
-from emulators.runtime.cli import main
+from emulators.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

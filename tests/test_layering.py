@@ -77,3 +77,80 @@ def test_emulator_services_never_import_each_other_and_runtime_imports_no_servic
             for mod in imports_of(path):
                 others = [s for s in services if s != service]
                 assert not any(mod.startswith(f"emulators.{o}") for o in others), path
+
+
+def module_graph(folders=("spaces", "emulators", "scripts", "cron"), files=("wsgi.py",)):
+    """Every module of the project and what it imports, function-level imports included.
+
+    `from package import name` points at `package.name` when that is a module of the project.
+    """
+    paths = [p for folder in folders for p in python_files(folder)] + [REPO / f for f in files]
+    names = {}
+    for path in paths:
+        parts = path.relative_to(REPO).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in names.items():
+        is_package = path.name == "__init__.py"
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                edges.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    package = name.split(".")
+                    package = package[:len(package) - node.level + (1 if is_package else 0)]
+                    base = ".".join(package + ([node.module] if node.module else []))
+                for alias in node.names:
+                    edges.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in names
+                              else base)
+        graph[name] = {edge for edge in edges if edge in names and edge != name}
+    return graph
+
+
+def cycles(graph):
+    """The strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles_anywhere_function_level_imports_included():
+    assert cycles(module_graph()) == []
+
+
+def test_the_cycle_check_sees_a_cycle_through_a_function_level_import():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_the_runtime_imports_nothing_from_emulators_outside_itself():
+    for path in python_files("emulators/runtime"):
+        for mod in imports_of(path):
+            if mod.split(".")[0] == "emulators":
+                assert mod.startswith("emulators.runtime"), f"{path.name} imports {mod}"

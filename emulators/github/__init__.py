@@ -8,5 +8,5 @@ def serve(**kwargs):
     """Start the GitHub emulator in a background thread; return the running server."""
     from emulators.runtime import serve as serve_service
 
-    from .app import service
-    return serve_service(service, **kwargs)
+    from .app import create_service
+    return serve_service(create_service(), **kwargs)

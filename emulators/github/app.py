@@ -8,7 +8,7 @@ import logging
 
 import falcon
 
-from emulators.runtime import Service
+from emulators.runtime import Service, add_fallback_handlers, bodies
 
 from . import errors, media, resources
 from .openapi import DOCUMENT
@@ -18,6 +18,16 @@ log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 DEFAULT_PORT = 8828
+ROUTES = (  # path, resource class
+    ("/repos/{owner}/{repo}", resources.Repository),
+    ("/repos/{owner}/{repo}/git/ref/{ref:path}", resources.Ref),
+    ("/repos/{owner}/{repo}/git/matching-refs", resources.MatchingRefs),
+    ("/repos/{owner}/{repo}/git/matching-refs/{ref:path}", resources.MatchingRefs),
+    ("/repos/{owner}/{repo}/git/refs", resources.Refs),
+    ("/repos/{owner}/{repo}/git/refs/{ref:path}", resources.RefItem),
+    ("/repos/{owner}/{repo}/pulls", resources.Pulls),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}", resources.Pull),
+)
 
 
 class ApiVersion:
@@ -65,6 +75,10 @@ def _not_found(req, resp, exc, params):
     _github_error(req, resp, errors.NotFound("repos/get"), params)
 
 
+def _too_large(req, resp, exc, params):
+    _github_error(req, resp, errors.PayloadTooLarge(), params)
+
+
 def _unexpected(req, resp, exc, params):
     log.exception("github emulator: unexpected error on %s %s", req.method, req.path)
     resp.status = 500
@@ -74,29 +88,30 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
-    app = falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()])
+    app = add_fallback_handlers(falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()]))
     app.req_options.strip_url_path_trailing_slash = False
-    for path, resource in resources.ROUTES:
-        app.add_route(path, resource)
+    for path, resource in ROUTES:
+        app.add_route(path, resource())
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _not_found)
     app.add_error_handler(errors.GitHubError, _github_error)
+    app.add_error_handler(bodies.BodyTooLarge, _too_large)
     return app
 
 
-service = Service(
-    name="github",
-    version=VERSION,
-    default_port=DEFAULT_PORT,
-    openapi=DOCUMENT,
-    provider_app=create_provider_app,
-    presets=PRESETS,
-    describe=lambda instance: {"apiVersion": errors.API_VERSION},
-    webhooks=True,  # the runtime's hub (emulators/runtime/webhooks.py); events from models.py
-    webhook_ping=resources.webhook_ping,
-    webhook_user_agent="GitHub-Hookshot/mockingbird",
-    admin_routes=[
-        ("POST", "/github/repositories", resources.seed_repository),
-        ("POST", "/github/refs/move", resources.move_ref),
-    ],
-)
+def create_service(settings=None):
+    """Build the GitHub Service for the runtime (GitHub has no options of its own: `settings`
+    is None, the parameter keeps the factory shape every service shares)."""
+    return Service(name="github", version=VERSION, default_port=DEFAULT_PORT, openapi=DOCUMENT,
+                   provider_app=create_provider_app, presets=PRESETS,
+                   describe=lambda instance: {"apiVersion": errors.API_VERSION},
+                   # the runtime's hub (emulators/runtime/webhooks.py); events from models.py
+                   webhooks=True, webhook_ping=resources.webhook_ping,
+                   webhook_user_agent="GitHub-Hookshot/mockingbird",
+                   admin_routes=[("POST", "/github/repositories", resources.seed_repository),
+                                 ("POST", "/github/refs/move", resources.move_ref)])
+
+
+def from_env(environ):
+    """Build the Service from an entry point's environment (no GITHUB_* variables yet)."""
+    return create_service()

@@ -93,6 +93,16 @@ class ValidationFailed(GitHubError):
                 "documentation_url": DOCS[self.operation], "status": "422"}
 
 
+class PayloadTooLarge(GitHubError):
+    """413 for a body past the runtime's limit, in the shape of GitHub's other errors."""
+
+    status = 413
+    message = "Payload Too Large"
+
+    def body(self):
+        return {"message": self.message, "documentation_url": TROUBLESHOOTING, "status": "413"}
+
+
 class Unsupported(GitHubError):
     """Something the emulator deliberately does not model (mock-only 501)."""
 

@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl
 
 from emulators.runtime import instance_of
 
-from . import context, errors, events, media, schemas
+from . import context, events, media, schemas
 from .models import GitHubBackend, iso
 from .presets import ACCEPTED_DROP
 
@@ -158,39 +158,15 @@ class Pull:
         _answer_pulls(resp, 200, pull, param)
 
 
-ROUTES = [
-    ("/repos/{owner}/{repo}", Repository()),
-    ("/repos/{owner}/{repo}/git/ref/{ref:path}", Ref()),
-    ("/repos/{owner}/{repo}/git/matching-refs", MatchingRefs()),
-    ("/repos/{owner}/{repo}/git/matching-refs/{ref:path}", MatchingRefs()),
-    ("/repos/{owner}/{repo}/git/refs", Refs()),
-    ("/repos/{owner}/{repo}/git/refs/{ref:path}", RefItem()),
-    ("/repos/{owner}/{repo}/pulls", Pulls()),
-    ("/repos/{owner}/{repo}/pulls/{pull_number}", Pull()),
-]
+# --- admin controls: handler(call) -> (status, body); the admin plane answers a GitHubError
+# raised here with its own status and mock-only envelope (`{message, code}`).
 
-
-# --- admin controls: handler(call) -> (status, body) -----------------------------------------
-
-def _control(handler):
-    """Answer a control's own errors in their mock-only envelopes (`{message, code}`)."""
-    def answer(call):
-        try:
-            return handler(call)
-        except errors.GitHubError as exc:
-            return exc.status, exc.body()
-    answer.__doc__ = handler.__doc__
-    return answer
-
-
-@_control
 def seed_repository(call):
     """`POST /__admin/github/repositories`: seed one synthetic repository (runtime checkpoints)."""
     repository = backend_for(call.instance).seed(call.body)
     return 201, {"repository": repository, "simulated": True}
 
 
-@_control
 def move_ref(call):
     """`POST /__admin/github/refs/move`: an intervening actor fast-forwards a branch."""
     reference = backend_for(call.instance).move_ref(call.body)

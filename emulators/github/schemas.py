@@ -3,9 +3,10 @@
 Plain functions rather than marshmallow schemas: the reference's checks are ordered (first failure
 wins, each with its own status), which a declarative schema would not preserve.
 """
-import json
 import re
 from dataclasses import dataclass
+
+from emulators.runtime.bodies import loads
 
 from . import errors
 
@@ -25,8 +26,8 @@ def classify_body(content_type, raw):
     essence = content_type.split(";", 1)[0].strip().lower()
     if essence in ("application/json", "text/json") or essence.endswith("+json"):
         try:
-            return "json", json.loads(raw.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
+            return "json", loads(raw.decode("utf-8"))
+        except ValueError:  # not UTF-8, not JSON, or nested too deep
             return "invalid", None
     if essence == "application/x-www-form-urlencoded":
         return "form", None

@@ -1,14 +1,12 @@
 """The Hermes service: provider routes (runs API and the OpenAI-compatible surface), Hermes
 admin controls and presets.
 
-The runtime wraps `service` with namespaces, clock, faults, journal and timeline; this module
-only wires routes.
+The runtime wraps the Service `create_service(settings)` builds with namespaces, clock, faults,
+journal and timeline; this module only wires routes.
 """
-import os
-
 import falcon
 
-from emulators.runtime import Service
+from emulators.runtime import Service, add_fallback_handlers
 
 from . import openapi_sessions, resources, session_resources
 from .catalog import Catalog
@@ -79,9 +77,9 @@ class ProviderApp(falcon.App):
 
 def create_provider_app(settings):
     """Return the falcon app of the Hermes provider routes."""
-    app = ProviderApp(media_type=falcon.MEDIA_JSON,
-                      middleware=[resources.Cors(settings), resources.BodyLimit(),
-                                  session_resources.EmptySegments()])
+    app = add_fallback_handlers(ProviderApp(
+        media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings), resources.BodyLimit(),
+                                                  session_resources.EmptySegments()]))
     for path, resource in ROUTES:
         app.add_route(path, resource(settings))
     app.add_error_handler(falcon.HTTPNotFound, _not_found)
@@ -90,16 +88,15 @@ def create_provider_app(settings):
     return app
 
 
-def _admin(action):
-    """Wrap a backend control; Hermes errors keep their Hermes envelope (hermes-runs.md §7)."""
-    def handler(call):
-        try:
-            return 200, action(HermesBackend(call.instance), call)
-        except HermesError as error:
-            # The runtime's admin plane would render its own admin envelope for these.
-            return error.status, error.body(), dict(error.headers)
-    handler.__doc__ = action.__doc__
-    return handler
+def _runs(action):
+    """A runs control over HermesBackend; a HermesError keeps its Hermes envelope (the admin
+    plane answers a service route's errors with their own body, hermes-runs.md §7)."""
+    return lambda call: (200, action(HermesBackend(call.instance), call))
+
+
+def _replies(settings, action):
+    """A scripted-replies control over CompatBackend."""
+    return lambda call: (200, action(CompatBackend(call.instance, settings), call))
 
 
 def _observe(backend, call):
@@ -122,17 +119,6 @@ def _sweep(backend, call):
     return backend.sweep()
 
 
-def _replies(settings, action):
-    """Wrap a scripted-replies control over CompatBackend (Hermes envelopes on errors)."""
-    def handler(call):
-        try:
-            return 200, action(CompatBackend(call.instance, settings), call)
-        except HermesError as error:
-            return error.status, error.body(), dict(error.headers)
-    handler.__doc__ = action.__doc__
-    return handler
-
-
 def _queue_replies(backend, call):
     """Queue scripted replies for the next chat completions / responses of the namespace."""
     return backend.queue_replies(call.body)
@@ -149,11 +135,9 @@ def _clear_replies(backend, call):
 
 
 def _set_skills(call):
-    """Replace the namespace's skills (what GET /v1/skills lists)."""
-    try:
-        return 200, Catalog(call.instance).set_skills(call.body)
-    except HermesError as error:
-        return error.status, error.body(), dict(error.headers)
+    """Replace the namespace's skills (what GET /v1/skills lists); a HermesError keeps its
+    Hermes envelope (the admin plane answers it with its own body)."""
+    return 200, Catalog(call.instance).set_skills(call.body)
 
 
 def _skills(call):
@@ -167,15 +151,15 @@ def describe(instance):
 
 
 def create_service(settings=None):
-    """Build the Hermes Service for the runtime."""
+    """Build the Hermes Service for the runtime (`settings`: a HermesSettings, or defaults)."""
     settings = settings or HermesSettings()
     return Service(
         name="hermes", version=VERSION, default_port=8827, openapi=DOCUMENT, presets=PRESETS,
         provider_app=lambda: create_provider_app(settings), describe=describe,
-        admin_routes=[("POST", "/hermes/runs/:id/observe", _admin(_observe)),
-                      ("POST", "/hermes/scope", _admin(_scope)),
-                      ("POST", "/hermes/restart", _admin(_restart)),
-                      ("POST", "/hermes/sweep", _admin(_sweep)),
+        admin_routes=[("POST", "/hermes/runs/:id/observe", _runs(_observe)),
+                      ("POST", "/hermes/scope", _runs(_scope)),
+                      ("POST", "/hermes/restart", _runs(_restart)),
+                      ("POST", "/hermes/sweep", _runs(_sweep)),
                       ("POST", "/hermes/replies", _replies(settings, _queue_replies)),
                       ("GET", "/hermes/replies", _replies(settings, _list_replies)),
                       ("DELETE", "/hermes/replies", _replies(settings, _clear_replies)),
@@ -183,6 +167,6 @@ def create_service(settings=None):
                       ("GET", "/hermes/skills", _skills)])
 
 
-# The registry (`emulators.load`) imports this module once per process; HERMES_* settings are read
-# here through HermesSettings.from_env, the one reader of those variables.
-service = create_service(HermesSettings.from_env(os.environ))
+def from_env(environ):
+    """Build the Service from an entry point's environment: HERMES_* through HermesSettings."""
+    return create_service(HermesSettings.from_env(environ))

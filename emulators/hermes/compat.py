@@ -3,23 +3,24 @@ responses) over one emulator instance. No model runs: each reply is the namespac
 reply, or one derived deterministically from the input. All state lives in the instance records.
 """
 import datetime
-import hashlib
-import json
 import os
 import random
 import re
 import shutil
 
-from . import canonical, schemas
+from . import canonical, schemas, sse
 from .errors import (
     AgentCrashed, AgentIncomplete, InvalidMessages, InvalidRequest, InvalidSessionId,
     MessageTypeOnly, NoUserMessage, PreviousResponseNotFound, ResponseNotFound, SessionIdTooLong,
-    Throttled, Unsupported)
+    Throttled)
 from .models import EFFECT_THROTTLE, memory_key_of
 from .schemas import TERMINAL
-from .sessions import SESSION_ENDPOINTS, SessionBook, arguments_text, result_text
+from .sessions import SESSION_ENDPOINTS, SessionBook
 from .sessions import Turn as StoredTurn
 from .store import HermesStore
+from .upstream import (arguments_text, chat_usage, coerce_bool, derive_session_id, fingerprint,
+                       flatten, json_type, message_item, normalize, path_unsafe, result_text,
+                       visible, words)
 
 HERMES_VERSION = "0.19.0"           # the observed release (hermes-real-server.md §5)
 DEFAULT_MODEL = "hermes-agent"
@@ -31,87 +32,7 @@ MAX_SESSION_HEADER = 256
 CHAT_FINGERPRINT = ("model", "messages", "tools", "tool_choice", "stream")
 RESPONSES_FINGERPRINT = ("input", "instructions", "previous_response_id", "conversation", "model",
                          "tools")
-TRUE_STRINGS = {"1", "true", "yes", "on"}   # upstream _coerce_request_bool
-FALSE_STRINGS = {"0", "false", "no", "off"}
-TEXT_PARTS = {"text", "input_text", "output_text"}
-IMAGE_PARTS = {"image_url", "input_image"}
-BATCH_WINDOW_MS = 50                # upstream batches Responses text deltas for 50 ms
 WORDS = re.compile(r"\S+\s*|\s+")
-
-
-def coerce_bool(value, default):
-    """Upstream `_coerce_request_bool`: bools, bool-ish strings and numbers; else the default."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip().lower()
-        return True if text in TRUE_STRINGS else False if text in FALSE_STRINGS else default
-    if isinstance(value, (int, float)):
-        return bool(value)
-    return default
-
-
-def flatten(content):
-    """Plain text of message content (string, or a list of text parts), as upstream flattens."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for item in content:
-            if isinstance(item, str) and item:
-                parts.append(item)
-            elif isinstance(item, dict) and str(item.get("type") or "").lower() in TEXT_PARTS:
-                if item.get("text"):
-                    parts.append(str(item["text"]))
-            elif isinstance(item, list):
-                parts.append(flatten(item))
-        return "\n".join(part for part in parts if part)
-    return str(content)
-
-
-def normalize(content):
-    """Text-only content becomes a string; content with images stays a list of parts."""
-    if isinstance(content, list) and any(
-            isinstance(part, dict) and str(part.get("type") or "").lower() in IMAGE_PARTS
-            for part in content):
-        return content
-    return flatten(content)
-
-
-def visible(content):
-    """Upstream `_content_has_visible_payload`: any non-blank text, or an image part."""
-    if isinstance(content, str):
-        return bool(content.strip())
-    return isinstance(content, list) and any(
-        isinstance(part, dict) and (
-            str(part.get("type") or "").lower() in IMAGE_PARTS
-            or (str(part.get("type") or "").lower() in TEXT_PARTS
-                and str(part.get("text") or "").strip()))
-        for part in content)
-
-
-def fingerprint(body, keys):
-    """Upstream `_make_request_fingerprint`: sha256 of the repr of the selected body keys."""
-    return hashlib.sha256(repr({key: body.get(key) for key in keys}).encode("utf-8")).hexdigest()
-
-
-def derive_session_id(system_prompt, first_user):
-    """Upstream `_derive_chat_session_id`: api- + 16 hex of sha256("<system>\\n<first user>")."""
-    seed = f"{system_prompt or ''}\n{first_user}"
-    return "api-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
-
-
-def path_unsafe(value):
-    """Upstream gateway.session._is_path_unsafe: traversal, separators or a drive prefix."""
-    if ".." in value or "/" in value or "\\" in value:
-        return True
-    return len(value) >= 2 and value[0].isalpha() and value[1] == ":"
-
-
-def words(text):
-    return len(text.split())
 
 
 class Result:
@@ -205,8 +126,9 @@ class CompatBackend:
         except canonical.InvalidJSONText:
             raise error from None
         if not isinstance(body, dict):
-            # The real server crashes (500 "Server got itself in trouble") on a non-object root.
-            raise Unsupported("non-object bodies are outside the modelled subset (upstream 500)")
+            # The real server crashes (500 "Server got itself in trouble") on a non-object root:
+            # a bug we do not copy; the client's mistake is a 400 in the route's envelope.
+            raise type(error)("Request body must be a JSON object")
         return body
 
     # health, models, capabilities
@@ -360,10 +282,12 @@ class CompatBackend:
             raise InvalidMessages()
         stream = coerce_bool(body.get("stream"), False)
         system_prompt, conversation = None, []
-        for message in messages:
+        for index, message in enumerate(messages):
             if not isinstance(message, dict):
-                raise Unsupported("non-object messages are outside the modelled subset"
-                                  " (upstream 500)")
+                # A crash upstream (500) too; OpenAI's own wording for the same mistake.
+                raise InvalidRequest(f"Invalid type for 'messages[{index}]': expected an object,"
+                                     f" but got {json_type(message)} instead.",
+                                     code="invalid_type")
             role = message.get("role", "")
             if role == "system":
                 text = flatten(message.get("content", ""))
@@ -432,7 +356,7 @@ class CompatBackend:
     def chat_stream(self, turn):
         """Run the turn now; return (headers, frames, delay_s) of the chat SSE stream."""
         result = self.agent_turn(turn)
-        return self.chat_headers(turn), list(chat_frames(turn, result)), result.delay_s
+        return self.chat_headers(turn), list(sse.chat_frames(turn, result)), result.delay_s
 
     # responses (§7)
     def response_turn(self, raw, *, session_key_header):
@@ -539,7 +463,7 @@ class CompatBackend:
         turn.created = int(self.now_s())
         turn.message_id = "msg_" + self.hex(24)
         turn.item_ids = [("fc_" + self.hex(24), "fco_" + self.hex(24)) for _ in result.tools()]
-        events = list(response_events(turn, result))
+        events = list(sse.response_events(turn, result))
         self.save(turn, events[0][1]["response"], None)
         return self.chat_headers(turn), events, result.delay_s
 
@@ -556,147 +480,3 @@ class CompatBackend:
             if not self.store.delete_response(response_id):
                 raise ResponseNotFound(response_id)
         return {"id": response_id, "object": "response", "deleted": True}
-
-
-def chat_usage(usage):
-    return {"prompt_tokens": usage.get("input_tokens", 0),
-            "completion_tokens": usage.get("output_tokens", 0),
-            "total_tokens": usage.get("total_tokens", 0)}
-
-
-def message_item(text):
-    return {"type": "message", "role": "assistant",
-            "content": [{"type": "output_text", "text": text}]}
-
-
-def sse(data, event=None):
-    """One SSE frame as upstream writes it (`event:` line only for named events)."""
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {json.dumps(data)}\n\n"
-
-
-def chat_frames(turn, result):
-    """The chat SSE frames (§6 Stream): role chunk, deltas, tool progress, finish, [DONE]."""
-    def chunk(delta, finish=None):
-        return {"id": turn.completion_id, "object": "chat.completion.chunk",
-                "created": turn.created, "model": turn.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-    yield sse(chunk({"role": "assistant"}))
-    for step in result.steps:
-        if isinstance(step, str):
-            yield sse(chunk({"content": step}))
-        elif not step["tool"].startswith("_"):  # upstream keeps internal tools off the wire
-            tool_call = step["id"]
-            yield sse({"tool": step["tool"], "emoji": step.get("emoji", "⚡"),
-                       "label": step.get("label", step["tool"]), "toolCallId": tool_call,
-                       "status": "running"}, "hermes.tool.progress")
-            yield sse({"tool": step["tool"], "toolCallId": tool_call, "status": "completed"},
-                      "hermes.tool.progress")
-    failed, error = result.failed, result.error
-    if result.exception is not None:
-        failed, error = True, error or result.exception
-    finish = "length" if result.partial and error and "truncat" in error.lower() else (
-        "error" if failed or (not result.completed and error) else "stop")
-    final = chunk({}, finish)
-    final["usage"] = chat_usage(result.usage)
-    if finish != "stop":
-        if error:
-            final["error"] = {"message": error,
-                              "type": "RuntimeError" if result.exception else "agent_error"}
-        final["hermes"] = {"completed": result.completed, "partial": result.partial,
-                           "failed": failed, "error": error,
-                           "error_code": "output_truncated" if finish == "length"
-                           else "agent_error"}
-    yield sse(final)
-    yield "data: [DONE]\n\n"
-
-
-def response_events(turn, result):
-    """The Responses SSE events (§7 Stream) as (type, data) pairs, without sequence numbers."""
-    def envelope(status):
-        return {"id": turn.response_id, "object": "response", "status": status,
-                "created_at": turn.created, "model": turn.model}
-
-    yield "response.created", {"type": "response.created",
-                               "response": {**envelope("in_progress"), "output": []}}
-    state = {"next_index": 0, "message_index": None, "parts": []}
-    emitted = []
-
-    def open_message():
-        if state["message_index"] is None:
-            state["message_index"] = state["next_index"]
-            state["next_index"] += 1
-            return [("response.output_item.added", {
-                "type": "response.output_item.added", "output_index": state["message_index"],
-                "item": {"id": turn.message_id, "type": "message", "status": "in_progress",
-                         "role": "assistant", "content": []}})]
-        return []
-
-    def text_delta(delta):
-        events = open_message()
-        state["parts"].append(delta)
-        events.append(("response.output_text.delta", {
-            "type": "response.output_text.delta", "item_id": turn.message_id,
-            "output_index": state["message_index"], "content_index": 0, "delta": delta,
-            "logprobs": []}))
-        return events
-
-    # Upstream batches text deltas that arrive within 50 ms into one delta.
-    batch = result.data.get("delay_ms", 0) < BATCH_WINDOW_MS
-    pending, tool_number = [], 0
-    for step in [*result.steps, None]:
-        if isinstance(step, str):
-            if batch:
-                pending.append(step)
-            else:
-                yield from text_delta(step)
-            continue
-        if pending:
-            yield from text_delta("".join(pending))
-            pending = []
-        if step is None:
-            break
-        fc_id, fco_id = turn.item_ids[tool_number]
-        tool_number += 1
-        call = step["id"]
-        arguments = arguments_text(step)
-        index = state["next_index"]
-        state["next_index"] += 2
-        item = {"id": fc_id, "type": "function_call", "status": "in_progress",
-                "name": step["tool"], "call_id": call, "arguments": arguments}
-        yield "response.output_item.added", {"type": "response.output_item.added",
-                                             "output_index": index, "item": item}
-        yield "response.output_item.done", {"type": "response.output_item.done",
-                                            "output_index": index,
-                                            "item": {**item, "status": "completed"}}
-        parts = [{"type": "input_text", "text": result_text(step)}]
-        output_item = {"id": fco_id, "type": "function_call_output", "call_id": call,
-                       "output": parts, "status": "completed"}
-        for name in ("response.output_item.added", "response.output_item.done"):
-            yield name, {"type": name, "output_index": index + 1, "item": output_item}
-        emitted.append({"type": "function_call", "name": step["tool"], "arguments": arguments,
-                        "call_id": call})
-        emitted.append({"type": "function_call_output", "call_id": call, "output": parts})
-    if result.text and not state["parts"]:
-        yield from text_delta(result.text)  # upstream's fallback single delta
-    text = "".join(state["parts"]) or result.text
-    error = result.exception
-    if error is None and result.error and not text:
-        error = result.error
-    if state["message_index"] is not None:
-        yield "response.output_text.done", {
-            "type": "response.output_text.done", "item_id": turn.message_id,
-            "output_index": state["message_index"], "content_index": 0, "text": text,
-            "logprobs": []}
-        yield "response.output_item.done", {
-            "type": "response.output_item.done", "output_index": state["message_index"],
-            "item": {"id": turn.message_id, "type": "message", "status": "completed",
-                     "role": "assistant", "content": [{"type": "output_text", "text": text}]}}
-    final = {**envelope("failed" if error else "completed"),
-             "output": [*emitted, message_item(text or error or "")]}
-    if error:
-        final["error"] = {"message": error, "type": "server_error"}
-    final["usage"] = dict(result.usage)
-    name = "response.failed" if error else "response.completed"
-    yield name, {"type": name, "response": final}

@@ -28,6 +28,15 @@ class HermesError(EmulatorError):
         return {"error": {key: full[key] for key in self.fields}}
 
 
+class RunError(HermesError):
+    """An error about one run: `prefix` followed by the run id."""
+
+    prefix = ""
+
+    def __init__(self, run_id):
+        super().__init__(f"{self.prefix}{run_id}")
+
+
 class InvalidRequest(HermesError):
     """A plain 400 `invalid_request_error` with a null code (e.g. "Invalid JSON")."""
 
@@ -60,20 +69,16 @@ class IdempotencyConflict(HermesError):
     code = "idempotency_key_conflict"
 
 
-class RunNotFound(HermesError):
+class RunNotFound(RunError):
     status = 404
     code = "run_not_found"
-
-    def __init__(self, run_id):
-        super().__init__(f"Run not found: {run_id}")
+    prefix = "Run not found: "
 
 
-class RunNotActive(HermesError):
+class RunNotActive(RunError):
     status = 409
     code = "run_not_active"
-
-    def __init__(self, run_id):
-        super().__init__(f"Run is not active in this gateway process: {run_id}")
+    prefix = "Run is not active in this gateway process: "
 
 
 class TerminalRun(HermesError):
@@ -84,20 +89,16 @@ class TerminalRun(HermesError):
     code = "mock_terminal_run"
 
 
-class ApprovalNotActive(HermesError):
+class ApprovalNotActive(RunError):
     status = 409
     code = "approval_not_active"
-
-    def __init__(self, run_id):
-        super().__init__(f"Run has no active approval session: {run_id}")
+    prefix = "Run has no active approval session: "
 
 
-class ApprovalNotPending(HermesError):
+class ApprovalNotPending(RunError):
     status = 409
     code = "approval_not_pending"
-
-    def __init__(self, run_id):
-        super().__init__(f"Run has no pending approval: {run_id}")
+    prefix = "Run has no pending approval: "
 
 
 class InvalidApprovalChoice(HermesError):
@@ -109,12 +110,10 @@ class InvalidApprovalRequest(HermesError):
     code = "invalid_approval_request"
 
 
-class SteerNotAccepting(HermesError):
+class SteerNotAccepting(RunError):
     status = 409
     code = "run_not_accepting_steer"
-
-    def __init__(self, run_id):
-        super().__init__(f"Run is not currently accepting steer input: {run_id}")
+    prefix = "Run is not currently accepting steer input: "
 
 
 class InvalidSteerInput(HermesError):

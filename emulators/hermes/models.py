@@ -6,7 +6,7 @@ one `instance.transaction()`, so all gunicorn workers see one consistent set of 
 import json
 import math
 
-from . import canonical, schemas
+from . import canonical, schemas, sse
 from .errors import (
     ApprovalNotActive, HermesError, ApprovalNotPending, IdempotencyConflict, InvalidApprovalChoice,
     InvalidApprovalRequest, InvalidIdempotencyKey, InvalidRequest, InvalidSessionKey,
@@ -67,11 +67,6 @@ def run_id_for(namespace, counter):
 def ordered(record):
     """Return a run record with its keys in upstream order (storage does not keep order)."""
     return {key: record[key] for key in RECORD_ORDER if key in record}
-
-
-def frame(payload):
-    """Return one data-only SSE frame (upstream: `data: <json>` and a blank line)."""
-    return "data: " + json.dumps(payload) + "\n\n"
 
 
 class Submission:
@@ -231,7 +226,7 @@ class HermesBackend:
         if stream is None:
             return  # nobody will ever read it (consumed, expired or lost on restart)
         payload = {"event": name, "run_id": run_id, "timestamp": self.now_s(), **fields}
-        self.store.append_event(stream, frame(payload), terminal=terminal)
+        self.store.append_event(stream, sse.frame(payload), terminal=terminal)
 
     def _observe(self, record, owner, fields, events=()):
         """Apply one observation (§7 step 4-5) and publish the matching events."""

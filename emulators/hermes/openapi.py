@@ -6,6 +6,9 @@ _ERROR = {"$ref": "#/components/schemas/Error"}
 _RESPONSE_ID = {"name": "response_id", "in": "path", "required": True,
                 "schema": {"type": "string"}}
 _OBJECT = {"type": "object"}
+_IDEMPOTENCY_KEY, _SESSION_KEY, _SESSION_ID = (
+    {"name": name, "in": "header", "schema": {"type": "string"}}
+    for name in ("Idempotency-Key", "X-Hermes-Session-Key", "X-Hermes-Session-Id"))
 _SSE = {"text/event-stream": {"schema": {"type": "string"}}}
 _RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
 
@@ -40,22 +43,17 @@ DOCUMENT = {
                           **_errors(401)}}},
         "/v1/chat/completions": {"post": {
             "operationId": "ChatCompletionCreate", "summary": "OpenAI chat completion",
-            "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
-                {"name": "X-Hermes-Session-Id", "in": "header", "schema": {"type": "string"}},
-                {"name": "X-Hermes-Session-Key", "in": "header", "schema": {"type": "string"}}],
+            "parameters": [_IDEMPOTENCY_KEY, _SESSION_ID, _SESSION_KEY],
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "required": ["messages"], "properties": {
                     "messages": {"type": "array", "items": _OBJECT}, "model": {},
                     "stream": {}, "tools": {}, "tool_choice": {}}}}}},
             "responses": {"200": {"description": "chat.completion, or SSE chunks",
                                   "content": {"application/json": {"schema": _OBJECT}, **_SSE}},
-                          **_errors(400, 401, 413, 429, 500, 501, 502)}}},
+                          **_errors(400, 401, 413, 429, 500, 502)}}},
         "/v1/responses": {"post": {
             "operationId": "ResponseCreate", "summary": "OpenAI Responses create",
-            "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
-                {"name": "X-Hermes-Session-Key", "in": "header", "schema": {"type": "string"}}],
+            "parameters": [_IDEMPOTENCY_KEY, _SESSION_KEY],
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "required": ["input"], "properties": {
                     "input": {"oneOf": [{"type": "string"}, {"type": "array"}]},
@@ -64,7 +62,7 @@ DOCUMENT = {
                     "truncation": {}}}}}},
             "responses": {"200": {"description": "response, or SSE events",
                                   "content": {"application/json": {"schema": _OBJECT}, **_SSE}},
-                          **_errors(400, 401, 404, 413, 429, 500, 501)}}},
+                          **_errors(400, 401, 404, 413, 429, 500)}}},
         "/v1/responses/{response_id}": {
             "get": {"operationId": "ResponseGet", "summary": "A stored response",
                     "parameters": [_RESPONSE_ID],
@@ -75,9 +73,7 @@ DOCUMENT = {
         "/v1/runs": {"post": {
             "operationId": "RunCreate",
             "summary": "Admit a run (202) or replay an idempotent delivery",
-            "parameters": [
-                {"name": "Idempotency-Key", "in": "header", "schema": {"type": "string"}},
-                {"name": "X-Hermes-Session-Key", "in": "header", "schema": {"type": "string"}}],
+            "parameters": [_IDEMPOTENCY_KEY, _SESSION_KEY],
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "required": ["input"], "properties": {
                     "input": {"oneOf": [{"type": "string"}, {"type": "array"}]},

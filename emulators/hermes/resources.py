@@ -9,12 +9,13 @@ import json
 import time
 
 from emulators.runtime import instance_of
+from emulators.runtime.bodies import MAX_BODY  # upstream's request-size limit too
 
+from . import sse
 from .compat import CompatBackend
 from .errors import BodyTooLarge, InvalidContentLength, RunNotFound, Unauthorized
 from .models import EFFECT_DROP, HermesBackend, Submission
 
-MAX_BODY = 10_000_000  # upstream request-size middleware
 # Security headers of upstream JSON responses (hermes-real-server.md §2); never on SSE.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
@@ -36,7 +37,6 @@ def send_json(resp, status, body, headers=None):
 
 
 BARE = "x-hermes-bare"  # tells the app to send this answer without any Content-Type
-SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 # Upstream _CORS_HEADERS plus Max-Age (hermes-real-server.md §3).
 CORS_HEADERS = {"Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
                 "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key"}
@@ -201,11 +201,7 @@ class RunEvents(HermesResource):
             if time.monotonic() >= deadline:
                 raise RunNotFound(run_id)
             time.sleep(min(self.settings.poll_s, 0.05))
-        resp.status = 200
-        resp.content_type = "text/event-stream"
-        resp.set_header("Cache-Control", "no-cache")
-        resp.set_header("X-Accel-Buffering", "no")
-        resp.stream = self.frames(backend, stream["run_id"])
+        open_stream(resp, {}, self.frames(backend, stream["run_id"]))
 
     def frames(self, backend, run_id):
         """Yield SSE frames until the terminal event, a dropped transport, or a gone client."""
@@ -216,7 +212,7 @@ class RunEvents(HermesResource):
                 for text in frames:
                     yield text.encode("utf-8")
                 if state == "terminal":
-                    yield b": stream closed\n\n"
+                    yield sse.CLOSED
                     return
                 if state == "gone":
                     return
@@ -224,7 +220,7 @@ class RunEvents(HermesResource):
                 if frames:
                     quiet_since = now
                 elif now - quiet_since >= self.settings.keepalive_s:
-                    yield b": keepalive\n\n"
+                    yield sse.KEEPALIVE
                     quiet_since = now
                 time.sleep(self.settings.poll_s)
         finally:
@@ -235,16 +231,8 @@ def open_stream(resp, headers, frames):
     """Start an SSE answer; upstream flushes its headers without the security headers (§2)."""
     resp.status = 200
     resp.content_type = "text/event-stream"
-    resp.set_headers({**SSE_HEADERS, **headers})
+    resp.set_headers({**sse.HEADERS, **headers})
     resp.stream = frames
-
-
-def paced(frames, delay_s):
-    """Yield encoded frames, waiting `delay_s` between them (a scripted slow model)."""
-    for n, text in enumerate(frames):
-        if n and delay_s:
-            time.sleep(delay_s)
-        yield text.encode("utf-8")
 
 
 class Health(HermesResource):
@@ -285,7 +273,7 @@ class ChatCompletions(HermesResource):
                                  session_id_header=req.get_header("X-Hermes-Session-Id"))
         if turn.stream:
             headers, frames, delay_s = backend.chat_stream(turn)
-            open_stream(resp, headers, paced(frames, delay_s))
+            open_stream(resp, headers, sse.paced(frames, delay_s))
             return
         body, headers = backend.chat(turn, req.get_header("Idempotency-Key"))
         send_json(resp, 200, body, headers)
@@ -300,7 +288,7 @@ class Responses(HermesResource):
                                      session_key_header=req.get_header("X-Hermes-Session-Key"))
         if turn.stream:
             headers, events, delay_s = backend.response_stream(turn)
-            open_stream(resp, headers, paced(self.frames(backend, turn, events), delay_s))
+            open_stream(resp, headers, sse.paced(self.frames(backend, turn, events), delay_s))
             return
         body, headers = backend.respond(turn, req.get_header("Idempotency-Key"))
         backend.instance.report_ids(responseId=body["id"])
@@ -313,7 +301,7 @@ class Responses(HermesResource):
             if number == len(events) - 1:
                 final = data["response"]
                 backend.save(turn, final, final["output"][-1]["content"][0]["text"])
-            yield f"event: {name}\ndata: {json.dumps({**data, 'sequence_number': number})}\n\n"
+            yield sse.frame({**data, "sequence_number": number}, name)
 
 
 class Response(HermesResource):

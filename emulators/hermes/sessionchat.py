@@ -1,13 +1,12 @@
 """Chatting inside a session (hermes-real-server.md §10.10-§10.11): one agent turn over the stored
 transcript, answered as JSON or as a stream of named events, and stored in the session.
 """
-import json
-
-from .compat import flatten, visible, words
 from .errors import AgentCrashed, InvalidSystemMessage, MissingMessage
 from .models import memory_key_of
 from .sessions import Turn as StoredTurn
-from .sessions import arguments_text, json_object, result_text
+from .sessions import json_object
+from .sse import frame
+from .upstream import arguments_text, flatten, result_text, visible, words
 
 THINKING_PREVIEW = 500   # upstream's "_thinking" progress carries the first 500 characters
 
@@ -90,7 +89,7 @@ class SessionChat:
             common = {"session_id": turn.session_id, "run_id": run_id, "seq": seq,
                       "ts": self.compat.now_s()}
             data = {**payload, **{k: v for k, v in common.items() if k not in payload}}
-            return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+            return frame(data, name)
 
         yield event("run.started", {"user_message": {"role": "user", "content": turn.message}})
         yield event("message.started", {"message": {"id": message_id, "role": "assistant"}})

@@ -2,13 +2,13 @@
 instance records. Chat completions, responses, runs, session chat and jobs record their turns
 here; `/api/sessions…` reads and edits them. No agent runs in this module.
 """
-import json
 import re
 
 from . import canonical
 from .errors import (
     InvalidRequest, InvalidSessionIdCode, InvalidSystemPrompt,
     InvalidTitle, SessionExists, SessionNotFound, UnsupportedSessionFields)
+from .upstream import arguments_text, result_text
 
 SESSIONS = "hermes-sessions"          # id -> session row (public fields + system_prompt, ...)
 MESSAGES = "hermes-messages"          # "<session id>:<message id>" -> message object
@@ -391,15 +391,3 @@ class StoredResult:
     @staticmethod
     def tools():
         return []
-
-
-def arguments_text(step):
-    """A scripted tool call's arguments as the model's JSON text."""
-    arguments = step.get("arguments", {})
-    return json.dumps(arguments) if isinstance(arguments, dict) else str(arguments)
-
-
-def result_text(step):
-    """A scripted tool call's result as the tool message's text."""
-    result = step.get("result", "")
-    return result if isinstance(result, str) else json.dumps(result)

@@ -1,8 +1,10 @@
 """The shared emulator runtime: namespaces, clock, faults, journal and timeline in one SQLite
 database every worker shares. Services plug in with `Service` (see emulators/README.md)."""
-from .app import Runtime
+from .app import Runtime, add_fallback_handlers
 from .errors import AdminError, ConnectionDropped, DroppedByFault, EmulatorError
+from .fleet import start_fleet
 from .instance import Instance, instance_of
+from .mount import PathDispatcher
 from .server import Server, serve
 from .service import AdminCall, Service
 from .settings import Settings
@@ -14,10 +16,5 @@ def build_wsgi(service, settings=None, **kwargs):
 
 
 __all__ = ["AdminCall", "AdminError", "ConnectionDropped", "DroppedByFault", "EmulatorError",
-           "Instance", "Runtime", "Server", "Service", "Settings", "build_wsgi", "instance_of",
-           "serve"]
-
-from .mount import PathDispatcher  # noqa: E402
-from .fleet import start_fleet  # noqa: E402
-
-__all__ += ["PathDispatcher", "start_fleet"]
+           "Instance", "PathDispatcher", "Runtime", "Server", "Service", "Settings",
+           "add_fallback_handlers", "build_wsgi", "instance_of", "serve", "start_fleet"]

@@ -5,34 +5,27 @@ dispatch → automatic checkpoint → journal/metrics → stamp.
 """
 import json
 import logging
-import re
 import socket
 import time
 import uuid
 from time import perf_counter
 
-from .clock import Clocks, wall_ms
-from .credentials import Credentials
-from .db import Database
+import falcon
+
+from . import names
+from .admin import BASE_URL_KEY, NAMESPACE_KEY, Admin
+from .bodies import guard
+from .clock import wall_ms
+from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
-from .faults import Faults
 from .instance import MUTATING, Instance
-from .journal import Journal
-from .mount import origin, rewrite_response
-from .openapi import OperationMatcher
+from .mount import public_base, rewrite_response
+from .names import NAME
 from .requestlog import guarded_sink
-from .rng import seed_state
-from .settings import Settings
-from .timeline import (MAIN, START_ON_MAIN, Timeline, TimelineError, checkpoint_id,
-                       storage_key)
-from .webhooks import WebhookHub
+from .timeline import MAIN, START_ON_MAIN, TimelineError, checkpoint_id, storage_key
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")  # \Z: `$` lets a trailing newline in
-PREFIX = re.compile(r"^/[A-Za-z0-9_-]+(/[A-Za-z0-9_-]+)*$")
-NS_MESSAGE = "x-mockingbird-namespace must match /^[A-Za-z0-9_.-]{1,64}$/"
-BRANCH_MESSAGE = "x-mockingbird-branch must match /^[A-Za-z0-9_.-]{1,64}$/"
 JSON = "application/json"
 
 
@@ -46,152 +39,72 @@ def error_body(message, type_="mockingbird_admin"):
     return json_body({"error": {"type": type_, "message": message}})
 
 
-def public_base(environ):
-    """Return scheme://host[:port] + SCRIPT_NAME of a WSGI request."""
-    return origin(environ) + environ.get("SCRIPT_NAME", "")
-
-
 class Runtime:
-    """One service's emulator as a WSGI callable, with all steering state in SQLite."""
+    """One service's emulator as a WSGI callable: the request pipeline over an Emulator.
+
+    Built from a service and settings by `create_emulator`; `db`, `clocks`, `faults`,
+    `journal`, `timeline`, `credentials`, `instance()`, `reset()` and the other handles
+    documented for `build_wsgi` are the emulator's own.
+    """
 
     def __init__(self, service, settings=None, *, wall=wall_ms, db=None):
-        settings = settings or Settings()
-        if not PREFIX.match(settings.admin_prefix):
-            raise ValueError("adminPrefix must be an absolute non-root path of literal segments,"
-                             " without a trailing slash")
-        self.service = service
-        self.name = service.name
-        self.version = service.version
-        self.settings = settings
-        self.admin_prefix = settings.admin_prefix
-        self._on_log = guarded_sink(settings.on_log)  # None when no sink: nothing per request
-        self.db = db or Database(settings.db)
-        self.clocks = Clocks(self.db, self.name, wall=wall)
-        self.faults = Faults(self.db, self.name, seed=settings.seed)
-        self.matcher = OperationMatcher(service.openapi)
-        self.journal = Journal(self.db, self.name, size=settings.journal_size,
-                               has_document=self.matcher.has_document)
-        self.timeline = Timeline(self.db, self.name, self.clocks, seed_state(settings.seed),
-                                 settings.max_checkpoints)
-        self.credentials = Credentials(self.db, self.name)
-        # webhook hub (webhooks.py), only for services that emit events
-        self.webhooks = WebhookHub(self.db, self.name, user_agent=service.webhook_user_agent) \
-            if service.webhooks else None
-        self._credential = getattr(service, "credential", None)  # None: no lookup per request
-        self.started = time.monotonic()
-        self._known = set()
+        emulator = self.emulator = create_emulator(service, settings, wall=wall, db=db)
+        self.service, self.name, self.version = emulator.service, emulator.name, emulator.version
+        self.settings, self.admin_prefix = emulator.settings, emulator.admin_prefix
+        self.db, self.clocks, self.faults = emulator.db, emulator.clocks, emulator.faults
+        self.journal, self.timeline = emulator.journal, emulator.timeline
+        self.credentials, self.matcher = emulator.credentials, emulator.matcher
+        self.webhooks = emulator.webhooks
+        self.touch, self.namespaces = emulator.touch, emulator.namespaces
+        self.instance, self.reset = emulator.instance, emulator.reset
+        self._on_log = guarded_sink(emulator.settings.on_log)  # None: nothing per request
         self._checked = set()  # namespaces of provider requests that passed the pattern
         self._stamps = {}
         self._provider = None
-        self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?$")
-        from .admin import Admin  # the admin plane needs the runtime's parts
-        self.admin = Admin(self)
+        self.admin = Admin(emulator)
+        self._locate = emulator.locate  # once per request: one attribute lookup saved
 
     # -- helpers ----------------------------------------------------------------------------
     @property
     def provider(self):
-        """The service's falcon app, built once, with the runtime's error handlers added."""
+        """The service's falcon app, built once (after fork, on first use)."""
         if self._provider is None:
-            app = self.service.provider_app()
-            handlers = getattr(app, "_error_handlers", {})
-            if EmulatorError not in handlers:
-                app.add_error_handler(EmulatorError, _emulator_error)
-            if Exception not in handlers or handlers[Exception].__module__.startswith("falcon"):
-                app.add_error_handler(Exception, _internal_error)
-            self._provider = app
+            self._provider = self.service.provider_app()
         return self._provider
 
     def stamp(self, namespace):
         """Return the `x-mockingbird` header value."""
         stamp = self._stamps.get(namespace)  # only valid namespaces are kept
         if stamp is None:
-            if namespace is None or not NAMESPACE.match(namespace):
+            if namespace is None or not NAME.match(namespace):
                 return f"{self.name}@{self.version}"
             if len(self._stamps) >= 4096:
                 self._stamps.clear()
             stamp = self._stamps[namespace] = f"{self.name}@{self.version}; ns={namespace}"
         return stamp
 
-    def touch(self, namespace):
-        """Remember a namespace (the list only grows)."""
-        if namespace not in self._known:
-            self.db.execute("INSERT OR IGNORE INTO namespaces (service, namespace) VALUES (?, ?)",
-                            (self.name, namespace))
-            self._known.add(namespace)
-
-    def namespaces(self):
-        """Return every namespace seen, sorted, `default` included."""
-        rows = self.db.all("SELECT namespace FROM namespaces WHERE service=?", (self.name,))
-        return sorted({"default", *(row[0] for row in rows)})
-
-    def instance(self, namespace="default", branch=MAIN, *, method="GET", base_url="", hits=()):
-        """Return an instance over a namespace's branch (for admin routes, tests and tools)."""
-        self.touch(namespace)
-        return Instance(self, namespace, branch, storage_key(namespace, branch), method=method,
-                        base_url=base_url, hits=hits)
-
-    def reset(self, namespace=None, keep=()):
-        """Reset one namespace (or every namespace when None); `keep` names parts to spare."""
-        targets = self.namespaces() if namespace is None else [namespace]
-        with self.db.transaction():
-            for table in ("records", "sequences", "rngs"):
-                if namespace is None:
-                    self.db.execute(f"DELETE FROM {table} WHERE service=? AND key NOT LIKE"
-                                    " '!faults:%'", (self.name,))
-                else:
-                    self.db.execute(f"DELETE FROM {table} WHERE service=? AND namespace=? AND"
-                                    " key NOT LIKE '!faults:%'", (self.name, namespace))
-            self.timeline.reset(namespace)
-            if "faults" not in keep:
-                self.faults.reset(namespace)
-            if "clock" not in keep:
-                self.clocks.reset(namespace)
-            if "journal" not in keep:
-                self.journal.clear(namespace)
-            if "metrics" not in keep:
-                self.journal.clear_metrics(namespace)
-            if self.webhooks is not None:
-                self.webhooks.clear(namespace)
-        for ns in targets:
-            self.service.reset(self.instance(ns))
-        return targets
-
     # -- WSGI -------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
         started = perf_counter()
-        path = environ.get("PATH_INFO") or "/"
-        header_ns = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
-        if not path.startswith(self.admin_prefix):  # the common case: a provider request
-            if header_ns is None:
-                header_ns = "default" if self._credential is None else \
-                    self.credentials.resolve(self._credential, environ)
-            return self._vendor(environ, start_response, path, header_ns, started)
-        carrier_ns = None
-        match = self._carrier.match(path)
-        if match:
-            carrier_ns = match.group(1)
-            path = match.group(2) or "/"
+        plane, namespace, path, carrier = self._locate(environ)
+        if carrier is not None:  # the path carrier moves into SCRIPT_NAME (spec §3)
             environ = dict(environ)
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + \
-                f"{self.admin_prefix}/ns/{carrier_ns}"
+                f"{self.admin_prefix}/ns/{carrier}"
             environ["PATH_INFO"] = path
-        if path == self.admin_prefix or path.startswith(self.admin_prefix + "/"):
-            status, headers, body, namespace = self.admin.handle(
-                environ, path[len(self.admin_prefix):] or "/",
-                header_ns if header_ns is not None else carrier_ns)
-            headers.append(("content-length", str(len(body))))
-            headers.append(("x-mockingbird", self.stamp(namespace)))
-            start_response(status, headers)
-            return [] if environ.get("REQUEST_METHOD") == "HEAD" else [body]
-        if header_ns is not None:
-            namespace = header_ns
-        elif carrier_ns:
-            namespace = carrier_ns
-        elif self._credential is not None:  # spec §3 step 3: the credential map
-            namespace = self.credentials.resolve(self._credential, environ)
-        else:
-            namespace = "default"
-        return self._vendor(environ, start_response, path, namespace, started)
+        if plane is PROVIDER:
+            return self._vendor(environ, start_response, path, namespace, started)
+        admin = dict(environ)
+        admin[BASE_URL_KEY] = public_base(admin)
+        admin[NAMESPACE_KEY] = namespace
+        admin["SCRIPT_NAME"] = admin.get("SCRIPT_NAME", "") + self.admin_prefix
+        admin["PATH_INFO"] = path[len(self.admin_prefix):] or "/"
+        stamp = self.stamp(namespace)  # without `ns=` when the namespace is invalid
+
+        def stamped(status, headers, exc_info=None):
+            headers.append(("x-mockingbird", stamp))
+            return start_response(status, headers, exc_info)
+        return self.admin.app(admin, stamped)
 
     def _vendor(self, environ, start_response, path, namespace, started):
         method = environ.get("REQUEST_METHOD", "GET").upper()
@@ -209,8 +122,8 @@ class Runtime:
             echo.append(("x-mockingbird-at", at))
         call = (environ, start_response, entry, echo, started)
         if namespace not in self._checked:
-            if not NAMESPACE.match(namespace):
-                return self._answer(call, "400 Bad Request", error_body(NS_MESSAGE),
+            if not NAME.match(namespace):
+                return self._answer(call, "400 Bad Request", error_body(names.NAMESPACE_HEADER),
                                     [("content-type", JSON)])
             self.touch(namespace)
             if len(self._checked) >= 4096:
@@ -219,8 +132,8 @@ class Runtime:
         key = namespace
         scratch = None
         if echo:
-            if not NAMESPACE.match(branch):
-                return self._answer(call, "400 Bad Request", error_body(BRANCH_MESSAGE),
+            if not NAME.match(branch):
+                return self._answer(call, "400 Bad Request", error_body(names.BRANCH_HEADER),
                                     [("content-type", JSON)])
             try:
                 key = storage_key(namespace, branch)
@@ -260,8 +173,8 @@ class Runtime:
                 head = (self.timeline.moves, self.db.restarts(), known)
                 hits = self.faults.evaluate(namespace, operation, method, path, version)
                 if not hits:
-                    instance = Instance(self, namespace, branch, key, method, environ, (),
-                                        version)
+                    instance = Instance(self.emulator, namespace, branch, key, method,
+                                        environ, (), version)
                     return self._dispatch(call, instance, scratch, head)
         else:
             version = self.clocks.version()
@@ -279,14 +192,16 @@ class Runtime:
         if terminal is not None:
             status, headers, body = terminal.response()
             self._cleanup(scratch)
-            return self._answer(call, _status_line(status), body, headers, fault=terminal.id)
+            return self._answer(call, falcon.code_to_http_status(status), body, headers,
+                                fault=terminal.id)
 
         if mutation:
             with self.db.transaction(commit_on_error=True):
-                instance = Instance(self, namespace, branch, key, method, environ, hits,
-                                    self.clocks.version())
+                instance = Instance(self.emulator, namespace, branch, key, method,
+                                    environ, hits, self.clocks.version())
                 return self._dispatch(call, instance, scratch)
-        instance = Instance(self, namespace, branch, key, method, environ, hits, version)
+        instance = Instance(self.emulator, namespace, branch, key, method, environ, hits,
+                            version)
         return self._dispatch(call, instance, scratch)
 
     def _answer(self, call, status, body, headers=(), fault=None):
@@ -311,6 +226,7 @@ class Runtime:
         """
         environ, start_response, entry, echo, started = call
         environ["emulators.instance"] = instance
+        guard(environ)  # a body past the limit is refused by the provider's first read
         captured = []
 
         def capture(status, headers, exc_info=None):
@@ -393,7 +309,7 @@ class Runtime:
         namespace = entry["namespace"]
         if version is not None:
             clock = self.clocks.current(namespace, version)
-        elif NAMESPACE.match(namespace):
+        elif NAME.match(namespace):
             state = self.clocks.state(namespace)
             clock = state["now"], state["frozen"]
         else:  # an invalid namespace has no clock
@@ -446,14 +362,6 @@ def close_socket(environ):
             pass
 
 
-def _status_line(code):
-    from http import HTTPStatus
-    try:
-        return f"{code} {HTTPStatus(code).phrase}"
-    except ValueError:
-        return f"{code} Unknown"
-
-
 def _request_meta(environ):
     length = environ.get("CONTENT_LENGTH")
     return {"contentType": environ.get("CONTENT_TYPE") or None,
@@ -461,8 +369,17 @@ def _request_meta(environ):
             "transferEncoding": environ.get("HTTP_TRANSFER_ENCODING")}
 
 
+def add_fallback_handlers(app):
+    """Give a provider app the runtime's answers: an EmulatorError with its status, body() and
+    headers; any other exception logged and a 500 without a traceback. A provider app factory
+    calls it first, then registers its own handlers, which win (falcon takes the most
+    specific class, and the last registration of one class)."""
+    app.add_error_handler(Exception, _internal_error)
+    app.add_error_handler(EmulatorError, _emulator_error)
+    return app
+
+
 def _emulator_error(req, resp, error, params):
-    import falcon
     resp.status = falcon.code_to_http_status(error.status)
     resp.media = error.body()
     for name, value in (error.headers or {}).items():
@@ -470,7 +387,6 @@ def _emulator_error(req, resp, error, params):
 
 
 def _internal_error(req, resp, error, params):
-    import falcon
     if isinstance(error, (falcon.HTTPError, falcon.HTTPStatus)):
         raise error  # let falcon render its own
     log.error("emulator: unhandled error", exc_info=error)

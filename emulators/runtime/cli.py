@@ -3,13 +3,14 @@ them with `serve --config FILE` (spec §15); strict parsing (an unknown command 
 start-up errors exit 1, SIGINT/SIGTERM exit 0."""
 import argparse
 import json
-import os
 import re
 import signal
 import sys
 import threading
 
 from . import requestlog
+from .fleet import FleetError, FleetStartError, start_fleet
+from .fleetconfig import ConfigError
 from .mount import PREFIX
 from .server import serve
 from .settings import Settings
@@ -171,13 +172,11 @@ def _parsers(services):
     return parser, run
 
 
-def main(argv=None, *, environ=None, loader=None):
-    """Run the CLI; return the exit status."""
-    from emulators import SERVICES, load
-    loader = loader or load
-    environ = os.environ if environ is None else environ
+def main(argv, *, environ, loader, services):
+    """Run the CLI; return the exit status. `loader(name)` returns the Service of one of
+    `services` (the registry above the runtime supplies both: emulators/cli.py)."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser, run = _parsers(list(SERVICES))
+    parser, run = _parsers(list(services))
     if not argv:
         parser.print_help()
         return 0
@@ -292,8 +291,6 @@ def _banner(server):
 
 def _serve_fleet(args, loader, options, stop):
     """Serve the fleet of --config until a signal; return the exit status."""
-    from .fleet import FleetError, FleetStartError, start_fleet
-    from .fleetconfig import ConfigError
     try:
         fleet = start_fleet(args.config, admin_key=options["admin_key"],
                             admin_prefix=options["admin_prefix"], log=args.log,

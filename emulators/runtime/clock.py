@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from .errors import AdminError
 
-DURATION = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$")
+DURATION = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\Z")
 UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # A JavaScript Date's range (±100,000,000 days), the reference runtime's; it also keeps every
 # clock value far inside SQLite's 64-bit INTEGER.

@@ -5,13 +5,12 @@ carrier routed by the credential they carry; `/credentials` admin routes manage 
 """
 import json
 import logging
-import re
 
+from . import names
 from .errors import AdminError
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # fullmatch
 SHAPE = 'expected {"credentials": {"<credential>": "<namespace>"}}'
 ENTRY = "each entry is a credential string or {credential, namespace}"
 
@@ -122,7 +121,7 @@ def parse_pairs(body, namespace):
     for credential, target in pairs:
         if not _credential(credential):
             raise AdminError("a credential must be a non-empty string")
-        if not NAMESPACE.fullmatch(target):
+        if not names.valid(target):
             raise AdminError(f"bad namespace {json.dumps(target, ensure_ascii=False)}")
     return pairs
 
@@ -130,8 +129,8 @@ def parse_pairs(body, namespace):
 class CredentialRoutes:
     """`GET`/`PUT`/`DELETE /credentials`."""
 
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, emulator):
+        self.emulator = emulator
 
     def routes(self):
         """Return (method, path, handler) of every credential route."""
@@ -139,13 +138,13 @@ class CredentialRoutes:
                 ("DELETE", "/credentials", self.delete)]
 
     def list(self, request):
-        return 200, {"credentials": self.runtime.credentials.entries()}
+        return 200, {"credentials": self.emulator.credentials.entries()}
 
     def put(self, request):
         pairs = parse_pairs(request.body, request.namespace)
-        self.runtime.credentials.set_many(pairs)
+        self.emulator.credentials.set_many(pairs)
         return 200, {"mapped": len(pairs)}
 
     def delete(self, request):
-        self.runtime.credentials.remove(request.query.get("credential"))
+        self.emulator.credentials.remove(request.query.get("credential"))
         return 200, {"status": "ok"}

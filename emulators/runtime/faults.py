@@ -7,10 +7,10 @@ import json
 import re
 
 from .errors import AdminError
+from .names import NAME, SHOWN
 from .rng import mulberry32, seed_state
 
-NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-RULE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+RULE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")
 HTTP_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"}
 FIELDS = {"id", "operationId", "method", "path", "pathPrefix", "namespace", "status", "body",
           "headers", "count", "after", "rate", "delayMs", "latencyMs", "drop", "effect", "params",
@@ -42,7 +42,7 @@ def validate_rule(raw, default_namespace):
         rule.pop("latencyMs", None)
     checks = [
         ("id", lambda v: isinstance(v, str) and RULE_ID.match(v),
-         f"a string matching {RULE_ID.pattern}"),
+         "a string matching ^[A-Za-z0-9_.:-]{1,64}$"),
         ("operationId", lambda v: isinstance(v, str) and v, "a non-empty string"),
         ("method", lambda v: isinstance(v, str) and v.upper() in HTTP_METHODS,
          "one of " + ", ".join(sorted(HTTP_METHODS))),
@@ -50,7 +50,7 @@ def validate_rule(raw, default_namespace):
         ("pathPrefix", lambda v: isinstance(v, str) and v.startswith("/"),
          "a path starting with /"),
         ("namespace", lambda v: isinstance(v, str) and (v == "*" or NAME.match(v)),
-         f'"*" or a name matching {NAME.pattern}'),
+         f'"*" or a name matching {SHOWN}'),
         ("status", lambda v: _int(v) and 100 <= v <= 599, "an HTTP status (100-599)"),
         ("headers", lambda v: isinstance(v, dict) and all(
             isinstance(k, str) and isinstance(x, str) for k, x in v.items()),

@@ -10,23 +10,22 @@ import functools
 import json
 import logging
 import os
-import re
 import shutil
 import tempfile
 import threading
 import time
 import uuid
-from urllib.parse import parse_qs
 from urllib.request import ProxyHandler, build_opener
-from wsgiref.simple_server import make_server
 
 from . import fleetstore, requestlog
 from .app import Runtime
 from .clock import Clocks, iso, wall_ms
 from .db import Database
 from .fleetconfig import ConfigError, plan as make_plan, read_config
+from .fleetcontrol import FleetControl
+from .fleetguard import Guard
 from .fleetstore import FleetSnapshots
-from .server import Server, _Handler, _Server
+from .server import Listener, Server
 from .settings import Settings
 from .timeline import MAIN
 
@@ -34,7 +33,6 @@ log = logging.getLogger("emulators")
 
 FLEET_CLOCK = "!fleet"  # owner of the fleet's own clock rows (never a service name)
 HEADER = "x-mockingbird-namespace"
-JSON = "application/json"
 PROBE_TIMEOUT_S = 2
 # How long an operation (and wait-until-idle) lets requests already in flight finish once the
 # namespace is held: a client may read its whole answer a moment before the server thread is
@@ -54,119 +52,6 @@ class FleetStartError(FleetError):
         super().__init__(f"service {name} failed to start; all started listeners were closed")
         self.service = name
         self.cause = cause
-
-
-def _json(value):
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-class Guard:
-    """Wrap a child runtime: answer 409 in a namespace a fleet operation holds, and count the
-    requests in flight per namespace (quiescence). In-process only, like the listeners it guards.
-
-    The namespace is found as Runtime.__call__ and Admin.handle find it (app.py, admin.py):
-    admin routes take `?namespace=` first, then the header or the path carrier; provider routes
-    the header, the carrier, the credential map, then `default`. Health is never held or counted.
-    """
-
-    def __init__(self, runtime):
-        self.runtime = runtime
-        prefix = runtime.admin_prefix
-        self._prefix = prefix
-        self._carrier = re.compile("^" + re.escape(prefix) + r"/ns/([^/]*)(/.*)?\Z")
-        self._health = (prefix + "/health", prefix + "/health/")
-        self._credential = getattr(runtime.service, "credential", None)
-        self._mutex = threading.Lock()
-        self._locked = set()
-        self._active = {}
-
-    def namespace_of(self, environ):
-        """Return the namespace a request is served in, or None for a health probe."""
-        path = environ.get("PATH_INFO") or "/"
-        header = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
-        carrier = None
-        if path.startswith(self._prefix):
-            match = self._carrier.match(path)
-            if match:
-                carrier, path = match.group(1), match.group(2) or "/"
-            if path == self._prefix or path.startswith(self._prefix + "/"):
-                if path in self._health and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
-                    return None
-                query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
-                given = query.get("namespace", [""])[-1]
-                return given or (header if header is not None else carrier) or "default"
-        if header is not None:
-            return header
-        if carrier:
-            return carrier
-        if self._credential is not None:
-            return self.runtime.credentials.resolve(self._credential, environ)
-        return "default"
-
-    def __call__(self, environ, start_response):
-        namespace = self.namespace_of(environ)
-        if namespace is None:
-            return self.runtime(environ, start_response)
-        with self._mutex:
-            held = namespace in self._locked
-            if not held:
-                self._active[namespace] = self._active.get(namespace, 0) + 1
-        if held:
-            body = _json({"error": "fleet control in progress", "namespace": namespace})
-            start_response("409 Conflict", [("content-type", JSON),
-                                            ("content-length", str(len(body)))])
-            return [body]
-        try:
-            result = self.runtime(environ, start_response)
-        except BaseException:
-            self._leave(namespace)
-            raise
-        return _Tracked(result, lambda: self._leave(namespace))
-
-    def _leave(self, namespace):
-        with self._mutex:
-            left = self._active.get(namespace, 1) - 1
-            if left:
-                self._active[namespace] = left
-            else:
-                self._active.pop(namespace, None)
-
-    def lock(self, namespace):
-        """Hold a namespace: its new requests answer 409 until unlock()."""
-        with self._mutex:
-            self._locked.add(namespace)
-
-    def unlock(self, namespace):
-        """Release a namespace held by lock()."""
-        with self._mutex:
-            self._locked.discard(namespace)
-
-    def active(self, namespace):
-        """Return how many requests of a namespace are in flight (streams until they end)."""
-        with self._mutex:
-            return self._active.get(namespace, 0)
-
-
-class _Tracked:
-    """A response body that calls `done()` once when the server closes it (after the last
-    chunk of a stream, or when the client went away)."""
-
-    def __init__(self, result, done):
-        self._result = result
-        self._done = done
-
-    def __iter__(self):
-        return iter(self._result)
-
-    def close(self):
-        try:
-            close = getattr(self._result, "close", None)
-            if close is not None:
-                close()
-        finally:
-            done, self._done = self._done, None
-            if done is not None:
-                done()
 
 
 class Child:
@@ -205,26 +90,6 @@ def _probe(url):
 def _busy(diagnostics):
     return diagnostics["activeRequests"] + diagnostics["blockedCommands"] + \
         diagnostics["pendingJobs"] + diagnostics["pendingWebhooks"] > 0
-
-
-class _Listener:
-    """A threaded WSGI listener for the control app (serve()'s server without a runtime)."""
-
-    def __init__(self, app, host, port):
-        self._httpd = make_server(host, port, app, server_class=_Server, handler_class=_Handler)
-        self.port = self._httpd.server_address[1]
-        self.url = f"http://{f'[{host}]' if ':' in host else host}:{self.port}"
-        self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True,
-                                        name="emulator-fleet-control")
-        self._thread.start()
-
-    def close(self):
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._thread.join(timeout=5)
-            self._httpd = None
 
 
 class Fleet:
@@ -280,9 +145,9 @@ class Fleet:
             except Exception as error:
                 self.close()
                 raise FleetStartError(child.name, error) from error
-        from .fleetcontrol import FleetControl
         try:
-            self._control = _Listener(FleetControl(self), plan.control_host, plan.control_port)
+            self._control = Listener(FleetControl(self), plan.control_host, plan.control_port,
+                                     name="emulator-fleet-control")
         except OSError as error:
             self.close()
             raise FleetError(f"cannot listen on {plan.control_host}:{plan.control_port} for the"
@@ -505,10 +370,12 @@ class Fleet:
                 self._operating.discard(namespace)
 
 
-def start_fleet(config, *, admin_key=None, admin_prefix="/__admin", log="off", db=None,
-                loader=None, ready_file=None, connections_file=None):
+def start_fleet(config, *, loader, admin_key=None, admin_prefix="/__admin", log="off", db=None,
+                ready_file=None, connections_file=None):
     """Start every service of a fleet config (a dict, or the path of a JSON file) and the
     control listener; return the running Fleet once every child answered its health probe.
+
+    `loader(name)` returns the Service of a name (`emulators.start_fleet` passes the registry).
 
     `admin_key`, `admin_prefix`, `log` and `db` apply where the config does not set them (spec
     §15 precedence). Without any db the state lives in a temporary file removed on close.
@@ -524,8 +391,6 @@ def start_fleet(config, *, admin_key=None, admin_prefix="/__admin", log="off", d
     if not isinstance(config, dict):
         config = read_config(config)
     plan = make_plan(config, admin_key=admin_key, admin_prefix=admin_prefix, log=log, db=db)
-    if loader is None:
-        from emulators import load as loader
     folder = None if plan.db else tempfile.mkdtemp(prefix="emulator-fleet-")
     path = plan.db or os.path.join(folder, "emulators.sqlite3")
     cleanup = functools.partial(shutil.rmtree, folder, ignore_errors=True) if folder else None

@@ -4,11 +4,11 @@ import json
 import re
 from dataclasses import dataclass
 
+from . import names
 from .mount import PREFIX
 from .requestlog import MODES
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*\Z")
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
 TOP_FIELDS = ("services", "log", "adminPrefix", "adminKey", "namespace", "control", "db")
 SERVICE_FIELDS = ("protocol", "port", "host", "adminPrefix", "adminKey", "seed")
 CONTROL_FIELDS = ("host", "port")
@@ -75,8 +75,8 @@ def plan(config, *, admin_key=None, admin_prefix="/__admin", log="pretty", db=No
     if mode not in MODES:
         raise ConfigError(f"config: log must be pretty, json or off (got {json.dumps(mode)})")
     namespace = config.get("namespace", "default")
-    if not isinstance(namespace, str) or not NAMESPACE.match(namespace):
-        raise ConfigError("config: namespace must match /^[A-Za-z0-9_.-]{1,64}$/")
+    if not names.valid(namespace):
+        raise ConfigError(f"config: namespace must match /{names.SHOWN}/")
     control = config.get("control", {})
     if not isinstance(control, dict):
         raise ConfigError("config: control must be an object like {\"host\": \"127.0.0.1\","

@@ -17,22 +17,24 @@ import logging
 import re
 from urllib.parse import parse_qs
 
-from .admin import status_line
+import falcon
+
+from .bodies import loads, read_body
 from .clock import MAX_MS, parse_duration, parse_instant
+from .errors import EmulatorError
+from .names import NAME, SHOWN
 
 log = logging.getLogger("emulators")
 
-NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
 ROUTE = re.compile(r"^/fleet/namespaces/([^/]+)/(reset|snapshots)(?:/([^/]+)(/restore)?)?\Z")
-FIELDS = {"/fleet/wait-until-idle": ("services", "timeoutMs"),
-          "/fleet/clock": ("services", "set", "advance", "freeze"),
+FIELDS = {"wait": ("services", "timeoutMs"), "clock": ("services", "set", "advance", "freeze"),
           "reset": ("services",), "snapshots": ("services", "label"),
           "restore": ("services",)}
 MAX_WAIT_MS = 60_000
 MAX_LABEL = 200
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """A control answered early with a status and an `{"error": ...}` body."""
 
     def __init__(self, status, message):
@@ -42,105 +44,212 @@ class _Refused(Exception):
 
 
 class FleetControl:
-    """The control listener's WSGI app."""
+    """The control listener's WSGI app: one falcon route table over a running Fleet."""
+
+    def __init__(self, fleet):
+        self.fleet = fleet
+        self.prefix = prefix = fleet.plan.admin_prefix
+        app = self.app = falcon.App(middleware=[ControlGate(fleet)])
+        ns = prefix + "/fleet/namespaces/{namespace}"
+        for path, resource in ((prefix + "/health", Health(fleet)),
+                               (prefix + "/fleet/metrics", Metrics(fleet)),
+                               (prefix + "/fleet/clock", Clock(fleet)),
+                               (prefix + "/fleet/openapi.json", OpenApi(prefix)),
+                               (prefix + "/fleet/wait-until-idle", WaitUntilIdle(fleet)),
+                               (ns + "/reset", Reset(fleet)),
+                               (ns + "/snapshots", Snapshots(fleet)),
+                               (ns + "/snapshots/{snapshot_id}", Snapshot(fleet)),
+                               (ns + "/snapshots/{snapshot_id}/restore", Restore(fleet))):
+            app.add_route(path, resource)
+        app.add_error_handler(Exception, _internal)
+        app.add_error_handler(falcon.HTTPError, _unrouted)
+        app.add_error_handler(Refused, _refused)
+
+    def __call__(self, environ, start_response):
+        return self.app(environ, start_response)
+
+
+class ControlGate:
+    """Middleware, before routing: health is open; anything else outside /fleet/ is 404, then
+    the admin key (401), then the namespace (path, `?namespace=`, header, the fleet's own)."""
 
     def __init__(self, fleet):
         self.fleet = fleet
         self.prefix = fleet.plan.admin_prefix
 
-    def __call__(self, environ, start_response):
-        try:
-            status, body = self.handle(environ)
-        except _Refused as refused:
-            status, body = refused.status, refused.body
-        except Exception:
-            log.exception("fleet control: unhandled error")
-            status, body = 500, {"error": "internal error"}
-        payload = json.dumps(body, separators=(",", ":")).encode()
-        start_response(status_line(status), [("content-type", "application/json"),
-                                             ("content-length", str(len(payload))),
-                                             ("cache-control", "no-store")])
-        return [] if environ.get("REQUEST_METHOD") == "HEAD" else [payload]
-
-    def handle(self, environ):
-        """Answer one control request: (status, body)."""
-        fleet = self.fleet
-        method = environ.get("REQUEST_METHOD", "GET").upper()
-        full = environ.get("PATH_INFO") or "/"
+    def process_request(self, req, resp):
+        full = req.path
         path = full[len(self.prefix):] if full.startswith(self.prefix + "/") else ""
-        if path == "/health" and method in ("GET", "HEAD"):
-            ready, body = fleet.health()
-            return (200 if ready else 503), body
+        if path == "/health" and req.method in ("GET", "HEAD"):
+            return
         if not path.startswith("/fleet/"):
-            raise _Refused(404, "not found")
-        key = fleet.plan.admin_key
-        given = environ.get("HTTP_X_MOCKINGBIRD_ADMIN_KEY", "")
+            raise Refused(404, "not found")
+        key = self.fleet.plan.admin_key
+        given = req.get_header("x-mockingbird-admin-key") or ""
         if key is not None and not hmac.compare_digest(given.encode(), key.encode()):
-            raise _Refused(401, "admin key required")
+            raise Refused(401, "admin key required")
         route = ROUTE.match(path)
-        query = parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True)
+        query = parse_qs(req.query_string, keep_blank_values=True)
         if route:
             namespace = route.group(1)
         elif "namespace" in query:
             namespace = query["namespace"][-1]
         else:
-            namespace = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE", fleet.plan.namespace)
-        if not NAMESPACE.match(namespace):
-            raise _Refused(400, "invalid namespace")
-        if method == "GET" and path == "/fleet/metrics":
-            return 200, {"namespace": namespace, "services": fleet.metrics(namespace)}
-        if method == "GET" and path == "/fleet/clock":
-            return 200, fleet.clock(namespace)
-        if method == "GET" and path == "/fleet/openapi.json":
-            return 200, document(self.prefix)
-        snapshot_id = route.group(3) if route and route.group(2) == "snapshots" else None
-        if method == "DELETE" and snapshot_id and not route.group(4):
-            return fleet.delete_snapshot(namespace, snapshot_id)
-        if method != "POST":
-            raise _Refused(405, "method not allowed")
-        body = _read_object(environ)
-        names = self._select(body)
-        kind = path if not route else ("restore" if route.group(4) else route.group(2))
-        if kind in FIELDS:
-            unknown = [field for field in body if field not in FIELDS[kind]]
-            if unknown:
-                raise _Refused(400, f"unknown field {json.dumps(unknown[0])}")
-        if path == "/fleet/wait-until-idle":
-            wait = body.get("timeoutMs", 0)
-            if isinstance(wait, bool) or not isinstance(wait, int) or \
-                    not 0 <= wait <= MAX_WAIT_MS:
-                raise _Refused(400, f"timeoutMs must be an integer from 0 to {MAX_WAIT_MS}")
-            idle, services = fleet.wait_until_idle(namespace, names, wait)
-            return (200 if idle else 409), {"status": "idle" if idle else "busy",
-                                            "namespace": namespace, "services": services}
-        if path == "/fleet/clock":
-            return fleet.set_clock(namespace, names, **_clock_changes(body, fleet, namespace))
-        if not route or (route.group(3) and not route.group(4)) or \
-                (route.group(2) == "reset" and route.group(3)):
-            raise _Refused(404, "not found")
-        if route.group(2) == "reset":
-            return fleet.reset(namespace, names)
-        if snapshot_id:
-            return fleet.restore(namespace, snapshot_id)
-        label = body.get("label")
-        if label is not None and (not isinstance(label, str) or len(label) > MAX_LABEL):
-            raise _Refused(400, f"label must be a string of at most {MAX_LABEL} characters")
-        return fleet.snapshot(namespace, names, label)
+            namespace = req.env.get("HTTP_X_MOCKINGBIRD_NAMESPACE", self.fleet.plan.namespace)
+        if not NAME.match(namespace):
+            raise Refused(400, "invalid namespace")
+        req.context.namespace = namespace
 
-    def _select(self, body):
+
+class Control:
+    """A control resource: the fleet, and the checked body of a POST."""
+
+    def __init__(self, fleet):
+        self.fleet = fleet
+
+    def on_options(self, req, resp, **params):
+        raise falcon.HTTPMethodNotAllowed([])  # no default OPTIONS answer: the reference's 405
+
+    def body(self, req, kind):
+        """Return (the JSON object body, the selected service names), fields checked."""
+        body = _read_object(req.env)
+        names = self.select(body)
+        unknown = [field for field in body if field not in FIELDS[kind]]
+        if unknown:
+            raise Refused(400, f"unknown field {json.dumps(unknown[0])}")
+        return body, names
+
+    def select(self, body):
         """Return the selected service names (every one when `services` is absent)."""
         if "services" not in body:
             return list(self.fleet.children)
         chosen = body["services"]
         if not isinstance(chosen, list) or not chosen:
-            raise _Refused(400, "services must be a nonempty list")
+            raise Refused(400, "services must be a nonempty list")
         names = []
         for name in chosen:
             if not isinstance(name, str) or name not in self.fleet.children:
-                raise _Refused(400, "unknown service in selection")
+                raise Refused(400, "unknown service in selection")
             if name not in names:
                 names.append(name)
         return names
+
+
+class Health(Control):
+    """GET|HEAD <prefix>/health: 200 ready, 503 not (no key needed)."""
+
+    def on_get(self, req, resp):
+        ready, body = self.fleet.health()
+        send(resp, 200 if ready else 503, body)
+
+    on_head = on_get
+
+
+class Metrics(Control):
+    """GET /fleet/metrics: per-service quiescence counters of a namespace."""
+
+    def on_get(self, req, resp):
+        namespace = req.context.namespace
+        send(resp, 200, {"namespace": namespace, "services": self.fleet.metrics(namespace)})
+
+
+class Clock(Control):
+    """GET /fleet/clock, POST /fleet/clock {set?, advance?, freeze?, services?}."""
+
+    def on_get(self, req, resp):
+        send(resp, 200, self.fleet.clock(req.context.namespace))
+
+    def on_post(self, req, resp):
+        namespace = req.context.namespace
+        body, names = self.body(req, "clock")
+        send(resp, *self.fleet.set_clock(namespace, names,
+                                         **_clock_changes(body, self.fleet, namespace)))
+
+
+class OpenApi(Control):
+    """GET /fleet/openapi.json: this table as OpenAPI 3."""
+
+    def __init__(self, prefix):
+        super().__init__(None)
+        self.prefix = prefix
+
+    def on_get(self, req, resp):
+        send(resp, 200, document(self.prefix))
+
+
+class WaitUntilIdle(Control):
+    """POST /fleet/wait-until-idle {timeoutMs?, services?}: 200 idle, 409 busy."""
+
+    def on_post(self, req, resp):
+        namespace = req.context.namespace
+        body, names = self.body(req, "wait")
+        wait = body.get("timeoutMs", 0)
+        if isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= MAX_WAIT_MS:
+            raise Refused(400, f"timeoutMs must be an integer from 0 to {MAX_WAIT_MS}")
+        idle, services = self.fleet.wait_until_idle(namespace, names, wait)
+        send(resp, 200 if idle else 409, {"status": "idle" if idle else "busy",
+                                          "namespace": namespace, "services": services})
+
+
+class Reset(Control):
+    """POST /fleet/namespaces/{ns}/reset {services?}."""
+
+    def on_post(self, req, resp, namespace):
+        _, names = self.body(req, "reset")
+        send(resp, *self.fleet.reset(req.context.namespace, names))
+
+
+class Snapshots(Control):
+    """POST /fleet/namespaces/{ns}/snapshots {label?, services?} -> 201."""
+
+    def on_post(self, req, resp, namespace):
+        body, names = self.body(req, "snapshots")
+        label = body.get("label")
+        if label is not None and (not isinstance(label, str) or len(label) > MAX_LABEL):
+            raise Refused(400, f"label must be a string of at most {MAX_LABEL} characters")
+        send(resp, *self.fleet.snapshot(req.context.namespace, names, label))
+
+
+class Snapshot(Control):
+    """DELETE /fleet/namespaces/{ns}/snapshots/{id}."""
+
+    def on_delete(self, req, resp, namespace, snapshot_id):
+        send(resp, *self.fleet.delete_snapshot(req.context.namespace, snapshot_id))
+
+
+class Restore(Control):
+    """POST /fleet/namespaces/{ns}/snapshots/{id}/restore {services?}."""
+
+    def on_post(self, req, resp, namespace, snapshot_id):
+        self.body(req, "restore")
+        send(resp, *self.fleet.restore(req.context.namespace, snapshot_id))
+
+
+def send(resp, status, body):
+    """The one serializer of the control listener: compact JSON, never cached."""
+    resp.status = status
+    resp.content_type = "application/json"
+    resp.data = json.dumps(body, separators=(",", ":")).encode()
+    resp.set_header("cache-control", "no-store")
+
+
+def _refused(req, resp, refused, params):
+    send(resp, refused.status, refused.body)
+
+
+def _unrouted(req, resp, error, params):
+    # The reference's statuses: under /fleet/, a POST to no control is 404, any other method
+    # on a path without it 405.
+    if isinstance(error, (falcon.HTTPNotFound, falcon.HTTPMethodNotAllowed)):
+        _refused(req, resp, Refused(404, "not found") if req.method == "POST" else
+                 Refused(405, "method not allowed"), params)
+    else:
+        send(resp, error.status_code, {"error": error.title})
+
+
+def _internal(req, resp, error, params):
+    log.error("fleet control: unhandled error", exc_info=error)
+    send(resp, 500, {"error": "internal error"})
 
 
 def _clock_changes(body, fleet, namespace):
@@ -149,34 +258,35 @@ def _clock_changes(body, fleet, namespace):
     if "set" in body:
         changes["instant"] = parse_instant(body["set"])
         if changes["instant"] is None:
-            raise _Refused(400, "set must be epoch ms or ISO-8601")
+            raise Refused(400, "set must be epoch ms or ISO-8601")
     if "advance" in body:
         changes["advance"] = parse_duration(body["advance"])
         if changes["advance"] is None:
-            raise _Refused(400, "invalid advance")
+            raise Refused(400, "invalid advance")
     if "freeze" in body:
         if not isinstance(body["freeze"], bool):
-            raise _Refused(400, "freeze must be boolean")
+            raise Refused(400, "freeze must be boolean")
         changes["freeze"] = body["freeze"]
     if "advance" in changes:
         start = changes.get("instant")
         if start is None:
             start = fleet.clocks.state(namespace)["now"]
         if not -MAX_MS <= start + changes["advance"] <= MAX_MS:
-            raise _Refused(400, "invalid advance")
+            raise Refused(400, "invalid advance")
     return changes
 
 
 def _read_object(environ):
     """Return the JSON object of a POST body (empty: {}), or refuse with 400."""
     try:
-        size = int(environ.get("CONTENT_LENGTH") or 0)
-        raw = environ["wsgi.input"].read(size) if size > 0 else b""
-        value = json.loads(raw, parse_constant=_no_constant) if raw else {}
-    except (ValueError, UnicodeDecodeError):
-        raise _Refused(400, "expected JSON object") from None
+        raw = read_body(environ)
+        value = loads(raw, parse_constant=_no_constant) if raw else {}
+    except EmulatorError as error:  # a bad length, or a body past the limit
+        raise Refused(error.status, error.message) from None
+    except ValueError:
+        raise Refused(400, "expected JSON object") from None
     if not isinstance(value, dict):
-        raise _Refused(400, "expected JSON object")
+        raise Refused(400, "expected JSON object")
     return value
 
 
@@ -189,7 +299,7 @@ def document(prefix):
     error = {"description": "error", "content": {"application/json": {"schema": {
         "type": "object", "properties": {"error": {"type": "string"}}}}}}
     namespace = {"name": "namespace", "in": "query", "required": False,
-                 "schema": {"type": "string", "pattern": NAMESPACE.pattern}}
+                 "schema": {"type": "string", "pattern": SHOWN}}
 
     def operation(op_id, summary, *, body=None, path_params=(), query=True, answers=None):
         spec = {"operationId": op_id, "summary": summary, "tags": ["fleet"],

@@ -1,5 +1,6 @@
 """The instance a provider handler works on: one storage key of one namespace for one request."""
 from .errors import ConnectionDropped
+from .mount import public_base
 from .records import Records
 from .rng import Rng
 from .timeline import storage_key
@@ -19,13 +20,13 @@ def instance_of(req):
 class Instance:
     """State and controls of one storage key (a namespace, or one of its branches)."""
 
-    __slots__ = ("_runtime", "namespace", "branch", "key", "method", "_base_url", "_environ",
+    __slots__ = ("_emulator", "namespace", "branch", "key", "method", "_base_url", "_environ",
                  "_hits", "ids", "writes", "accepted", "_checkpoint", "in_flight", "_records",
                  "_rng", "version")
 
-    def __init__(self, runtime, namespace, branch, key, method="GET", environ=None, hits=(),
+    def __init__(self, emulator, namespace, branch, key, method="GET", environ=None, hits=(),
                  version=None, *, base_url=""):
-        self._runtime = runtime
+        self._emulator = emulator
         self.namespace = namespace
         self.branch = branch
         self.key = key
@@ -48,8 +49,8 @@ class Instance:
     def records(self):
         """The record store of this key (below)."""
         if self._records is None:
-            runtime = self._runtime
-            self._records = Records(runtime.db, runtime.name, self.namespace, self.key,
+            emulator = self._emulator
+            self._records = Records(emulator.db, emulator.name, self.namespace, self.key,
                                     on_write=self._wrote)
         return self._records
 
@@ -57,37 +58,36 @@ class Instance:
     def rng(self):
         """The deterministic RNG of this key, captured by checkpoints."""
         if self._rng is None:
-            runtime = self._runtime
-            self._rng = Rng(runtime.db, runtime.name, self.namespace, self.key,
-                            seed=runtime.settings.seed)
+            emulator = self._emulator
+            self._rng = Rng(emulator.db, emulator.name, self.namespace, self.key,
+                            seed=emulator.settings.seed)
         return self._rng
 
     @property
     def base_url(self):
         """The public base URL of the service, mount prefix included."""
         if self._environ is not None:
-            from .app import public_base
             self._base_url, self._environ = public_base(self._environ), None
         return self._base_url
 
     @property
     def admin_prefix(self):
         """The runtime's admin prefix (`/__admin` unless configured), for path carriers."""
-        return self._runtime.admin_prefix
+        return self._emulator.admin_prefix
 
     def _wrote(self):
         self.writes += 1
 
     def now_ms(self):
         """Return the namespace clock in epoch milliseconds."""
-        clocks = self._runtime.clocks
+        clocks = self._emulator.clocks
         if self.version is None:
             return clocks.now_ms(self.namespace)
         return clocks.current(self.namespace, self.version)[0]
 
     def transaction(self):
         """Return a context manager running the block as one BEGIN IMMEDIATE transaction."""
-        return self._runtime.db.transaction()
+        return self._emulator.db.transaction()
 
     def fault_effect(self, name):
         """Return the params of a fired effect rule named `name` ({} when none), or None."""
@@ -107,7 +107,7 @@ class Instance:
             raise RuntimeError("a historical (x-mockingbird-at) view cannot commit a checkpoint")
         fresh = self.fresh_checkpoint()
         if fresh is None:
-            fresh = self._runtime.timeline.commit(self.namespace, self.branch)["id"]
+            fresh = self._emulator.timeline.commit(self.namespace, self.branch)["id"]
             self._checkpoint = (fresh, self.writes)
         return fresh
 
@@ -132,7 +132,7 @@ class Instance:
 
         `payload` may be a callable: it is only built when an endpoint listens for `event`.
         """
-        hub = self._runtime.webhooks
+        hub = self._emulator.webhooks
         if hub is not None and hub.listening(self.namespace, event):
             hub.emit(self.namespace, event, payload() if callable(payload) else payload,
                      created_ms=self.now_ms())

@@ -3,7 +3,7 @@ app answers with (spec §13): `Location`, `Link`, `Set-Cookie` paths and links i
 import re
 import zlib
 
-PREFIX = re.compile(r"^/(?:[A-Za-z0-9_-]+/)*[A-Za-z0-9_-]+$")
+PREFIX = re.compile(r"^/(?:[A-Za-z0-9_-]+/)*[A-Za-z0-9_-]+\Z")  # \Z: no trailing newline
 
 _LINK_TARGET = re.compile(r"<([^>]*)>")
 _COOKIE_PATH = re.compile(r"(;\s*path\s*=\s*)([^;]*)", re.I)
@@ -50,6 +50,11 @@ def origin(environ):
         if port and port != ("443" if scheme == "https" else "80"):
             host += ":" + port
     return f"{scheme}://{host}"
+
+
+def public_base(environ):
+    """Return scheme://host[:port] + SCRIPT_NAME of a WSGI request (mount prefix included)."""
+    return origin(environ) + environ.get("SCRIPT_NAME", "")
 
 
 def rewrite_response(headers, body, environ):

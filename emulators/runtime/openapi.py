@@ -88,18 +88,19 @@ def _pattern(template, greedy):
     return "".join(out)
 
 
-def admin_document(runtime):
-    """Return the service's OpenAPI document plus every admin route under the admin prefix."""
-    document = dict(runtime.service.openapi or {})
+def admin_document(emulator, route_keys):
+    """Return the service's OpenAPI document plus every admin route (`route_keys`, sorted
+    "METHOD /path" strings) under the admin prefix."""
+    document = dict(emulator.service.openapi or {})
     paths = dict(document.get("paths", {}))
     error = {"description": "admin error envelope", "content": {"application/json": {"schema": {
         "type": "object", "properties": {"error": {"type": "object", "properties": {
             "type": {"type": "string"}, "message": {"type": "string"}}}}}}}}
-    for key in runtime.admin.route_keys():
+    for key in route_keys:
         method, path = key.split(" ", 1)
         if method == "HEAD":
             continue
-        template = runtime.admin_prefix + re.sub(r":([A-Za-z_]+)", r"{\1}", path.rstrip("/"))
+        template = emulator.admin_prefix + re.sub(r":([A-Za-z_]+)", r"{\1}", path.rstrip("/"))
         params = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
                   for name in re.findall(r":([A-Za-z_]+)", path)]
         slug = re.sub(r"[^A-Za-z0-9]+", "_", path).strip("_") or "index"
@@ -111,8 +112,8 @@ def admin_document(runtime):
         if method in ("POST", "PUT", "PATCH"):
             operation["requestBody"] = {"required": False, "content": {
                 "application/json": {"schema": {"type": "object"}}}}
-        paths.setdefault(template or runtime.admin_prefix, {})[method.lower()] = operation
+        paths.setdefault(template or emulator.admin_prefix, {})[method.lower()] = operation
     document["paths"] = paths
     document.setdefault("openapi", "3.0.3")
-    document.setdefault("info", {"title": runtime.name, "version": runtime.version})
+    document.setdefault("info", {"title": emulator.name, "version": emulator.version})
     return document

@@ -2,12 +2,13 @@
 import json
 import re
 
-FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}\Z")
 
 
 def _field_path(field):
     if not isinstance(field, str) or not FIELD.match(field):
-        raise ValueError(f"record field names must match {FIELD.pattern}: {field!r}")
+        raise ValueError("record field names must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$:"
+                         f" {field!r}")
     return "$." + field
 
 

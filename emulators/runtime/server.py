@@ -1,6 +1,7 @@
 """`serve()`: run a service on a loopback port in a background thread (threaded, streaming)."""
 import dataclasses
 import os
+import shutil
 import socketserver
 import tempfile
 import threading
@@ -29,26 +30,19 @@ class _Server(socketserver.ThreadingMixIn, WSGIServer):
     allow_reuse_address = True
 
 
-class Server:
-    """A running emulator: `url`, `runtime`, `close()`; usable as a context manager."""
+class Listener:
+    """A threaded WSGI listener in a background thread: `host`, `port`, `url`, `close()`."""
 
-    def __init__(self, app, runtime, host="127.0.0.1", port=0, cleanup=None):
-        self.runtime = runtime
+    def __init__(self, app, host="127.0.0.1", port=0, *, name="emulator", cleanup=None):
         self._cleanup = cleanup
         self._httpd = make_server(host, port, app, server_class=_Server, handler_class=_Handler)
         self.host = host
         self.port = self._httpd.server_address[1]
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}"
-        self.admin_url = self.url + runtime.admin_prefix
         self._thread = threading.Thread(target=self._httpd.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True,
-                                        name=f"emulator-{runtime.name}")
+                                        kwargs={"poll_interval": 0.05}, daemon=True, name=name)
         self._thread.start()
-
-    def reset(self, namespace=None):
-        """Reset one namespace, or every namespace when None."""
-        return self.runtime.reset(namespace)
 
     def serve_forever(self):
         """Block until close() (CLI use)."""
@@ -70,6 +64,20 @@ class Server:
     def __exit__(self, *exc):
         self.close()
 
+
+class Server(Listener):
+    """A running emulator: `url`, `admin_url`, `runtime`, `reset()`, `close()`; a context
+    manager."""
+
+    def __init__(self, app, runtime, host="127.0.0.1", port=0, cleanup=None):
+        super().__init__(app, host, port, name=f"emulator-{runtime.name}", cleanup=cleanup)
+        self.runtime = runtime
+        self.admin_url = self.url + runtime.admin_prefix
+
+    def reset(self, namespace=None):
+        """Reset one namespace, or every namespace when None."""
+        return self.runtime.reset(namespace)
+
     def __repr__(self):
         return f"<emulator {self.runtime.name} at {self.url}>"
 
@@ -89,7 +97,6 @@ def serve(service, *, host="127.0.0.1", port=0, db=None, admin_key=None, setting
             db = os.path.join(folder, "emulators.sqlite3")
 
             def cleanup():
-                import shutil
                 shutil.rmtree(folder, ignore_errors=True)
         settings = Settings(db=db, admin_key=admin_key, **options)
     elif options:

@@ -16,8 +16,8 @@ SNAPSHOT = re.compile(r"snap_([1-9][0-9]{0,17})")  # fullmatch; < 2**63, as SQLi
 class SnapshotRoutes:
     """`POST /snapshots`, `POST /snapshots/:id/restore`, `DELETE /snapshots/:id`."""
 
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, emulator):
+        self.emulator = emulator
 
     def routes(self):
         """Return (method, path, handler) of every snapshot route."""
@@ -28,28 +28,28 @@ class SnapshotRoutes:
     def _find(self, snapshot_id):
         """Return (namespace, checkpoint id) of a snapshot of this service, or raise 404."""
         match = SNAPSHOT.fullmatch(snapshot_id)
-        row = match and self.runtime.db.one(
+        row = match and self.emulator.db.one(
             "SELECT namespace, checkpoint FROM snapshots WHERE n=? AND service=?",
-            (int(match.group(1)), self.runtime.name))
+            (int(match.group(1)), self.emulator.name))
         if not row:
             raise AdminError(f"no snapshot {snapshot_id}", status=404)
         return row
 
     def _forget(self, snapshot_id):
-        self.runtime.db.execute("DELETE FROM snapshots WHERE n=? AND service=?",
+        self.emulator.db.execute("DELETE FROM snapshots WHERE n=? AND service=?",
                                 (int(SNAPSHOT.fullmatch(snapshot_id).group(1)),
-                                 self.runtime.name))
+                                 self.emulator.name))
 
     def create(self, request):
-        runtime, namespace = self.runtime, request.namespace
-        runtime.touch(namespace)
-        timeline = runtime.timeline
-        with runtime.db.transaction() as conn:
+        emulator, namespace = self.emulator, request.namespace
+        emulator.touch(namespace)
+        timeline = emulator.timeline
+        with emulator.db.transaction() as conn:
             checkpoint = timeline.commit(namespace, MAIN)["id"]
             timeline.pin(namespace, checkpoint)
             (number,) = conn.execute(
                 "INSERT INTO snapshots (service, namespace, checkpoint) VALUES (?, ?, ?)"
-                " RETURNING n", (runtime.name, namespace, checkpoint)).fetchone()
+                " RETURNING n", (emulator.name, namespace, checkpoint)).fetchone()
             records = timeline.count(namespace)
         return 201, {"id": f"snap_{number}", "namespace": namespace, "records": records}, \
             [("x-mockingbird-checkpoint", checkpoint)]
@@ -60,7 +60,7 @@ class SnapshotRoutes:
         if owner != request.namespace:
             raise AdminError(f"snapshot {snapshot_id} belongs to namespace {owner}", status=409)
         try:
-            self.runtime.timeline.checkout(request.namespace, MAIN, checkpoint)
+            self.emulator.timeline.checkout(request.namespace, MAIN, checkpoint)
         except TimelineError:  # its checkpoint went with a reset of the namespace
             self._forget(snapshot_id)
             raise AdminError(f"no snapshot {snapshot_id}", status=404) from None
@@ -72,10 +72,10 @@ class SnapshotRoutes:
         # One parallel worker may not drop another's snapshot (the reference let it).
         if owner != request.namespace:
             raise AdminError(f"snapshot {snapshot_id} belongs to namespace {owner}", status=409)
-        with self.runtime.db.transaction():
+        with self.emulator.db.transaction():
             self._forget(snapshot_id)
             try:
-                self.runtime.timeline.unpin(owner, checkpoint)
+                self.emulator.timeline.unpin(owner, checkpoint)
             except TimelineError:
                 pass  # already gone with a reset: nothing left to release
         return 200, {"status": "ok"}

@@ -83,16 +83,6 @@ def infer_fields(values):
     return [field.finish(len(objects)) for _, field in sorted(root.items())]
 
 
-def _segment(text):
-    """Decode a path parameter: WSGI hands PATH_INFO over as latin-1 of the raw bytes."""
-    try:
-        return text.encode("latin-1").decode("utf-8")
-    except UnicodeEncodeError:
-        return text  # a server that already decoded it
-    except UnicodeDecodeError:
-        raise AdminError("invalid path encoding") from None
-
-
 def _storable(text):
     """Tell whether a string can be stored (a lone surrogate cannot be encoded as UTF-8)."""
     try:
@@ -103,7 +93,7 @@ def _storable(text):
 
 
 def _collection(request):
-    name = _segment(request.params["collection"])
+    name = request.params["collection"]
     if not COLLECTION.fullmatch(name):
         raise AdminError("collection name is not allowed")
     return name
@@ -136,8 +126,8 @@ def _integer(query, name, message):
 class StateRoutes:
     """`/state` routes over the main records of the admin namespace."""
 
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, emulator):
+        self.emulator = emulator
 
     def routes(self):
         """Return (method, path, handler) of every state route."""
@@ -150,7 +140,7 @@ class StateRoutes:
                 ("DELETE", "/state/:collection/:id", self.delete)]
 
     def _instance(self, request):
-        return self.runtime.instance(request.namespace, method=request.method)
+        return self.emulator.instance(request.namespace, method=request.method)
 
     def overview(self, request):
         instance = self._instance(request)
@@ -186,7 +176,7 @@ class StateRoutes:
 
     def read(self, request):
         name = _collection(request)
-        record_id = _record_id(_segment(request.params["id"]), "record id is not allowed")
+        record_id = _record_id(request.params["id"], "record id is not allowed")
         row = self._instance(request).records.row(name, record_id)
         if row is None:
             raise AdminError(f"no record {record_id} in {name}", status=404)
@@ -202,7 +192,7 @@ class StateRoutes:
         value = _json_value(body["value"])
         instance = self._instance(request)
         records = instance.records
-        with self.runtime.db.transaction():
+        with self.emulator.db.transaction():
             if "id" in body:
                 record_id = _record_id(body["id"], "id must be a single path segment")
                 if records.row(name, record_id) is not None:
@@ -229,12 +219,12 @@ class StateRoutes:
         if not isinstance(body, dict) or "value" not in body:
             raise AdminError(VALUE_BODY)
         name = _collection(request)
-        record_id = _record_id(_segment(request.params["id"]),
+        record_id = _record_id(request.params["id"],
                                "id must be a single path segment")
         value = _json_value(body["value"])
         instance = self._instance(request)
         records = instance.records
-        with self.runtime.db.transaction():
+        with self.emulator.db.transaction():
             current = records.row(name, record_id)
             if current is None:
                 raise AdminError(f"no record {record_id} in {name}", status=404)
@@ -245,11 +235,11 @@ class StateRoutes:
 
     def delete(self, request):
         name = _collection(request)
-        record_id = _record_id(_segment(request.params["id"]),
+        record_id = _record_id(request.params["id"],
                                "id must be a single path segment")
         instance = self._instance(request)
         records = instance.records
-        with self.runtime.db.transaction():
+        with self.emulator.db.transaction():
             if records.row(name, record_id) is None:
                 raise AdminError(f"no record {record_id} in {name}", status=404)
             records.delete(name, record_id)

@@ -32,7 +32,7 @@ import re
 from .db import CHECKPOINT_COUNTER
 from .errors import AdminError
 
-CP = re.compile(r"^cp_([0-9a-z]{8,})$")
+CP = re.compile(r"^cp_([0-9a-z]{8,})\Z")
 MAIN = "main"
 
 # The effective head of a branch (see the module docstring), for a `branches` row aliased b.

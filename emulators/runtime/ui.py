@@ -103,8 +103,9 @@ HEADERS = [("content-security-policy",
 class UiRoutes:
     """`GET /ui`, `GET /ui/` (the shell) and `GET /ui/manifest`."""
 
-    def __init__(self, runtime):
-        self.runtime = runtime
+    def __init__(self, emulator, route_keys):
+        self.emulator = emulator
+        self.route_keys = route_keys  # the admin plane's, for the manifest
 
     def routes(self):
         """Return (method, path, handler) of every UI route."""
@@ -115,9 +116,9 @@ class UiRoutes:
         return 200, Page("text/html; charset=utf-8", HTML), list(HEADERS)
 
     def manifest(self, request):
-        runtime = self.runtime
-        prefix = runtime.admin_prefix
-        return 200, {"service": runtime.name, "version": runtime.version,
+        emulator = self.emulator
+        prefix = emulator.admin_prefix
+        return 200, {"service": emulator.name, "version": emulator.version,
                      "namespace": request.namespace, "adminPrefix": prefix,
                      "adminUi": prefix + "/ui", "openapi": prefix + "/openapi.json",
-                     "routes": runtime.admin.route_keys()}
+                     "routes": self.route_keys()}

@@ -361,9 +361,9 @@ class WebhookHub:
 class WebhookRoutes:
     """The admin routes of §6.7, present only when the service has a hub."""
 
-    def __init__(self, runtime):
-        self.runtime = runtime
-        self.hub = runtime.webhooks
+    def __init__(self, emulator):
+        self.emulator = emulator
+        self.hub = emulator.webhooks
 
     def routes(self):
         """Return (method, path, handler) of every webhook route (none without a hub)."""
@@ -402,9 +402,9 @@ class WebhookRoutes:
     def put_endpoints(self, request):
         """Replace the endpoints; each new one is sent the service's `ping`."""
         added = self.hub.put_endpoints(request.namespace, parse_endpoints(request.body))
-        ping = self.runtime.service.webhook_ping
+        ping = self.emulator.service.webhook_ping
         if ping is not None:
-            instance = self.runtime.instance(request.namespace)
+            instance = self.emulator.instance(request.namespace)
             for endpoint in added:
                 event, payload = ping(instance, endpoint)
                 self.hub.emit(request.namespace, event, payload, created_ms=instance.now_ms(),

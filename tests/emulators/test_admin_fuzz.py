@@ -14,8 +14,8 @@ import webtest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from emulators.github.app import service as github_service
-from emulators.hermes.app import create_service
+from emulators.github.app import create_service as create_github
+from emulators.hermes.app import create_service as create_hermes
 from emulators.hermes.schemas import STATUSES
 from emulators.hermes.settings import HermesSettings
 from emulators.runtime import Settings, build_wsgi
@@ -24,7 +24,7 @@ from .github.conftest import A, B, C, graph_body
 
 KEY = "fuzz-admin-key"
 # Hermes settings of its own: HERMES_* in the environment (a bearer key) must not change the run.
-SERVICES = {"hermes": create_service(HermesSettings()), "github": github_service}
+SERVICES = {"hermes": create_hermes(HermesSettings()), "github": create_github()}
 # A Python exception or traceback leaking into a body (`ValueError(`, `KeyError:` …).
 LEAK = re.compile(r'Traceback|File "|\b[A-Z]\w*(Error|Exception)(\(|: )')
 CARRIER = re.compile(r"^/__admin/ns/([^/]*)(/.*)?$")

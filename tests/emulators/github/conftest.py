@@ -7,7 +7,7 @@ answers do not conform fails at teardown with the offending paths.
 import pytest
 import webtest
 
-from emulators.github.app import service
+from emulators.github.app import create_service
 from emulators.runtime import Service
 from emulators.runtime.app import Runtime
 from emulators.runtime.settings import Settings
@@ -75,7 +75,7 @@ class GitHubClient:
 
 @pytest.fixture
 def runtime(tmp_path):
-    return Runtime(service, Settings(db=str(tmp_path / "emulators.sqlite3")))
+    return Runtime(create_service(), Settings(db=str(tmp_path / "emulators.sqlite3")))
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import webtest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulators.github.app import service
+from emulators.github.app import create_service
 from emulators.github.openapi import DOCUMENT
 from emulators.runtime import Runtime, Settings
 
@@ -51,7 +51,7 @@ BODY = st.one_of(
 
 @pytest.fixture(scope="module")
 def fuzz_app(tmp_path_factory):
-    runtime = Runtime(service, Settings(db=str(tmp_path_factory.mktemp("fuzz") / "e.sqlite3")))
+    runtime = Runtime(create_service(), Settings(db=str(tmp_path_factory.mktemp("fuzz") / "e.sqlite3")))
     app = webtest.TestApp(runtime, lint=False)
     app.post_json("/__admin/github/repositories", graph_body())
     app.post_json("/repos/synthetic-org/example/git/refs", {"ref": "refs/heads/topic", "sha": B})

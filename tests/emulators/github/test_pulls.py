@@ -294,11 +294,11 @@ def test_list_link_under_a_header_namespace_uses_the_path_carrier(app):
 def test_list_link_carrier_follows_a_configured_admin_prefix(tmp_path):
     import webtest
 
-    from emulators.github.app import service
+    from emulators.github.app import create_service
     from emulators.runtime import Runtime, Settings
 
     from .conftest import HOST, GitHubClient, graph_body
-    runtime = Runtime(service, Settings(db=str(tmp_path / "e.db"), admin_prefix="/ctl"))
+    runtime = Runtime(create_service(), Settings(db=str(tmp_path / "e.db"), admin_prefix="/ctl"))
     w = GitHubClient(webtest.TestApp(runtime, extra_environ={"HTTP_HOST": HOST}),
                      namespace="w9")
     w.post("/ctl/github/repositories", graph_body(), 201)

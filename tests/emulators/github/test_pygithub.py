@@ -8,7 +8,7 @@ import requests
 from github import Auth, Github, GithubException
 
 from emulators.github import serve
-from emulators.github.app import service
+from emulators.github.app import create_service
 from emulators.runtime import PathDispatcher, Runtime, Server, Settings
 
 from .conftest import A, B, C, D, graph_body
@@ -26,7 +26,7 @@ def served(request, tmp_path_factory):
         with serve() as server:
             yield server.url, server.admin_url
         return
-    runtime = Runtime(service, Settings(db=str(tmp_path_factory.mktemp("gh") / "e.sqlite3")))
+    runtime = Runtime(create_service(), Settings(db=str(tmp_path_factory.mktemp("gh") / "e.sqlite3")))
     app = PathDispatcher(_not_here, {"/emulators/github": runtime})
     server = Server(app, runtime)
     try:

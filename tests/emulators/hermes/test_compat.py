@@ -274,8 +274,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
 @hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=JSON, raw=st.binary(max_size=12),
        session=st.sampled_from([None, "s1", "../x", "a\tb", "x" * 300]))
-def test_no_request_gets_a_5xx_other_than_the_documented_501(tmp_path_factory, body, raw,
-                                                             session):
+def test_no_request_gets_a_5xx(tmp_path_factory, body, raw, session):
     runtime = Runtime(create_service(HermesSettings()), Settings(
         db=str(tmp_path_factory.mktemp("fuzz") / "f.sqlite3")))
     app = webtest.TestApp(runtime)
@@ -284,7 +283,34 @@ def test_no_request_gets_a_5xx_other_than_the_documented_501(tmp_path_factory, b
     for path in ("/v1/chat/completions", "/v1/responses"):
         for data in (encoded, raw):
             res = app.post(path, data, headers=headers, status="*")
-            assert res.status_int < 500 or res.status_int == 501, res.text
+            assert res.status_int < 500, res.text
             assert "Traceback" not in res.text
     res = app.post("/__admin/hermes/replies", encoded, status="*")
     assert res.status_int in (200, 400), res.text
+
+
+@pytest.mark.parametrize("path,raw,message,code", [
+    ("/v1/chat/completions", b"[1, 2]", "Request body must be a JSON object", None),
+    ("/v1/chat/completions", b'"hi"', "Request body must be a JSON object", None),
+    ("/v1/chat/completions", b'{"messages": [null]}',
+     "Invalid type for 'messages[0]': expected an object, but got null instead.", "invalid_type"),
+    ("/v1/chat/completions", b'{"messages": [{"role": "user", "content": "x"}, 3]}',
+     "Invalid type for 'messages[1]': expected an object, but got a number instead.",
+     "invalid_type"),
+    ("/v1/responses", b"[1, 2]", "Request body must be a JSON object", None),
+])
+def test_a_clients_shape_mistake_is_a_400_in_the_openai_envelope(api, path, raw, message, code):
+    # The real server crashes with a 500 here; a client's mistake is a 4xx, never a 5xx.
+    res = api.post(path, raw, headers={**AUTH, "Content-Type": "application/json"}, status=400)
+    error = res.json["error"]
+    assert (error["message"], error["type"]) == (message, "invalid_request_error")
+    assert error.get("code") == code
+
+
+def test_deeply_nested_body_is_invalid_json_not_a_5xx(api):
+    deep = b"[" * 5000 + b"]" * 5000
+    for path in ("/v1/chat/completions", "/v1/responses", "/v1/runs"):
+        res = api.post(path, deep, headers={**AUTH, "Content-Type": "application/json"},
+                       status=400)
+        assert res.json["error"]["message"].startswith("Invalid JSON")
+

@@ -1,5 +1,5 @@
-"""Imports point down: app -> resources -> compat -> models -> store; falcon and marshmallow stay
-in place."""
+"""Imports point down: app -> resources -> compat -> models -> store (sse and upstream below
+compat); falcon and marshmallow stay in place."""
 import ast
 from pathlib import Path
 
@@ -12,15 +12,18 @@ MARSHMALLOW_OK = {"schemas"}
 ALLOWED = {
     "app": {"resources", "session_resources", "errors", "models", "compat", "openapi",
             "openapi_sessions", "presets", "settings", "catalog"},
-    "resources": {"errors", "models", "compat"},
-    "session_resources": {"resources", "errors", "compat", "sessionchat", "jobs", "catalog"},
+    "resources": {"errors", "models", "compat", "sse"},
+    "session_resources": {"resources", "errors", "compat", "sessionchat", "jobs", "catalog",
+                          "sse"},
     "catalog": {"errors", "toolsets"}, "toolsets": set(),
-    "sessionchat": {"compat", "errors", "models", "sessions"},
-    "compat": {"canonical", "schemas", "errors", "store", "models", "sessions"},
-    "sessions": {"canonical", "errors"},
-    "jobs": {"errors", "sessions", "schedule", "compat"},
+    "sessionchat": {"errors", "models", "sessions", "sse", "upstream"},
+    "compat": {"canonical", "schemas", "errors", "store", "models", "sessions", "sse",
+               "upstream"},
+    "sessions": {"canonical", "errors", "upstream"},
+    "jobs": {"errors", "sessions", "schedule", "upstream"},
     "schedule": {"errors"},
-    "models": {"canonical", "schemas", "errors", "store", "sessions"},
+    "models": {"canonical", "schemas", "errors", "store", "sessions", "sse"},
+    "sse": {"upstream"}, "upstream": set(),
     "presets": {"models"},
     "schemas": {"errors"},
     "store": set(), "canonical": set(), "errors": set(), "openapi": {"openapi_sessions"},

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from emulators.runtime.testing import test_app
-from emulators.runtime.cli import main
+from emulators.cli import main
 from tests.emulators.runtime.counter_service import service
 from tests.servers import unused_port
 

@@ -3,7 +3,7 @@ import os
 
 import falcon
 
-from emulators.runtime import EmulatorError, Service, instance_of
+from emulators.runtime import EmulatorError, Service, add_fallback_handlers, instance_of
 
 
 class ItemNotFound(EmulatorError):
@@ -188,7 +188,7 @@ class WorkerPid:
 
 
 def provider_app():
-    app = falcon.App(middleware=[WorkerPid()])
+    app = add_fallback_handlers(falcon.App(middleware=[WorkerPid()]))
     app.add_route("/items", Items())
     app.add_route("/items/{item_id}", Item())
     app.add_route("/counter", Counter())

@@ -1,4 +1,6 @@
 """Admin plane basics: index, health, openapi, envelope, admin key, namespaces, service routes."""
+import warnings
+
 import pytest
 import webtest
 
@@ -179,3 +181,22 @@ def test_a_service_route_may_not_take_a_state_or_credentials_key(tmp_path):
         svc = Service(name="x", admin_routes=[("GET", path, lambda call: (200, {}))])
         with pytest.raises(ValueError, match="overrides a shared route"):
             Runtime(svc, Settings(db=str(tmp_path / "x.db")))
+
+
+def test_a_fault_named_like_a_literal_route_is_still_deleted_by_its_path(app):
+    # DELETE /faults/presets is DELETE /faults/:id (GET /faults/presets is another route).
+    app.post_json("/__admin/faults", {"id": "presets", "operationId": "getCounter",
+                                      "status": 503}, status=201)
+    assert app.delete("/__admin/faults/presets").json == {"status": "ok"}
+    assert app.get("/__admin/faults").json["faults"] == []
+    assert app.delete("/__admin/faults/presets", status=404).json["error"]["message"] == \
+        "no fault presets"
+
+
+def test_undeclared_and_unknown_methods_are_the_admin_404(app):
+    for method in ("PUT", "OPTIONS", "FOO"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # webtest's lint frowns on FOO; servers pass it on
+            res = app.request("/__admin/clock", method=method, status=404)
+        assert res.json["error"]["message"] == \
+            f"no admin route {method} /clock; GET /__admin lists them"

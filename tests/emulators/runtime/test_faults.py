@@ -244,3 +244,12 @@ def test_a_version_3_database_gains_control_versions_and_keeps_its_rules(db, wal
     app.delete("/__admin/faults/old")
     app.get("/counter", status=200)
     assert Database(db).one("PRAGMA user_version")[0] == SCHEMA_VERSION >= 4
+
+
+def test_a_rule_namespace_with_a_trailing_newline_is_refused(app):
+    # `$` in the old pattern matched before a final newline: "w1\n" was stored as a namespace.
+    res = app.post_json("/__admin/faults", {"namespace": "w1\n", "status": 503}, status=400)
+    assert res.json["error"]["message"] == \
+        'namespace: expected "*" or a name matching ^[A-Za-z0-9_.-]{1,64}$'
+    assert app.get("/__admin/faults").json["faults"] == []
+    app.post_json("/__admin/faults", {"namespace": "w1", "status": 503}, status=201)

@@ -20,9 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import emulators
+from emulators import start_fleet
+from emulators.cli import main
 from emulators.runtime import Service
-from emulators.runtime.cli import main
-from emulators.runtime.fleet import FleetError, FleetStartError, start_fleet
+from emulators.runtime.fleet import FleetError, FleetStartError
 from emulators.runtime.fleetconfig import ConfigError, plan
 from emulators.runtime.fleetcontrol import FleetControl
 from tests.emulators.runtime.counter_service import OPENAPI, provider_app

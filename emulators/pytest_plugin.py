@@ -1,10 +1,15 @@
 """Pytest fixtures: `hermes_emulator`, `github_emulator` (a served emulator, reset before each
 test) and `emulator_app` (a factory of in-process webtest apps). Load with
-`pytest_plugins = ["emulators.runtime.pytest_plugin"]` in a root conftest, or import the fixtures.
+`pytest_plugins = ["emulators.pytest_plugin"]` in a root conftest, or import the fixtures.
+An entry point above the runtime: it takes services from the registry (HERMES_* apply).
 """
+import os
+
 import pytest
 
-from .server import serve
+from . import load
+from .runtime.server import serve
+from .runtime.testing import test_app
 
 
 @pytest.fixture(scope="session")
@@ -17,9 +22,8 @@ def emulator_servers():
 
 
 def _served(servers, name):
-    from emulators import load
     if name not in servers:
-        servers[name] = serve(load(name))
+        servers[name] = serve(load(name, os.environ))
     server = servers[name]
     server.reset()
     return server
@@ -40,7 +44,6 @@ def github_emulator(emulator_servers):
 @pytest.fixture
 def emulator_app(tmp_path):
     """Return `make(service, **settings)` building a webtest app over a fresh database."""
-    from .testing import test_app
     counter = iter(range(1_000_000))
 
     def make(service, **settings):
