@@ -334,7 +334,9 @@ class Runtime:
         entry["status"] = 0
         self._cleanup(scratch)
         self._log(entry, started)
-        close_socket(environ)
+        # Close only once the mutation's transaction has committed (now, when none is open):
+        # a client that sees the connection close and looks must find the accepted write.
+        self.db.after_transaction(lambda: close_socket(environ))
         raise DroppedByFault()
 
     def _stream(self, result, environ, entry, scratch, early):

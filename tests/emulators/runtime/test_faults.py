@@ -102,6 +102,24 @@ def test_accepted_mutation_survives_a_drop(app):
     assert app.get("/items").json["items"][0]["name"] == "lost reply"
 
 
+def test_the_connection_closes_only_after_the_accepted_write_committed(app):
+    """A client reacts to the close at once: another connection must already see the write."""
+    import sqlite3
+    seen = []
+
+    class Socket:
+        def shutdown(self, how):
+            with sqlite3.connect(app.runtime.db.path) as other:
+                seen.append(other.execute("SELECT count(*) FROM records WHERE"
+                                          " collection='items'").fetchone()[0])
+
+    add(app, {"operationId": "createItem", "effect": "accepted_drop", "count": 1})
+    with pytest.raises(DroppedByFault):
+        app.post_json("/items", {"name": "lost reply"},
+                      extra_environ={"emulators.socket": Socket()})
+    assert seen == [1]
+
+
 def test_accept_then_drop_inside_a_transaction_block_keeps_state_ids_and_checkpoint(app):
     add(app, {"operationId": "createItem", "effect": "accepted_drop", "params": {"inside": True},
               "count": 1})
