@@ -3,7 +3,8 @@
 A service emits `(event, payload)` inside its request; the hub queues one delivery per
 subscribed endpoint in the same transaction (a rolled-back write sends nothing). A dispatcher
 thread in every process sends due deliveries in order, one namespace at a time, signs each body
-(`X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body>`), records the answer's status, and
+(`X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body>`, and the legacy SHA-1
+`X-Hub-Signature`), adds the service's own headers for the event, records the answer's status, and
 retries failures with exponential backoff; queued rows survive worker restarts. Delivery faults
 (`duplicate`, `reorder`, `drop`) apply to the next `count` deliveries of a namespace. Scheduling
 uses wall time (a frozen emulator clock must not stall retries); `created_ms` is the emulator's.
@@ -42,9 +43,10 @@ class WebhookError(AdminError):
         super().__init__(message, status=status)
 
 
-def sign(secret, body):
-    """Return GitHub's `X-Hub-Signature-256` value for a raw body."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+def sign(secret, body, digest=hashlib.sha256):
+    """Return GitHub's `X-Hub-Signature-256` value for a raw body (`X-Hub-Signature`'s with
+    `digest=hashlib.sha1`)."""
+    return f"{digest().name}=" + hmac.new(secret.encode(), body, digest).hexdigest()
 
 
 # Deliveries go straight to the registered URL, never through an *_proxy of the environment.
@@ -87,8 +89,10 @@ def parse_endpoints(body):
 class WebhookHub:
     """One service's endpoints, queue and delivery faults, as rows shared by every worker."""
 
-    def __init__(self, db, service, *, user_agent, send=post, wall=wall_ms, dispatch=True):
+    def __init__(self, db, service, *, user_agent, headers=None, send=post, wall=wall_ms,
+                 dispatch=True):
         self.db = db
+        self.headers = headers  # (event, payload) -> the service's extra headers, or None
         self.dispatch = dispatch  # False: only flush()/run_due() send (tests that step it)
         self.service = service
         self.user_agent = user_agent
@@ -308,7 +312,10 @@ class WebhookHub:
         headers = {"Content-Type": "application/json", "User-Agent": self.user_agent,
                    "X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id,
                    "X-GitHub-Hook-Id": str(hook_id)}
+        if self.headers is not None:
+            headers.update(self.headers(event, json.loads(payload)))
         if secret is not None:
+            headers["X-Hub-Signature"] = sign(secret, body, hashlib.sha1)
             headers["X-Hub-Signature-256"] = sign(secret, body)
         status = self.send(url, body, headers)
         if duplicate and status is not None and 200 <= status < 300:

@@ -1,5 +1,7 @@
 """GitHub webhooks end to end: a real receiver on loopback verifies each signature and every
 payload validates against GitHub's webhook schemas (openapi/webhooks.json)."""
+import hashlib
+import hmac
 import json
 import re
 from pathlib import Path
@@ -61,11 +63,21 @@ def test_every_event_arrives_signed_in_order_and_follows_githubs_schemas(hooked,
         ("pull_request", "closed"), ("pull_request", "reopened"), ("create", None),
         ("push", None)]
     assert receiver.refused == []
+    repository_id = str(hooked.get(REPO, 200).json["id"])
     ids = set()
     for headers, payload in receiver.received:
         check_payload(headers["X-Github-Event"], payload)
         assert headers["User-Agent"].startswith("GitHub-Hookshot/")
         assert UUID.match(headers["X-Github-Delivery"]) and headers["X-Github-Hook-Id"] == "1"
+        # the legacy SHA-1 signature too, for receivers that still check it
+        assert headers["X-Hub-Signature"] == "sha1=" + hmac.new(
+            receiver.secret.encode(), json.dumps(payload, separators=(",", ":")).encode(),
+            hashlib.sha1).hexdigest()
+        target = (headers.get("X-Github-Hook-Installation-Target-Type"),
+                  headers.get("X-Github-Hook-Installation-Target-Id"))
+        # a repository webhook's target: the repository (the namespace-wide ping names none)
+        assert target == ((None, None) if headers["X-Github-Event"] == "ping"
+                          else ("repository", repository_id))
         ids.add(headers["X-Github-Delivery"])
     assert len(ids) == len(receiver.received)
 
