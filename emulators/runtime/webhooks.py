@@ -5,19 +5,24 @@ subscribed endpoint in the same transaction (a rolled-back write sends nothing).
 thread in every process sends due deliveries in order, one namespace at a time, signs each body
 (`X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body>`, and the legacy SHA-1
 `X-Hub-Signature`), adds the service's own headers for the event, records the answer's status, and
-retries failures with exponential backoff; queued rows survive worker restarts. Delivery faults
+retries failures with exponential backoff; queued rows survive worker restarts: a process's
+first request resumes them (`resume()`), so a restarted worker does not wait for its next
+webhook activity to send what a dead one left. Delivery faults
 (`duplicate`, `reorder`, `drop`) apply to the next `count` deliveries of a namespace. Scheduling
 uses wall time (a frozen emulator clock must not stall retries); `created_ms` is the emulator's.
 """
+import functools
 import hashlib
 import hmac
 import json
 import logging
+import os
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+import weakref
 
 from .clock import wall_ms
 from .errors import AdminError
@@ -101,6 +106,8 @@ class WebhookHub:
         self._wake = threading.Event()
         self._thread = None
         self._lock = threading.Lock()
+        self.resumed = False  # set by this process's first resume(); cleared in a forked child
+        os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
 
     # -- endpoints ------------------------------------------------------------------------
     def endpoints(self, namespace):
@@ -335,6 +342,13 @@ class WebhookHub:
                             (attempts, status, now + BACKOFF_MS * 2 ** (attempts - 1), seq))
 
     # -- the dispatcher thread ------------------------------------------------------------
+    def resume(self):
+        """Once per process (its first request calls it): start the dispatcher when the shared
+        queue holds deliveries of any namespace, such as those a restarted worker left."""
+        self.resumed = True
+        if self.dispatch and self.pending():
+            self.wake()
+
     def wake(self):
         """Start this process's dispatcher if needed and have it look at the queue now."""
         if not self.dispatch:
@@ -363,6 +377,16 @@ class WebhookHub:
                     if not self._wake.is_set():  # a wake() in between keeps this thread on
                         self._thread = None
                         return
+
+
+def _forked(hub_ref):
+    """A forked child has none of its parent's threads: its first request resumes anew."""
+    hub = hub_ref()
+    if hub is not None:
+        hub.resumed = False
+        hub._thread = None
+        hub._lock = threading.Lock()
+        hub._wake = threading.Event()
 
 
 class WebhookRoutes:

@@ -1,5 +1,6 @@
 """The webhook hub against a real receiver on loopback: signed, ordered, retried, faulted."""
 import json
+import os
 
 import pytest
 
@@ -234,3 +235,20 @@ def test_a_preset_webhook_part_is_skipped_without_a_hub(tmp_path):
     app = test_app(hooked_counter(), tmp_path / "e.sqlite3")
     applied = app.post_json("/__admin/faults", {"preset": "hooks_lost"}, status=201).json
     assert "webhook" not in applied and len(applied["rules"]) == 1
+
+
+def test_a_forked_child_resumes_on_its_own_first_request(tmp_path, receiver):
+    """A gunicorn worker forked from a master that already served has no dispatcher thread:
+    its first request must start one, not trust the parent's flag."""
+    hub = WebhookHub(Database(str(tmp_path / "hooks.sqlite3")), "svc", user_agent="a")
+    hub.resume()
+    assert hub.resumed and hub._thread is None  # nothing queued: no thread started
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave without running pytest's teardown
+        os.write(write, b"1" if not hub.resumed and hub._thread is None else b"0")
+        os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.waitpid(pid, 0)
+    os.close(read)
