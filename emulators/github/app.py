@@ -10,7 +10,7 @@ import falcon
 
 from emulators.runtime import Service, add_fallback_handlers, bodies
 
-from . import errors, media, resources
+from . import errors, events, media, resources
 from .openapi import DOCUMENT
 from .presets import PRESETS
 
@@ -107,6 +107,7 @@ def create_service(settings=None):
                    describe=lambda instance: {"apiVersion": errors.API_VERSION},
                    # the runtime's hub (emulators/runtime/webhooks.py); events from models.py
                    webhooks=True, webhook_ping=resources.webhook_ping,
+                   webhook_headers=events.delivery_headers,
                    webhook_user_agent="GitHub-Hookshot/mockingbird",
                    admin_routes=[("POST", "/github/repositories", resources.seed_repository),
                                  ("POST", "/github/refs/move", resources.move_ref)])

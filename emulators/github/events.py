@@ -33,6 +33,18 @@ def ping(base_url, endpoint, *, now):
     }
 
 
+def delivery_headers(event, payload):
+    """The headers naming a delivery's target, as GitHub sends for a repository webhook: the
+    repository the event happened in. A `ping` names none: the emulator's endpoints are
+    namespace-wide, not one repository's (`hook.type` says `Organization`), and the namespace
+    has no organization id of its own to name."""
+    repository = payload.get("repository") if isinstance(payload, dict) else None
+    if not isinstance(repository, dict) or "id" not in repository:
+        return {}
+    return {"X-GitHub-Hook-Installation-Target-Type": "repository",
+            "X-GitHub-Hook-Installation-Target-ID": str(repository["id"])}
+
+
 def _commit(repo_json, sha, sender, timestamp):
     person = {"name": sender["login"], "email": f"{sender['login']}@users.noreply.example",
               "username": sender["login"]}

@@ -86,6 +86,8 @@ class Runtime:
     # -- WSGI -------------------------------------------------------------------------------
     def __call__(self, environ, start_response):
         started = perf_counter()
+        if self.webhooks is not None and not self.webhooks.resumed:
+            self.webhooks.resume()  # this process's first request: send what others left
         plane, namespace, path, carrier = self._locate(environ)
         if carrier is not None:  # the path carrier moves into SCRIPT_NAME (spec §3)
             environ = dict(environ)

@@ -177,7 +177,22 @@ class FaultControls:
             rule_id = overrides.get("id", name)
             rule["id"] = f"{rule_id}_{index}" if len(rules) > 1 else rule_id
             expanded.append(validate_rule(rule, request.namespace))
-        return 201, {"preset": name, "rules": [self.emulator.faults.add(r) for r in expanded]}
+        with self.emulator.db.transaction():  # the rules and the webhook fault, or neither
+            answer = {"preset": name, "rules": [self.emulator.faults.add(r) for r in expanded]}
+            webhook, hub = presets[name].get("webhook"), self.emulator.webhooks
+            if webhook is not None and hub is not None:
+                answer["webhook"] = self._webhook_fault(request, webhook, overrides)
+        return 201, answer
+
+    def _webhook_fault(self, request, webhook, overrides):
+        """Arm a preset's `webhook: {mode, count?}` part (spec §8.3): an override `count` and
+        `namespace` apply to it too."""
+        namespace = overrides.get("namespace", request.namespace)
+        if not (isinstance(namespace, str) and NAME.match(namespace)):
+            raise AdminError("a preset's webhook fault needs one namespace, not"
+                             f" {json.dumps(namespace)}")
+        body = {**webhook, **({"count": overrides["count"]} if "count" in overrides else {})}
+        return self.emulator.webhooks.set_fault(namespace, body)
 
 
 class TimelineControls:

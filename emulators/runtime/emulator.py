@@ -50,8 +50,8 @@ class Emulator:
                                  settings.max_checkpoints)
         self.credentials = Credentials(db, self.name)
         # the webhook hub (webhooks.py), only for services that emit events
-        self.webhooks = WebhookHub(db, self.name, user_agent=service.webhook_user_agent) \
-            if service.webhooks else None
+        self.webhooks = WebhookHub(db, self.name, user_agent=service.webhook_user_agent,
+                                   headers=service.webhook_headers) if service.webhooks else None
         self.started = time.monotonic()
         self._credential = getattr(service, "credential", None)  # None: no lookup per request
         self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?\Z")

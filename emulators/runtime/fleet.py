@@ -73,8 +73,10 @@ class Child:
     def diagnostics(self, namespace):
         """Return the quiescence counters of a namespace (spec §15 `/fleet/metrics`)."""
         unmatched = self.runtime.journal.metrics(namespace)["unmatched"]
+        hub = self.runtime.webhooks
         return {"activeRequests": self.guard.active(namespace), "activeConnections": 0,
-                "blockedCommands": 0, "pendingJobs": 0, "pendingWebhooks": 0,
+                "blockedCommands": 0, "pendingJobs": 0,
+                "pendingWebhooks": 0 if hub is None else hub.pending(namespace),
                 "unmatchedRequests": sum(entry["count"] for entry in unmatched)}
 
 

@@ -1,11 +1,22 @@
 """Fleet snapshots as rows (table `fleet_snapshots`, db.py): per service, a copy of one
 namespace's main state (records, sequences, RNG, clock, its own fault rules with their counters
-and fault RNG), plus the fleet clock. A copy, not a checkpoint reference: it outlives a reset of
+and fault RNG, its webhooks: endpoints, delivery log, armed delivery fault), plus the fleet
+clock. A copy, not a checkpoint reference: it outlives a reset of
 the namespace and the process that took it, until deleted."""
 import json
 
 SAVE = ("INSERT INTO fleet_snapshots (id, service, namespace, label, at_ms, state, fleet_now,"
         " fleet_frozen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+# The hub's rows of a namespace (webhooks.py), ids and sequence numbers kept: a restored
+# endpoint keeps its X-GitHub-Hook-ID and the delivery log its order. A snapshot is taken only
+# when nothing is pending (spec §15), so the restored log holds no delivery to send again.
+WEBHOOK_TABLES = {
+    "webhook_endpoints": ("id", "url", "secret", "events"),
+    "webhook_deliveries": ("seq", "id", "endpoint", "url", "secret", "event", "action",
+                           "payload", "status", "attempts", "next_ms", "created_ms",
+                           "delivered_ms", "response_status"),
+    "webhook_faults": ("mode", "remaining"),
+}
 FIND = ("SELECT service, namespace, label, state, fleet_now, fleet_frozen FROM fleet_snapshots"
         " WHERE id=? ORDER BY service")
 
@@ -62,7 +73,10 @@ def capture(conn, service, namespace, clock):
         " namespace=? ORDER BY ord", (service, namespace))]
     return {"records": records, "sequences": sequences, "rng": _rng(conn, service, key),
             "clock": {"now": clock["now"], "frozen": clock["frozen"]}, "faults": faults,
-            "faultRng": _rng(conn, service, "!faults:" + namespace)}
+            "faultRng": _rng(conn, service, "!faults:" + namespace),
+            "webhooks": {table: [list(row) for row in conn.execute(
+                f"SELECT {', '.join(columns)} FROM {table} WHERE service=? AND namespace=?",
+                (service, namespace))] for table, columns in WEBHOOK_TABLES.items()}}
 
 
 def restore(conn, service, namespace, state):
@@ -82,6 +96,15 @@ def restore(conn, service, namespace, state):
                      [(service, namespace, *rule) for rule in state["faults"]])
     _set_rng(conn, service, namespace, key, state["rng"])
     _set_rng(conn, service, namespace, "!faults:" + namespace, state["faultRng"])
+    webhooks = state.get("webhooks")
+    if webhooks is not None:  # None: a snapshot stored before snapshots held webhooks
+        for table, columns in WEBHOOK_TABLES.items():
+            conn.execute(f"DELETE FROM {table} WHERE service=? AND namespace=?",
+                         (service, namespace))
+            conn.executemany(
+                f"INSERT INTO {table} (service, namespace, {', '.join(columns)}) VALUES"
+                f" (?, ?{', ?' * len(columns)})",
+                [(service, namespace, *row) for row in webhooks[table]])
 
 
 def _rng(conn, service, key):

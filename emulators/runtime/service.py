@@ -22,14 +22,17 @@ class Service:
     # credential map (`PUT /__admin/credentials`, spec §3); None keeps that lookup off.
     credential = None
     # Webhooks: `webhooks=True` gives the service a hub (webhooks.py) and its admin routes;
-    # `webhook_ping(instance, endpoint) -> (event, payload)` is sent to each new endpoint.
+    # `webhook_ping(instance, endpoint) -> (event, payload)` is sent to each new endpoint;
+    # `webhook_headers(event, payload) -> dict` adds headers to each delivery.
     webhooks = False
     webhook_ping = None
+    webhook_headers = None
     webhook_user_agent = "Mockingbird-Hookshot/1"
 
     def __init__(self, *, name, version="0.0.0-development", default_port=0, openapi=None,
                  provider_app=None, presets=None, admin_routes=(), describe=None, reset=None,
-                 credential=None, webhooks=False, webhook_ping=None, webhook_user_agent=None):
+                 credential=None, webhooks=False, webhook_ping=None, webhook_headers=None,
+                 webhook_user_agent=None):
         self.name = name
         self.version = version
         self.default_port = default_port
@@ -45,6 +48,8 @@ class Service:
         self.webhooks = webhooks
         if webhook_ping is not None:
             self.webhook_ping = webhook_ping
+        if webhook_headers is not None:
+            self.webhook_headers = webhook_headers
         if webhook_user_agent is not None:
             self.webhook_user_agent = webhook_user_agent
 

@@ -3,20 +3,26 @@
 A service emits `(event, payload)` inside its request; the hub queues one delivery per
 subscribed endpoint in the same transaction (a rolled-back write sends nothing). A dispatcher
 thread in every process sends due deliveries in order, one namespace at a time, signs each body
-(`X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body>`), records the answer's status, and
-retries failures with exponential backoff; queued rows survive worker restarts. Delivery faults
+(`X-Hub-Signature-256: sha256=<HMAC-SHA256 of the raw body>`, and the legacy SHA-1
+`X-Hub-Signature`), adds the service's own headers for the event, records the answer's status, and
+retries failures with exponential backoff; queued rows survive worker restarts: a process's
+first request resumes them (`resume()`), so a restarted worker does not wait for its next
+webhook activity to send what a dead one left. Delivery faults
 (`duplicate`, `reorder`, `drop`) apply to the next `count` deliveries of a namespace. Scheduling
 uses wall time (a frozen emulator clock must not stall retries); `created_ms` is the emulator's.
 """
+import functools
 import hashlib
 import hmac
 import json
 import logging
+import os
 import threading
 import time
 import urllib.error
 import urllib.request
 import uuid
+import weakref
 
 from .clock import wall_ms
 from .errors import AdminError
@@ -42,9 +48,10 @@ class WebhookError(AdminError):
         super().__init__(message, status=status)
 
 
-def sign(secret, body):
-    """Return GitHub's `X-Hub-Signature-256` value for a raw body."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+def sign(secret, body, digest=hashlib.sha256):
+    """Return GitHub's `X-Hub-Signature-256` value for a raw body (`X-Hub-Signature`'s with
+    `digest=hashlib.sha1`)."""
+    return f"{digest().name}=" + hmac.new(secret.encode(), body, digest).hexdigest()
 
 
 # Deliveries go straight to the registered URL, never through an *_proxy of the environment.
@@ -87,8 +94,10 @@ def parse_endpoints(body):
 class WebhookHub:
     """One service's endpoints, queue and delivery faults, as rows shared by every worker."""
 
-    def __init__(self, db, service, *, user_agent, send=post, wall=wall_ms, dispatch=True):
+    def __init__(self, db, service, *, user_agent, headers=None, send=post, wall=wall_ms,
+                 dispatch=True):
         self.db = db
+        self.headers = headers  # (event, payload) -> the service's extra headers, or None
         self.dispatch = dispatch  # False: only flush()/run_due() send (tests that step it)
         self.service = service
         self.user_agent = user_agent
@@ -97,6 +106,8 @@ class WebhookHub:
         self._wake = threading.Event()
         self._thread = None
         self._lock = threading.Lock()
+        self.resumed = False  # set by this process's first resume(); cleared in a forked child
+        os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
 
     # -- endpoints ------------------------------------------------------------------------
     def endpoints(self, namespace):
@@ -308,7 +319,10 @@ class WebhookHub:
         headers = {"Content-Type": "application/json", "User-Agent": self.user_agent,
                    "X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id,
                    "X-GitHub-Hook-Id": str(hook_id)}
+        if self.headers is not None:
+            headers.update(self.headers(event, json.loads(payload)))
         if secret is not None:
+            headers["X-Hub-Signature"] = sign(secret, body, hashlib.sha1)
             headers["X-Hub-Signature-256"] = sign(secret, body)
         status = self.send(url, body, headers)
         if duplicate and status is not None and 200 <= status < 300:
@@ -328,6 +342,13 @@ class WebhookHub:
                             (attempts, status, now + BACKOFF_MS * 2 ** (attempts - 1), seq))
 
     # -- the dispatcher thread ------------------------------------------------------------
+    def resume(self):
+        """Once per process (its first request calls it): start the dispatcher when the shared
+        queue holds deliveries of any namespace, such as those a restarted worker left."""
+        self.resumed = True
+        if self.dispatch and self.pending():
+            self.wake()
+
     def wake(self):
         """Start this process's dispatcher if needed and have it look at the queue now."""
         if not self.dispatch:
@@ -356,6 +377,16 @@ class WebhookHub:
                     if not self._wake.is_set():  # a wake() in between keeps this thread on
                         self._thread = None
                         return
+
+
+def _forked(hub_ref):
+    """A forked child has none of its parent's threads: its first request resumes anew."""
+    hub = hub_ref()
+    if hub is not None:
+        hub.resumed = False
+        hub._thread = None
+        hub._lock = threading.Lock()
+        hub._wake = threading.Event()
 
 
 class WebhookRoutes:

@@ -16,13 +16,13 @@ class _Quiet(WSGIRequestHandler):
 class Receiver:
     """Collect deliveries; answer each with the next of `statuses` (then 204)."""
 
-    def __init__(self, secret=None, statuses=()):
+    def __init__(self, secret=None, statuses=(), port=0):
         self.secret = secret
         self.statuses = list(statuses)
         self.received = []  # (headers, payload) of every correctly signed delivery
         self.refused = []   # deliveries whose signature did not verify
         self._lock = threading.Lock()
-        self._server = make_server("127.0.0.1", 0, self.app, handler_class=_Quiet)
+        self._server = make_server("127.0.0.1", port, self.app, handler_class=_Quiet)
         self.url = f"http://127.0.0.1:{self._server.server_port}/hook"
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         daemon=True)

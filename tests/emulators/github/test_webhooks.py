@@ -1,13 +1,20 @@
 """GitHub webhooks end to end: a real receiver on loopback verifies each signature and every
 payload validates against GitHub's webhook schemas (openapi/webhooks.json)."""
+import hashlib
+import hmac
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
+from emulators.github.app import create_service
+from emulators.runtime.testing import test_app
 from tests.emulators.receiver import Receiver
+from tests.servers import REPO as ROOT, unused_port
 
 from .conftest import B, C, E
 
@@ -61,11 +68,21 @@ def test_every_event_arrives_signed_in_order_and_follows_githubs_schemas(hooked,
         ("pull_request", "closed"), ("pull_request", "reopened"), ("create", None),
         ("push", None)]
     assert receiver.refused == []
+    repository_id = str(hooked.get(REPO, 200).json["id"])
     ids = set()
     for headers, payload in receiver.received:
         check_payload(headers["X-Github-Event"], payload)
         assert headers["User-Agent"].startswith("GitHub-Hookshot/")
         assert UUID.match(headers["X-Github-Delivery"]) and headers["X-Github-Hook-Id"] == "1"
+        # the legacy SHA-1 signature too, for receivers that still check it
+        assert headers["X-Hub-Signature"] == "sha1=" + hmac.new(
+            receiver.secret.encode(), json.dumps(payload, separators=(",", ":")).encode(),
+            hashlib.sha1).hexdigest()
+        target = (headers.get("X-Github-Hook-Installation-Target-Type"),
+                  headers.get("X-Github-Hook-Installation-Target-Id"))
+        # a repository webhook's target: the repository (the namespace-wide ping names none)
+        assert target == ((None, None) if headers["X-Github-Event"] == "ping"
+                          else ("repository", repository_id))
         ids.add(headers["X-Github-Delivery"])
     assert len(ids) == len(receiver.received)
 
@@ -159,3 +176,39 @@ def test_no_endpoint_means_no_payload_is_built(seeded):
     # the acting user is only created when something needed it
     assert seeded.open_pull(status=201).json["user"]["id"] == 2
 
+
+
+# A worker that queues events and dies before its dispatcher sends any of them.
+DYING_WORKER = """
+import sys
+from emulators.runtime import webhooks
+webhooks.WebhookHub.wake = lambda self: None  # its dispatcher never gets to run
+from emulators.github.app import create_service
+from emulators.runtime.testing import test_app
+from tests.emulators.github.conftest import B, graph_body
+app = test_app(create_service(), sys.argv[1])
+app.post_json("/__admin/github/repositories", graph_body(), status=201)
+app.put_json("/__admin/webhook-endpoints", [{"url": sys.argv[2], "secret": "s3"}])
+app.post_json("/repos/synthetic-org/example/git/refs", {"ref": "refs/heads/topic", "sha": B},
+              status=201)
+"""
+
+
+def test_a_new_process_resumes_what_a_dead_one_queued_on_its_first_request(tmp_path):
+    """Queued rows are shared: the next process to serve any request (here a plain read, no
+    webhook activity) sends them, in order, without waiting for its own next event."""
+    db = tmp_path / "shared.sqlite3"
+    port = unused_port()
+    url = f"http://127.0.0.1:{port}/hook"
+    subprocess.run([sys.executable, "-c", DYING_WORKER, str(db), url], cwd=ROOT,
+                   check=True, timeout=60)
+    receiver = Receiver(secret="s3", port=port)
+    try:
+        assert receiver.received == []
+        restarted = test_app(create_service(), db)
+        assert restarted.runtime.webhooks.pending() == 3
+        restarted.get("/repos/synthetic-org/example", status=200)
+        receiver.wait_for(3)
+        assert receiver.events() == [("ping", None), ("create", None), ("push", None)]
+    finally:
+        receiver.close()

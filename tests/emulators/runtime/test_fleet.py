@@ -29,6 +29,7 @@ from emulators.runtime.fleetcontrol import FleetControl
 from tests.emulators.runtime.counter_service import OPENAPI, provider_app
 from tests.emulators.runtime.counter_service import service as counter
 from tests.emulators.runtime.test_cli import clean_env
+from tests.emulators.receiver import Receiver
 from tests.servers import REPO, unused_port
 
 SHA = "1" * 40
@@ -694,3 +695,47 @@ def test_cli_start_failure_exits_1_after_deleting_stale_files(tmp_path):
     assert done.stderr == ("error: service ghost failed to start; all started listeners were"
                            " closed (unknown emulator 'ghost'; choose one of hermes, github)\n")
     assert not ready.exists()
+
+
+def test_pending_webhooks_keep_the_namespace_busy_and_snapshots_keep_the_hub(fleet):
+    """Spec §15: `pendingWebhooks` counts queued deliveries, which refuse an operation and
+    hold wait-until-idle; a fleet snapshot brings the namespace's endpoints and log back."""
+    github = fleet.children["github"].admin_url
+    seed_repo(fleet)
+    receiver = Receiver(secret="s", statuses=[500])  # the ping fails once: retried in 1 s
+    try:
+        assert requests.put(github + "/webhook-endpoints?namespace=w1", json=[
+            {"url": receiver.url, "secret": "s"}]).status_code == 200
+        metrics = requests.get(fleet.admin_url + "/metrics?namespace=w1").json()["services"]
+        assert metrics["github"]["pendingWebhooks"] == 1
+        assert metrics["hermes"]["pendingWebhooks"] == 0  # no hub
+        busy = post(fleet, "/namespaces/w1/reset")
+        assert busy.status_code == 409
+        assert busy.json()["services"]["github"]["pendingWebhooks"] == 1
+        assert post(fleet, "/namespaces/w2/reset").status_code == 200  # another namespace
+        idle = post(fleet, "/wait-until-idle?namespace=w1", {"timeoutMs": 10_000})
+        assert (idle.status_code, idle.json()["services"]["github"]["pendingWebhooks"]) == \
+            (200, 0)
+        assert receiver.events() == [("ping", None)]
+
+        snap = post(fleet, "/namespaces/w1/snapshots").json()["id"]
+        log = requests.get(github + "/webhooks?namespace=w1").json()["deliveries"]
+        assert [(d["event"], d["status"], d["attempts"]) for d in log] == [
+            ("ping", "delivered", 2)]
+        endpoints = requests.get(github + "/webhook-endpoints?namespace=w1").json()
+        assert requests.delete(github + "/webhook-endpoints?namespace=w1").status_code == 200
+        assert post(fleet, "/namespaces/w1/reset").status_code == 200
+        assert requests.get(github + "/webhooks?namespace=w1").json()["deliveries"] == []
+
+        assert post(fleet, f"/namespaces/w1/snapshots/{snap}/restore").status_code == 200
+        assert requests.get(github + "/webhooks?namespace=w1").json()["deliveries"] == log
+        assert requests.get(github + "/webhook-endpoints?namespace=w1").json() == endpoints
+        # the restored endpoint is live: the next event reaches it under the same hook id
+        requests.post(fleet.children["github"].url + "/repos/octo/demo/git/refs", headers=W1,
+                      json={"ref": "refs/heads/topic", "sha": SHA}).raise_for_status()
+        received = receiver.wait_for(3)
+        assert [(h["X-Github-Event"], h["X-Github-Hook-Id"]) for h, _ in received[1:]] == [
+            ("create", str(endpoints["endpoints"][0]["id"])),
+            ("push", str(endpoints["endpoints"][0]["id"]))]
+    finally:
+        receiver.close()

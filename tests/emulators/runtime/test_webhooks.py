@@ -1,9 +1,15 @@
 """The webhook hub against a real receiver on loopback: signed, ordered, retried, faulted."""
+import json
+import os
+
 import pytest
 
+from emulators.runtime import Service
 from emulators.runtime.db import Database
+from emulators.runtime.testing import test_app
 from emulators.runtime.webhooks import WebhookError, WebhookHub, parse_endpoints, sign
 from tests.emulators.receiver import Receiver
+from tests.emulators.runtime.counter_service import OPENAPI, provider_app
 
 
 @pytest.fixture
@@ -181,3 +187,68 @@ def test_an_idle_dispatcher_stops_and_the_next_event_starts_another(tmp_path, re
     emit_all(hub, ["b"])
     receiver.wait_for(2)
     assert refs(receiver) == ["a", "b"]
+
+
+PRESETS = {"hooks_lost": {"description": "503 on the next counter call and lose webhooks",
+                          "rules": [{"operationId": "incrementCounter", "status": 503,
+                                     "count": 1}],
+                          "webhook": {"mode": "drop", "count": 1}}}
+
+
+def hooked_counter(**extra):
+    """The counter service with a hub: each new endpoint is pinged with its url."""
+    return Service(name="counter", openapi=OPENAPI, provider_app=provider_app, presets=PRESETS,
+                   webhook_ping=lambda instance, endpoint: ("ping", {"url": endpoint["url"]}),
+                   **extra)
+
+
+def test_a_preset_with_a_webhook_part_also_arms_a_delivery_fault(tmp_path, receiver):
+    """Spec §8.3: applying the preset sets its rules and the namespace's webhook fault (an
+    override `count` counts for both); GET /faults/presets shows the part."""
+    app = test_app(hooked_counter(webhooks=True), tmp_path / "e.sqlite3")
+    listed = app.get("/__admin/faults/presets").json["presets"]
+    assert listed == [{"name": "hooks_lost", **PRESETS["hooks_lost"]}]
+    applied = app.post_json("/__admin/faults/presets/hooks_lost", {"count": 2}, status=201).json
+    assert [(r["id"], r["count"]) for r in applied["rules"]] == [("hooks_lost", 2)]
+    assert applied["webhook"] == {"namespace": "default", "mode": "drop", "count": 2}
+    assert [app.post("/counter", expect_errors=True).status_int for _ in range(3)] == \
+        [503, 503, 200]
+    urls = [f"{receiver.url}?n={n}" for n in range(3)]
+    app.put_json("/__admin/webhook-endpoints", [{"url": u, "secret": "s3cret"} for u in urls])
+    app.post("/__admin/webhooks/flush")
+    assert [d["status"] for d in app.get("/__admin/webhooks").json["deliveries"]] == [
+        "dropped", "dropped", "delivered"]
+    assert [payload["url"] for _, payload in receiver.received] == urls[2:]
+
+    # in another namespace through POST /faults; an unusable namespace stores nothing
+    app.post_json("/__admin/faults?namespace=w1", {"preset": "hooks_lost"}, status=201)
+    assert app.post("/counter", headers={"x-mockingbird-namespace": "w1"},
+                    expect_errors=True).status_int == 503
+    refused = app.post_json("/__admin/faults?namespace=w2",
+                            {"preset": "hooks_lost", "namespace": "*"}, status=400).json
+    assert "webhook fault needs one namespace" in json.dumps(refused)
+    assert sorted(f["namespace"] for f in app.get("/__admin/faults?all=1").json["faults"]) == \
+        ["default", "w1"]  # the refused preset's rules rolled back with it
+
+
+def test_a_preset_webhook_part_is_skipped_without_a_hub(tmp_path):
+    app = test_app(hooked_counter(), tmp_path / "e.sqlite3")
+    applied = app.post_json("/__admin/faults", {"preset": "hooks_lost"}, status=201).json
+    assert "webhook" not in applied and len(applied["rules"]) == 1
+
+
+def test_a_forked_child_resumes_on_its_own_first_request(tmp_path, receiver):
+    """A gunicorn worker forked from a master that already served has no dispatcher thread:
+    its first request must start one, not trust the parent's flag."""
+    hub = WebhookHub(Database(str(tmp_path / "hooks.sqlite3")), "svc", user_agent="a")
+    hub.resume()
+    assert hub.resumed and hub._thread is None  # nothing queued: no thread started
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave without running pytest's teardown
+        os.write(write, b"1" if not hub.resumed and hub._thread is None else b"0")
+        os._exit(0)
+    os.close(write)
+    assert os.read(read, 1) == b"1"
+    os.waitpid(pid, 0)
+    os.close(read)
