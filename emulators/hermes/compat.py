@@ -13,7 +13,8 @@ from .errors import (
     AgentCrashed, AgentIncomplete, InvalidMessages, InvalidRequest, InvalidSessionId,
     MessageTypeOnly, NoUserMessage, PreviousResponseNotFound, ResponseNotFound, SessionIdTooLong,
     Throttled)
-from .models import EFFECT_THROTTLE, memory_key_of
+from .inputs import memory_key_of
+from .models import EFFECT_THROTTLE
 from .schemas import TERMINAL
 from .sessions import SESSION_ENDPOINTS, SessionBook
 from .sessions import Turn as StoredTurn
