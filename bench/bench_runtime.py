@@ -163,9 +163,8 @@ def real_handlers(folder):
                 "commits": [{"sha": a, "parents": []}, {"sha": b, "parents": [a]}]}
         b"".join(runtime(request("POST", "/__admin/github/repositories", seed, namespace),
                          answer))
-        b"".join(runtime(request("POST", "/repos/o/r/pulls", {"title": "t", "head": "topic",
-                                                                "base": "main"}, namespace),
-                         answer))
+        pull = {"title": "t", "head": "topic", "base": "main"}
+        b"".join(runtime(request("POST", "/repos/o/r/pulls", pull, namespace), answer))
     titles = itertools.count()
 
     def call(method, body, bare):

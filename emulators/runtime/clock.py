@@ -64,6 +64,7 @@ def parse_duration(value):
             return _ms(float(match.group(1)) * UNITS[match.group(2)])
     return None
 
+
 VERSION = "SELECT version FROM control_versions WHERE service=?"
 
 

@@ -137,7 +137,6 @@ SCHEMA_VERSION = 6  # 2: checkpoints as deltas; 3: heads and parents as row numb
 # 6: checkpoints keyed by branch, heads derived, journal columns, metrics folded, clock cached
 
 
-
 def _columns(conn, table):
     return {row[1]: row[2] for row in conn.execute(f"PRAGMA table_info({table})")}
 

@@ -158,4 +158,3 @@ def test_no_endpoint_means_no_payload_is_built(seeded):
     assert seeded.get("/__admin/webhooks", 200).json == {"deliveries": []}
     # the acting user is only created when something needed it
     assert seeded.open_pull(status=201).json["user"]["id"] == 2
-

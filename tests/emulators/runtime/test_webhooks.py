@@ -166,8 +166,8 @@ def test_queued_deliveries_survive_a_new_hub_over_the_same_database(tmp_path, re
     assert refs(receiver) == ["a", "b"]
 
 
-def test_an_idle_dispatcher_stops_and_the_next_event_starts_another(tmp_path, receiver,
-                                                                     monkeypatch):
+def test_an_idle_dispatcher_stops_and_the_next_event_starts_another(
+        tmp_path, receiver, monkeypatch):
     from emulators.runtime import webhooks
     monkeypatch.setattr(webhooks, "POLL_S", 0.01)
     monkeypatch.setattr(webhooks, "IDLE_ROUNDS", 3)
