@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from spaces.newos4.app import HEALTH_PATH, POLL_PATH, POST_PATH
-from tests.servers import REPO, gunicorn, unused_port
+from testkit.servers import REPO, gunicorn, unused_port
 
 DEPLOY = REPO / "deploy"
 pytestmark = pytest.mark.gunicorn
