@@ -62,14 +62,21 @@ def validate_submission(body):
         message = ""
     if not message:
         raise InvalidRequest("No user message found in input")
+    checked_history(body)
+
+
+def checked_history(body):
+    """Return the body's `conversation_history` ([] when absent), each entry role and content."""
     history = body.get("conversation_history")
-    if history:
-        if not isinstance(history, list):
-            raise InvalidRequest("'conversation_history' must be an array of message objects")
-        for i, entry in enumerate(history):
-            if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
-                raise InvalidRequest(
-                    f"conversation_history[{i}] must have 'role' and 'content' fields")
+    if not history:
+        return []
+    if not isinstance(history, list):
+        raise InvalidRequest("'conversation_history' must be an array of message objects")
+    for i, entry in enumerate(history):
+        if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
+            raise InvalidRequest(
+                f"conversation_history[{i}] must have 'role' and 'content' fields")
+    return history
 
 
 def valid_idempotency_key(key):
