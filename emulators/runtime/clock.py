@@ -4,6 +4,7 @@ import re
 import time
 from datetime import datetime, timezone
 
+from .db import delete_scoped
 from .errors import AdminError
 
 DURATION = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\Z")
@@ -155,8 +156,4 @@ class Clocks:
 
     def reset(self, namespace=None):
         """Forget one namespace's clock (or every clock of the service): live time again."""
-        if namespace is None:
-            self._db.execute("DELETE FROM clocks WHERE service=?", (self._service,))
-        else:
-            self._db.execute("DELETE FROM clocks WHERE service=? AND namespace=?",
-                             (self._service, namespace))
+        delete_scoped(self._db.execute, "clocks", self._service, namespace=namespace)
