@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spaces.newos4.service import ChatService, thread_of  # noqa: E402
 from spaces.newos4.settings import Settings  # noqa: E402
-from tests.servers import gunicorn  # noqa: E402
+from testkit.servers import gunicorn  # noqa: E402
 
 ROUNDS = 5
 PER_ROUND = 400

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import CLIENTS, SERVER, connect, report, trips_per_second  # noqa: E402
-from tests.servers import gunicorn  # noqa: E402
+from testkit.servers import gunicorn  # noqa: E402
 
 A, B = "a" * 40, "b" * 40
 ROUNDS = 3

@@ -14,10 +14,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import SERVER, report, trips_per_second  # noqa: E402
-from tests.servers import gunicorn  # noqa: E402
+from testkit.servers import gunicorn  # noqa: E402
 
 ROUNDS = 3
-HERMES = "tests.emulators.hermes.gunicorn_app:application"
+HERMES = "wsgi:hermes"  # the emulator as shipped, like bench_github's wsgi:github
 
 
 def hermes_trip(conn, n):

@@ -29,7 +29,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spaces.newos4.app import POLL_PATH, POST_PATH  # noqa: E402
-from tests.servers import REPO, gunicorn  # noqa: E402
+from testkit.servers import REPO, gunicorn  # noqa: E402
 
 USERS = int(os.environ.get("BENCH_RELAY_USERS", "5"))
 QUESTIONS = int(os.environ.get("BENCH_RELAY_QUESTIONS", "10"))

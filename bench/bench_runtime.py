@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from emulators.runtime import Runtime, Settings  # noqa: E402
-from tests.emulators.runtime.counter_service import service  # noqa: E402
+from testkit.counter_service import service  # noqa: E402
 
 N = int(os.environ.get("BENCH_N", "3000"))
 ROUNDS = 6
@@ -163,9 +163,8 @@ def real_handlers(folder):
                 "commits": [{"sha": a, "parents": []}, {"sha": b, "parents": [a]}]}
         b"".join(runtime(request("POST", "/__admin/github/repositories", seed, namespace),
                          answer))
-        b"".join(runtime(request("POST", "/repos/o/r/pulls", {"title": "t", "head": "topic",
-                                                                "base": "main"}, namespace),
-                         answer))
+        pull = {"title": "t", "head": "topic", "base": "main"}
+        b"".join(runtime(request("POST", "/repos/o/r/pulls", pull, namespace), answer))
     titles = itertools.count()
 
     def call(method, body, bare):
@@ -188,7 +187,7 @@ def over_http(folder):
     """The same POST /counter over HTTP: the runtime and the bare provider, each under
     gunicorn (bench.harness config), several clients, interleaved rounds."""
     from bench.harness import CLIENTS, SERVER, report, trips_per_second
-    from tests.servers import gunicorn
+    from testkit.servers import gunicorn
     env = {"EMULATORS_DB": os.path.join(folder, "http.sqlite3")}
 
     def trip(namespace):

@@ -1,11 +1,11 @@
-"""The test-only counter service under gunicorn for bench_runtime: through the full runtime
+"""The counter service (testkit) under gunicorn for bench_runtime: through the full runtime
 pipeline (`full`), and its provider app alone with a ready instance per request (`bare`).
 
 Both read EMULATORS_DB, so they share one SQLite file and its settings."""
 import os
 
 from emulators.runtime import Runtime, Settings
-from tests.emulators.runtime.counter_service import service
+from testkit.counter_service import service
 
 _runtime = Runtime(service, Settings.from_env(os.environ))
 full = _runtime

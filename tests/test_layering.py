@@ -44,6 +44,16 @@ def test_spaces_and_emulators_never_import_each_other():
         assert not any(m.startswith("spaces") for m in imports_of(path)), path
 
 
+def test_shipped_code_imports_no_dev_helper_and_bench_and_testkit_never_import_tests():
+    never = {"tests", "bench", "testkit"}
+    forbidden = {"spaces": never, "emulators": never, "scripts": never, "cron": never,
+                 "testkit": {"tests", "bench"}, "bench": {"tests"}}
+    for folder, names in forbidden.items():
+        for path in python_files(folder):
+            tops = {(m or "").split(".")[0] for m in imports_of(path)}
+            assert not tops & names, f"{path} imports {tops & names}"
+
+
 def test_only_app_and_resources_import_falcon_and_only_schemas_import_marshmallow():
     for path in python_files("spaces/newos4"):
         mods = imports_of(path)

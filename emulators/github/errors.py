@@ -103,49 +103,52 @@ class PayloadTooLarge(GitHubError):
         return {"message": self.message, "documentation_url": TROUBLESHOOTING, "status": "413"}
 
 
-class Unsupported(GitHubError):
+class MockOnlyError(GitHubError):
+    """An answer only the emulator gives: `{message, code}`, or `{code, message}` where the
+    reference orders the keys so (spec github.md, error shapes)."""
+
+    code = None
+    code_first = False
+
+    def __init__(self, message=None, status=None):
+        super().__init__(message, status=status)
+
+    def body(self):
+        pairs = [("message", self.message), ("code", self.code)]
+        return dict(reversed(pairs) if self.code_first else pairs)
+
+
+class Unsupported(MockOnlyError):
     """Something the emulator deliberately does not model (mock-only 501)."""
 
     status = 501
+    code = "mockingbird_unsupported"
+    code_first = True
 
-    def body(self):
-        return {"code": "mockingbird_unsupported", "message": self.message}
 
-
-class UnsupportedVersion(GitHubError):
+class UnsupportedVersion(MockOnlyError):
     """An `X-GitHub-Api-Version` the emulator does not serve (answered before routing)."""
 
     status = 501
+    code = "mockingbird_unsupported"
     versioned = False
 
     def __init__(self):
         super().__init__(f"Mockingbird only models GitHub API {API_VERSION}")
 
-    def body(self):
-        return {"message": self.message, "code": "mockingbird_unsupported"}
 
-
-class SeedInvalid(GitHubError):
+class SeedInvalid(MockOnlyError):
     """A fixture the seeding control refuses (mock-only)."""
 
     status = 400
+    code = "mockingbird_seed_invalid"
     versioned = False
 
-    def __init__(self, message, status=400):
-        super().__init__(message, status=status)
 
-    def body(self):
-        return {"message": self.message, "code": "mockingbird_seed_invalid"}
-
-
-class ControlInvalid(GitHubError):
+class ControlInvalid(MockOnlyError):
     """A refs/move the intervening-actor control refuses (mock-only)."""
 
     status = 400
+    code = "mockingbird_control_invalid"
+    code_first = True
     versioned = False
-
-    def __init__(self, message, status=400):
-        super().__init__(message, status=status)
-
-    def body(self):
-        return {"code": "mockingbird_control_invalid", "message": self.message}

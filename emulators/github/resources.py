@@ -8,7 +8,8 @@ from urllib.parse import parse_qsl
 from emulators.runtime import instance_of
 
 from . import context, events, media, schemas
-from .models import GitHubBackend, iso
+from .ids import iso
+from .models import GitHubBackend
 from .presets import ACCEPTED_DROP
 
 

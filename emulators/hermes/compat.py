@@ -13,7 +13,8 @@ from .errors import (
     AgentCrashed, AgentIncomplete, InvalidMessages, InvalidRequest, InvalidSessionId,
     MessageTypeOnly, NoUserMessage, PreviousResponseNotFound, ResponseNotFound, SessionIdTooLong,
     Throttled)
-from .models import EFFECT_THROTTLE, memory_key_of
+from .inputs import checked_history, memory_key_of
+from .models import EFFECT_THROTTLE
 from .schemas import TERMINAL
 from .sessions import SESSION_ENDPOINTS, SessionBook
 from .sessions import Turn as StoredTurn
@@ -254,6 +255,14 @@ class CompatBackend:
                 data[name] = reply[name]
         return Result(data)
 
+    def settled_turn(self, turn, idempotency_key, fingerprint_keys):
+        """Run a non-stream turn through the result cache; a scripted exception is a 500."""
+        result = self.cached_run(idempotency_key, fingerprint(turn.body, fingerprint_keys),
+                                 lambda: self.agent_turn(turn))
+        if result.exception is not None:
+            raise AgentCrashed(result.exception)
+        return result
+
     def cached_run(self, key, print_, compute):
         """Upstream's non-stream Idempotency-Key cache: same fingerprint replays the result."""
         if not key:
@@ -328,11 +337,7 @@ class CompatBackend:
 
     def chat(self, turn, idempotency_key):
         """A non-stream completion: (body, headers), or AgentIncomplete/AgentCrashed."""
-        result = self.cached_run(
-            idempotency_key, fingerprint(turn.body, CHAT_FINGERPRINT),
-            lambda: self.agent_turn(turn))
-        if result.exception is not None:
-            raise AgentCrashed(result.exception)
+        result = self.settled_turn(turn, idempotency_key, CHAT_FINGERPRINT)
         headers = self.chat_headers(turn, result.data.get("session_id"))
         if not result.text and (result.failed or result.partial):
             raise AgentIncomplete(result.error, completed=result.completed,
@@ -384,16 +389,8 @@ class CompatBackend:
                       for item in raw_input if isinstance(item, (str, dict))]
         else:
             raise InvalidRequest("'input' must be a string or array")
-        history = []
-        raw_history = body.get("conversation_history")
-        if raw_history:
-            if not isinstance(raw_history, list):
-                raise InvalidRequest("'conversation_history' must be an array of message objects")
-            for i, entry in enumerate(raw_history):
-                if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
-                    raise InvalidRequest(
-                        f"conversation_history[{i}] must have 'role' and 'content' fields")
-                history.append({"role": str(entry["role"]), "content": normalize(entry["content"])})
+        history = [{"role": str(entry["role"]), "content": normalize(entry["content"])}
+                   for entry in checked_history(body)]
         stored_session = None
         if not history and previous:
             with self.instance.transaction():
@@ -422,11 +419,7 @@ class CompatBackend:
 
     def respond(self, turn, idempotency_key):
         """A non-stream response: (body, headers); the turn is stored when `store` is on."""
-        result = self.cached_run(
-            idempotency_key, fingerprint(turn.body, RESPONSES_FINGERPRINT),
-            lambda: self.agent_turn(turn))
-        if result.exception is not None:
-            raise AgentCrashed(result.exception)
+        result = self.settled_turn(turn, idempotency_key, RESPONSES_FINGERPRINT)
         text = result.text or result.error or "(No response generated)"
         output = []
         for step in result.tools():

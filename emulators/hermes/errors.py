@@ -28,13 +28,13 @@ class HermesError(EmulatorError):
         return {"error": {key: full[key] for key in self.fields}}
 
 
-class RunError(HermesError):
-    """An error about one run: `prefix` followed by the run id."""
+class SubjectError(HermesError):
+    """An error about one run, session or response: `prefix` followed by its id."""
 
     prefix = ""
 
-    def __init__(self, run_id):
-        super().__init__(f"{self.prefix}{run_id}")
+    def __init__(self, subject):
+        super().__init__(f"{self.prefix}{subject}")
 
 
 class InvalidRequest(HermesError):
@@ -69,13 +69,13 @@ class IdempotencyConflict(HermesError):
     code = "idempotency_key_conflict"
 
 
-class RunNotFound(RunError):
+class RunNotFound(SubjectError):
     status = 404
     code = "run_not_found"
     prefix = "Run not found: "
 
 
-class RunNotActive(RunError):
+class RunNotActive(SubjectError):
     status = 409
     code = "run_not_active"
     prefix = "Run is not active in this gateway process: "
@@ -89,13 +89,13 @@ class TerminalRun(HermesError):
     code = "mock_terminal_run"
 
 
-class ApprovalNotActive(RunError):
+class ApprovalNotActive(SubjectError):
     status = 409
     code = "approval_not_active"
     prefix = "Run has no active approval session: "
 
 
-class ApprovalNotPending(RunError):
+class ApprovalNotPending(SubjectError):
     status = 409
     code = "approval_not_pending"
     prefix = "Run has no pending approval: "
@@ -110,7 +110,7 @@ class InvalidApprovalRequest(HermesError):
     code = "invalid_approval_request"
 
 
-class SteerNotAccepting(RunError):
+class SteerNotAccepting(SubjectError):
     status = 409
     code = "run_not_accepting_steer"
     prefix = "Run is not currently accepting steer input: "
@@ -187,18 +187,14 @@ class SessionIdTooLong(MessageTypeOnly):
     message = "Session ID too long"
 
 
-class ResponseNotFound(HermesError):
+class ResponseNotFound(SubjectError):
     status = 404
-
-    def __init__(self, response_id):
-        super().__init__(f"Response not found: {response_id}")
+    prefix = "Response not found: "
 
 
-class PreviousResponseNotFound(HermesError):
+class PreviousResponseNotFound(SubjectError):
     status = 404
-
-    def __init__(self, response_id):
-        super().__init__(f"Previous response not found: {response_id}")
+    prefix = "Previous response not found: "
 
 
 class AgentIncomplete(HermesError):
@@ -230,20 +226,16 @@ class AgentCrashed(InternalError):
 # Sessions API (hermes-real-server.md §10): the full envelope with a code.
 
 
-class SessionNotFound(HermesError):
+class SessionNotFound(SubjectError):
     status = 404
     code = "session_not_found"
-
-    def __init__(self, session_id):
-        super().__init__(f"Session not found: {session_id}")
+    prefix = "Session not found: "
 
 
-class SessionExists(HermesError):
+class SessionExists(SubjectError):
     status = 409
     code = "session_exists"
-
-    def __init__(self, session_id):
-        super().__init__(f"Session already exists: {session_id}")
+    prefix = "Session already exists: "
 
 
 class InvalidSessionIdCode(HermesError):
@@ -261,11 +253,9 @@ class InvalidTitle(HermesError):
     code = "invalid_title"
 
 
-class UnsupportedSessionFields(HermesError):
+class UnsupportedSessionFields(SubjectError):
     code = "unsupported_session_field"
-
-    def __init__(self, names):
-        super().__init__(f"Unsupported session fields: {names}")
+    prefix = "Unsupported session fields: "
 
 
 class MissingMessage(HermesError):

@@ -3,13 +3,12 @@
 Everything lives in the instance's records (shared SQLite), and every multi-step change runs in
 one `instance.transaction()`, so all gunicorn workers see one consistent set of runs.
 """
-import json
 import math
 
-from . import canonical, schemas, sse
+from . import canonical, inputs, schemas, sse
 from .errors import (
     ApprovalNotActive, HermesError, ApprovalNotPending, IdempotencyConflict, InvalidApprovalChoice,
-    InvalidApprovalRequest, InvalidIdempotencyKey, InvalidRequest, InvalidSessionKey,
+    InvalidApprovalRequest, InvalidIdempotencyKey, InvalidRequest,
     InvalidSteerInput, RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun, Throttled,
     Unsupported)
 from .schemas import TERMINAL
@@ -29,7 +28,6 @@ RECORD_ORDER = ("object", "run_id", "status", "updated_at", "created_at", "sessi
 APPROVAL_CHOICES = ("once", "session", "always", "deny")
 # Source: hermes-agent api_server_runs.py `_APPROVAL_CHOICE_ALIASES`.
 APPROVAL_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
-TRUTHY_STRINGS = {"1", "true", "yes", "on"}
 ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 EFFECT_DROP = "hermes.accepted_drop"
 EFFECT_THROTTLE = "hermes.throttled"
@@ -67,82 +65,6 @@ def run_id_for(namespace, counter):
 def ordered(record):
     """Return a run record with its keys in upstream order (storage does not keep order)."""
     return {key: record[key] for key in RECORD_ORDER if key in record}
-
-
-class Submission:
-    """What the HTTP layer hands to admission: raw bytes and the two raw header values."""
-
-    def __init__(self, raw, *, memory_header=None, key_header=None):
-        self.raw = raw
-        self.memory_header = memory_header
-        self.key_header = key_header
-
-
-class Admission:
-    """The outcome of a submission: body, status, headers, and whether a run was created."""
-
-    def __init__(self, run_id, status, *, replayed, memory_key):
-        self.run_id = run_id
-        self.body = {"run_id": run_id, "status": status, "replayed": replayed}
-        self.headers = {}
-        if replayed:
-            self.headers["Idempotency-Replayed"] = "true"
-        if memory_key:
-            self.headers["X-Hermes-Session-Key"] = memory_key
-        self.created = not replayed
-
-
-def memory_key_of(header):
-    """Strip and check X-Hermes-Session-Key (hermes-real-server.md §6: 256 chars, no CR/LF/NUL)."""
-    key = (header or "").strip()
-    if any(ch in key for ch in "\r\n\0"):
-        raise InvalidSessionKey("Invalid session key")
-    if len(key) > 256:
-        raise InvalidSessionKey("Session key too long")
-    return key
-
-
-def validate_submission(body):
-    """Apply the body rules of hermes-runs.md §3.2 in order (Python truthiness)."""
-    if not isinstance(body, dict):
-        raise Unsupported("non-object submission roots are outside the verified subset")
-    if "hosted_room_dispatch" in body or "_room_execution_policy" in body:
-        raise Unsupported("hosted-room dispatch is outside the peer-run subset")
-    raw_input = body.get("input")
-    if not raw_input:
-        raise InvalidRequest("Missing 'input' field")
-    if isinstance(raw_input, list) and not isinstance(raw_input[-1], dict):
-        raise Unsupported("malformed input elements are outside the verified subset")
-    if isinstance(raw_input, str):
-        message = raw_input
-    elif isinstance(raw_input, list):
-        message = raw_input[-1].get("content")
-    else:
-        message = ""
-    if not message:
-        raise InvalidRequest("No user message found in input")
-    history = body.get("conversation_history")
-    if history:
-        if not isinstance(history, list):
-            raise InvalidRequest("'conversation_history' must be an array of message objects")
-        for i, entry in enumerate(history):
-            if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
-                raise InvalidRequest(
-                    f"conversation_history[{i}] must have 'role' and 'content' fields")
-
-
-def valid_idempotency_key(key):
-    """True when a stripped key is 1-255 visible ASCII characters."""
-    return len(key) <= 255 and all(33 <= ord(ch) <= 126 for ch in key)
-
-
-def steer_text(body):
-    """Return the steer text from `input`, `message` or `text` (string or content parts)."""
-    raw = body.get("input") or body.get("message") or body.get("text") or ""
-    if isinstance(raw, list):
-        raw = " ".join(part if isinstance(part, str) else str(part.get("text", ""))
-                       for part in raw if isinstance(part, (str, dict)))
-    return (raw if isinstance(raw, str) else str(raw)).strip()
 
 
 class HermesBackend:
@@ -285,7 +207,7 @@ class HermesBackend:
     # operations
     def submit(self, submission):
         """Admit a run or replay one (hermes-runs.md §3.1); return an Admission."""
-        memory_key = memory_key_of(submission.memory_header)
+        memory_key = inputs.memory_key_of(submission.memory_header)
         key = (submission.key_header or "").strip()
         if not submission.raw:
             raise InvalidRequest("Invalid JSON")
@@ -309,13 +231,13 @@ class HermesBackend:
                     if reservation["fingerprint"] != fingerprint:
                         raise IdempotencyConflict()
                     record, _ = self._hydrate(reservation["runId"], scope)
-                    return Admission(record["run_id"], record["status"], replayed=True,
-                                     memory_key=memory_key)
+                    return inputs.Admission(record["run_id"], record["status"],
+                                            replayed=True, memory_key=memory_key)
             if self.instance.fault_effect(EFFECT_THROTTLE) is not None:
                 # Upstream checks capacity only for a genuinely new run, after the replay lookup.
                 raise Throttled()
             record = self._create(body, scope, key, fingerprint)
-        return Admission(record["run_id"], "started", replayed=False, memory_key=memory_key)
+        return inputs.Admission(record["run_id"], "started", replayed=False, memory_key=memory_key)
 
     @staticmethod
     def _validated(raw, key, memory_key):
@@ -324,9 +246,9 @@ class HermesBackend:
             body = canonical.parse_strict(canonical.decode_body(raw))
         except canonical.InvalidJSONText:
             raise InvalidRequest("Invalid JSON") from None
-        if key and not valid_idempotency_key(key):
+        if key and not inputs.valid_idempotency_key(key):
             raise InvalidIdempotencyKey()
-        validate_submission(body)
+        inputs.validate_submission(body)
         if not key:
             return body, None
         try:
@@ -429,8 +351,8 @@ class HermesBackend:
         scope = self.scope()
         with self.instance.transaction():
             self._hydrate(run_id, scope)
-        body = _json_object(raw, "Invalid JSON")
-        raw_choice = _py_str(body.get("choice", "")).strip().lower()
+        body = inputs.json_object(raw, "Invalid JSON")
+        raw_choice = inputs.py_str(body.get("choice", "")).strip().lower()
         choice = APPROVAL_ALIASES.get(raw_choice, raw_choice)
         raw_request_id = body.get("request_id")
         request_id = raw_request_id.strip() if isinstance(raw_request_id, str) else ""
@@ -439,7 +361,7 @@ class HermesBackend:
         if choice not in APPROVAL_CHOICES:
             raise InvalidApprovalChoice(
                 "Invalid approval choice; expected one of: " + ", ".join(sorted(APPROVAL_CHOICES)))
-        resolve_all = any(_request_bool(body.get(name)) for name in ("all", "resolve_all"))
+        resolve_all = any(inputs.request_bool(body.get(name)) for name in ("all", "resolve_all"))
         with self.instance.transaction():
             record, owner = self._hydrate(run_id, scope)
             if record["status"] in TERMINAL or not owner["local"]:
@@ -461,8 +383,8 @@ class HermesBackend:
             record, owner = self._hydrate(run_id, scope)
         if record["status"] != "running" or not owner["local"]:
             raise SteerNotAccepting(run_id)
-        body = _json_object(raw, "Invalid JSON in request body")
-        text = steer_text(body)
+        body = inputs.json_object(raw, "Invalid JSON in request body")
+        text = inputs.steer_text(body)
         if not text:
             raise InvalidSteerInput()
         with self.instance.transaction():
@@ -537,28 +459,3 @@ def terminal_fields(record):
     if status in ("failed", "interrupted"):
         return {"error": record["error"]}
     return {}
-
-
-def _json_object(raw, invalid_message):
-    try:
-        body = canonical.parse_strict(canonical.decode_body(raw or b""))
-    except canonical.InvalidJSONText:
-        raise InvalidRequest(invalid_message) from None
-    if not isinstance(body, dict):
-        raise InvalidRequest("Request body must be a JSON object")
-    return body
-
-
-def _py_str(value):
-    """Python's str() of a JSON value, as upstream applies to `choice`."""
-    if value is None:
-        return "None"
-    if isinstance(value, bool):
-        return str(value)
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def _request_bool(value):
-    if isinstance(value, bool):
-        return value
-    return isinstance(value, str) and value.strip().lower() in TRUTHY_STRINGS

@@ -14,7 +14,8 @@ from emulators.runtime.bodies import MAX_BODY  # upstream's request-size limit t
 from . import sse
 from .compat import CompatBackend
 from .errors import BodyTooLarge, InvalidContentLength, RunNotFound, Unauthorized
-from .models import EFFECT_DROP, HermesBackend, Submission
+from .inputs import Submission
+from .models import EFFECT_DROP, HermesBackend
 
 # Security headers of upstream JSON responses (hermes-real-server.md §2); never on SSE.
 SECURITY_HEADERS = {

@@ -2,7 +2,7 @@
 transcript, answered as JSON or as a stream of named events, and stored in the session.
 """
 from .errors import AgentCrashed, InvalidSystemMessage, MissingMessage
-from .models import memory_key_of
+from .inputs import memory_key_of
 from .sessions import Turn as StoredTurn
 from .sessions import json_object
 from .sse import frame

@@ -41,10 +41,10 @@ def chat_frames(turn, result):
         elif not step["tool"].startswith("_"):  # upstream keeps internal tools off the wire
             tool_call = step["id"]
             yield frame({"tool": step["tool"], "emoji": step.get("emoji", "⚡"),
-                       "label": step.get("label", step["tool"]), "toolCallId": tool_call,
-                       "status": "running"}, "hermes.tool.progress")
+                         "label": step.get("label", step["tool"]), "toolCallId": tool_call,
+                         "status": "running"}, "hermes.tool.progress")
             yield frame({"tool": step["tool"], "toolCallId": tool_call, "status": "completed"},
-                      "hermes.tool.progress")
+                        "hermes.tool.progress")
     failed, error = result.failed, result.error
     if result.exception is not None:
         failed, error = True, error or result.exception

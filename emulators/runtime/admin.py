@@ -140,8 +140,8 @@ class Admin:
         handler, is_service = entry
         _check_path_encoding(req.env.get("PATH_INFO", ""))  # falcon decoded with U+FFFD
         body = _read_json(req.env) if req.method in MUTATING else None
-        query = {k: v[-1] for k, v in parse_qs(req.env.get("QUERY_STRING", ""),
-                                                keep_blank_values=True).items()}
+        pairs = parse_qs(req.env.get("QUERY_STRING", ""), keep_blank_values=True)
+        query = {k: v[-1] for k, v in pairs.items()}
         request = Request(req.method, req.env[NAMESPACE_KEY], params, query, body,
                           req.env[BASE_URL_KEY])
         if is_service:
@@ -173,7 +173,7 @@ class Admin:
     def _service_route(self, handler, request):
         emulator = self.emulator
         instance = emulator.instance(request.namespace, method=request.method,
-                                    base_url=request.base_url)
+                                     base_url=request.base_url)
         try:
             result = handler(AdminCall(instance, request.params, request.body, request.query))
         except EmulatorError as error:

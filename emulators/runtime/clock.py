@@ -4,6 +4,7 @@ import re
 import time
 from datetime import datetime, timezone
 
+from .db import delete_scoped
 from .errors import AdminError
 
 DURATION = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\Z")
@@ -63,6 +64,7 @@ def parse_duration(value):
         if match:
             return _ms(float(match.group(1)) * UNITS[match.group(2)])
     return None
+
 
 VERSION = "SELECT version FROM control_versions WHERE service=?"
 
@@ -154,8 +156,4 @@ class Clocks:
 
     def reset(self, namespace=None):
         """Forget one namespace's clock (or every clock of the service): live time again."""
-        if namespace is None:
-            self._db.execute("DELETE FROM clocks WHERE service=?", (self._service,))
-        else:
-            self._db.execute("DELETE FROM clocks WHERE service=? AND namespace=?",
-                             (self._service, namespace))
+        delete_scoped(self._db.execute, "clocks", self._service, namespace=namespace)

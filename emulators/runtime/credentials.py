@@ -7,6 +7,7 @@ import json
 import logging
 
 from . import names
+from .db import delete_scoped
 from .errors import AdminError
 
 log = logging.getLogger("emulators")
@@ -79,11 +80,7 @@ class Credentials:
 
     def remove(self, credential=None):
         """Forget one credential, or every one of this service when None."""
-        if credential is None:
-            self._db.execute("DELETE FROM credentials WHERE service=?", (self._service,))
-        else:
-            self._db.execute("DELETE FROM credentials WHERE service=? AND credential=?",
-                             (self._service, credential))
+        delete_scoped(self._db.execute, "credentials", self._service, credential=credential)
 
 
 def parse_pairs(body, namespace):
@@ -100,10 +97,7 @@ def parse_pairs(body, namespace):
             if isinstance(entry, str):
                 pairs.append((entry, namespace))
             elif isinstance(entry, dict) and isinstance(entry.get("credential"), str):
-                target = entry.get("namespace", namespace)
-                if not isinstance(target, str):
-                    raise AdminError(_not_a_string(entry["credential"]))
-                pairs.append((entry["credential"], target))
+                pairs.append(_object_pair(entry, namespace))
             else:
                 raise AdminError(ENTRY)
     elif isinstance(entries, dict):
@@ -112,10 +106,7 @@ def parse_pairs(body, namespace):
                 raise AdminError(_not_a_string(credential))
             pairs.append((credential, target))
     elif isinstance(body, dict) and isinstance(body.get("credential"), str):
-        target = body.get("namespace", namespace)
-        if not isinstance(target, str):
-            raise AdminError(_not_a_string(body["credential"]))
-        pairs.append((body["credential"], target))
+        pairs.append(_object_pair(body, namespace))
     else:
         raise AdminError(SHAPE)
     for credential, target in pairs:
@@ -124,6 +115,14 @@ def parse_pairs(body, namespace):
         if not names.valid(target):
             raise AdminError(f"bad namespace {json.dumps(target, ensure_ascii=False)}")
     return pairs
+
+
+def _object_pair(entry, namespace):
+    """The pair of a `{"credential", "namespace"?}` object (namespace: the query's by default)."""
+    target = entry.get("namespace", namespace)
+    if not isinstance(target, str):
+        raise AdminError(_not_a_string(entry["credential"]))
+    return entry["credential"], target
 
 
 class CredentialRoutes:

@@ -137,7 +137,6 @@ SCHEMA_VERSION = 6  # 2: checkpoints as deltas; 3: heads and parents as row numb
 # 6: checkpoints keyed by branch, heads derived, journal columns, metrics folded, clock cached
 
 
-
 def _columns(conn, table):
     return {row[1]: row[2] for row in conn.execute(f"PRAGMA table_info({table})")}
 
@@ -434,3 +433,13 @@ class Database:
         if conn is not None:
             conn.close()
             self._local.conn = None
+
+
+def delete_scoped(execute, table, service, **match):
+    """Delete `service`'s rows of `table`, only those matching the `match` columns not None.
+
+    `execute` is `Database.execute` or a transaction's `conn.execute`; names come from code.
+    """
+    match = {column: value for column, value in match.items() if value is not None}
+    where = "".join(f" AND {column}=?" for column in match)
+    execute(f"DELETE FROM {table} WHERE service=?{where}", (service, *match.values()))

@@ -9,6 +9,7 @@ deleted, so no request is ever counted twice or lost from the counts.
 import json
 
 from .clock import iso
+from .db import delete_scoped
 
 UNMATCHED = "(unmatched)"
 EXTRA = ("ids", "accepted", "checkpoint", "request")  # `checkpoint` only comes with `accepted`
@@ -125,11 +126,7 @@ class Journal:
         """Drop journal entries of a namespace, or of all (their counts stay in the metrics)."""
         with self._db.transaction() as conn:
             self._fold(conn)
-            if namespace is None:
-                conn.execute("DELETE FROM journal WHERE service=?", (self._service,))
-            else:
-                conn.execute("DELETE FROM journal WHERE service=? AND namespace=?",
-                             (self._service, namespace))
+            delete_scoped(conn.execute, "journal", self._service, namespace=namespace)
 
     def metrics(self, namespace=None):
         """Return the metrics report, global or of one namespace."""
@@ -163,8 +160,4 @@ class Journal:
         """Drop metric counters of a namespace, or of all (the journal itself stays)."""
         with self._db.transaction() as conn:
             self._fold(conn)
-            if namespace is None:
-                conn.execute("DELETE FROM metrics WHERE service=?", (self._service,))
-            else:
-                conn.execute("DELETE FROM metrics WHERE service=? AND namespace=?",
-                             (self._service, namespace))
+            delete_scoped(conn.execute, "metrics", self._service, namespace=namespace)

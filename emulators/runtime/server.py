@@ -1,5 +1,6 @@
 """`serve()`: run a service on a loopback port in a background thread (threaded, streaming)."""
 import dataclasses
+import functools
 import os
 import shutil
 import socketserver
@@ -95,9 +96,7 @@ def serve(service, *, host="127.0.0.1", port=0, db=None, admin_key=None, setting
         if db is None:
             folder = tempfile.mkdtemp(prefix=f"emulator-{service.name}-")
             db = os.path.join(folder, "emulators.sqlite3")
-
-            def cleanup():
-                shutil.rmtree(folder, ignore_errors=True)
+            cleanup = functools.partial(shutil.rmtree, folder, ignore_errors=True)
         settings = Settings(db=db, admin_key=admin_key, **options)
     elif options:
         settings = dataclasses.replace(settings, **options)

@@ -1,14 +1,15 @@
 """`Service`: what a service hands to the runtime (see emulators/README.md for the contract)."""
+from dataclasses import dataclass
 
 
+@dataclass
 class AdminCall:
     """The arguments of a service admin route handler."""
 
-    def __init__(self, instance, params, body, query):
-        self.instance = instance
-        self.params = params
-        self.body = body
-        self.query = query
+    instance: object
+    params: dict
+    body: object
+    query: dict
 
 
 class Service:

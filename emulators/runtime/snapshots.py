@@ -36,9 +36,9 @@ class SnapshotRoutes:
         return row
 
     def _forget(self, snapshot_id):
+        n = int(SNAPSHOT.fullmatch(snapshot_id).group(1))
         self.emulator.db.execute("DELETE FROM snapshots WHERE n=? AND service=?",
-                                (int(SNAPSHOT.fullmatch(snapshot_id).group(1)),
-                                 self.emulator.name))
+                                 (n, self.emulator.name))
 
     def create(self, request):
         emulator, namespace = self.emulator, request.namespace

@@ -135,14 +135,19 @@ class _Mutex:
         self.lock = threading.Lock()
 
 
+def open_lock_file(path):
+    """Return a read-write descriptor of `path`, created (with its folder) when missing."""
+    while True:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
+        except FileNotFoundError:  # the first lock in a new data folder creates the folder
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+
+
 def _flock(path, deadline):
     """A descriptor of `path` holding its exclusive flock, had by `deadline` (monotonic)."""
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
-        except FileNotFoundError:  # the first lock in a new data folder creates the folder
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            continue
+        fd = open_lock_file(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -10,7 +10,7 @@ import secrets
 from pathlib import Path
 
 from . import errors
-from .files import tmp_name
+from .files import open_lock_file, tmp_name
 
 
 def retry_after_s(hits, now_ms, limit, window_ms):
@@ -103,11 +103,7 @@ def _locked(path):
     waited, so a hit is never written into a deleted window. A holder never waits on anything
     longer than the thread lock's timeout, so blocking here is bounded."""
     while True:
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
-        except FileNotFoundError:  # the first window of a new data folder creates the folder
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            continue
+        fd = open_lock_file(path)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if os.fstat(fd).st_nlink:

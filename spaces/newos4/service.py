@@ -181,7 +181,7 @@ class ChatService:
         return outcome[0]
 
     def _check_thread_window(self, messages, now):
-        """Per-thread window, counted from the thread itself under its lock: exact across workers."""
+        """Per-thread window, counted from the thread under its lock: exact across workers."""
         window_ms = self.settings.rate_window_s * 1000
         hits = [m["epoch"] for m in messages if m["author"] != "hermes"]
         wait = retry_after_s(hits, now, self.settings.rate_thread, window_ms)
@@ -214,7 +214,7 @@ class ChatService:
         return f"MSG-{moment}-{self._random_hex()}"
 
     def poll(self, thread, since=0):
-        """Messages newer than `since` (all when 0), at most the newest `poll_limit`, oldest first."""
+        """Messages newer than `since` (0: all), at most the newest `poll_limit`, oldest first."""
         doc = self.store.read(thread)
         messages = doc["messages"] if doc else []
         return {

@@ -14,7 +14,7 @@ import requests
 from spaces.newos4.app import POLL_PATH, POST_PATH
 from spaces.newos4.service import ChatService, thread_of
 from spaces.newos4.settings import Settings
-from tests.servers import REPO, gunicorn
+from testkit.servers import REPO, gunicorn
 
 pytestmark = pytest.mark.gunicorn
 

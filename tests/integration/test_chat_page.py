@@ -25,7 +25,7 @@ except ImportError:  # the `browser` fixture says why and skips (or fails in CI)
     expect = None
 
 from spaces.newos4.app import POLL_PATH, POST_PATH
-from tests.servers import Watcher, gunicorn
+from testkit.servers import Watcher, gunicorn
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.browser]
 

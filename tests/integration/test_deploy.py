@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from spaces.newos4.app import HEALTH_PATH, POLL_PATH, POST_PATH
-from tests.servers import REPO, gunicorn, unused_port
+from testkit.servers import REPO, gunicorn, unused_port
 
 DEPLOY = REPO / "deploy"
 pytestmark = pytest.mark.gunicorn
@@ -109,8 +109,8 @@ def test_the_systemd_unit_verifies_and_runs_the_shipped_command(tmp_path):
     exec_start = re.search(r"^ExecStart=(.*)$", unit, re.M).group(1).split()
     assert exec_start[1:] == ["-c", "gunicorn.conf.py", "wsgi:application"]
     assert "RestartPreventExitStatus=4" in unit  # configuration errors exit 4: no restart loop
-    local = re.sub(r"^(User|Group)=.*$", r"\1=root", unit.replace("/srv/newos4-monolith",
-                                                                    str(REPO)), flags=re.M)
+    unit = unit.replace("/srv/newos4-monolith", str(REPO))
+    local = re.sub(r"^(User|Group)=.*$", r"\1=root", unit, flags=re.M)
     (tmp_path / "newos4.service").write_text(local)
     (REPO / ".venv" / "bin" / "gunicorn").exists() or pytest.skip("no .venv/bin/gunicorn")
     done = subprocess.run([analyze, "verify", str(tmp_path / "newos4.service")],
@@ -123,8 +123,8 @@ def test_the_systemd_unit_verifies_and_runs_the_shipped_command(tmp_path):
 def test_logrotate_rotates_the_relay_log_and_the_next_run_writes_a_new_one(tmp_path):
     logrotate = needs("logrotate")
     conf = (DEPLOY / "logrotate" / "newos4-relay").read_text()
-    conf = conf.replace("/srv/newos4-monolith", str(tmp_path)).replace("newos4 newos4",
-                                                                      "root root")
+    conf = conf.replace("/srv/newos4-monolith", str(tmp_path))
+    conf = conf.replace("newos4 newos4", "root root")
     (tmp_path / "relay.conf").write_text(conf)
     (tmp_path / "var").mkdir()
     log = tmp_path / "var" / "relay.log"

@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from tests.servers import gunicorn
+from testkit.servers import gunicorn
 
 pytestmark = pytest.mark.gunicorn
 GITHUB = "/emulators/github"

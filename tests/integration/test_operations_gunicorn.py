@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from spaces.newos4.app import HEALTH_PATH, POST_PATH
-from tests.servers import REPO, gunicorn, unused_port
+from testkit.servers import REPO, gunicorn, unused_port
 
 pytestmark = pytest.mark.gunicorn
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from tests.servers import REPO, gunicorn
+from testkit.servers import REPO, gunicorn
 
 pytestmark = [pytest.mark.gunicorn,
               pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")]

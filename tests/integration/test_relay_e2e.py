@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from spaces.newos4.app import POLL_PATH, POST_PATH
-from tests.servers import REPO, gunicorn
+from testkit.servers import REPO, gunicorn
 
 pytestmark = pytest.mark.gunicorn
 

@@ -22,7 +22,7 @@ import requests
 from spaces.newos4.app import POLL_PATH, POST_PATH
 from spaces.newos4.service import ChatService, thread_of
 from spaces.newos4.settings import Settings
-from tests.servers import REPO, Watcher, gunicorn
+from testkit.servers import REPO, Watcher, gunicorn
 
 BOUND_S = 2.0
 

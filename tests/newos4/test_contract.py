@@ -6,7 +6,7 @@ import pytest
 
 from spaces.newos4.app import POLL_PATH, POST_PATH, RETIRED_PATH
 
-from .conftest import T0, ChatClient, files_under, new_token, thread_for
+from .conftest import T0, ChatClient, files_under, new_token
 
 UNAUTHORIZED = {"success": False, "error": "missing or malformed X-Chat-Token"}
 TOO_LONG = {"success": False, "error": "text too long (max 4000 chars)"}

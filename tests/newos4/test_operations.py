@@ -1,16 +1,13 @@
 """What operators and careless clients do to the chat app: deep nesting, 507 floods, the health
 route, and the operator's kit in scripts/chat.py (check, delete, clear-rate) as real processes."""
-import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from spaces.newos4.app import HEALTH_PATH
-from spaces.newos4.settings import Settings
 
 from .conftest import ChatClient
 

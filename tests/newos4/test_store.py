@@ -152,8 +152,8 @@ def _hold_flock(path):
     return fd
 
 
-def test_a_writer_waits_for_another_process_lock_by_blocking_not_polling(client, settings,
-                                                                           clock, monkeypatch):
+def test_a_writer_waits_for_another_process_lock_by_blocking_not_polling(
+        client, settings, clock, monkeypatch):
     import fcntl
     client.say("x")
     service = ChatService(settings, clock=clock)

@@ -51,7 +51,8 @@ BODY = st.one_of(
 
 @pytest.fixture(scope="module")
 def fuzz_app(tmp_path_factory):
-    runtime = Runtime(create_service(), Settings(db=str(tmp_path_factory.mktemp("fuzz") / "e.sqlite3")))
+    db = tmp_path_factory.mktemp("fuzz") / "e.sqlite3"
+    runtime = Runtime(create_service(), Settings(db=str(db)))
     app = webtest.TestApp(runtime, lint=False)
     app.post_json("/__admin/github/repositories", graph_body())
     app.post_json("/repos/synthetic-org/example/git/refs", {"ref": "refs/heads/topic", "sha": B})

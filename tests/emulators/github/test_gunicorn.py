@@ -5,7 +5,7 @@ import pytest
 import requests
 
 from tests.emulators.receiver import Receiver
-from tests.servers import gunicorn
+from testkit.servers import gunicorn
 
 from .conftest import A, B, C, D, E, graph_body
 from .schema_check import SCHEMAS

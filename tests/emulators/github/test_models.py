@@ -3,8 +3,10 @@ import pytest
 
 from emulators.github import errors
 from emulators.github.context import form_encode
-from emulators.github.models import (GitHubBackend, iso, is_ancestor, node_id, parse_pull_number,
-                                     valid_ref_name)
+from emulators.github.git import is_ancestor, valid_ref_name
+from emulators.github.ids import iso, node_id
+from emulators.github.models import GitHubBackend
+from emulators.github.pulls import parse_pull_number
 from emulators.runtime.db import Database
 from emulators.runtime.records import Records
 

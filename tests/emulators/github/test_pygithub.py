@@ -26,7 +26,8 @@ def served(request, tmp_path_factory):
         with serve() as server:
             yield server.url, server.admin_url
         return
-    runtime = Runtime(create_service(), Settings(db=str(tmp_path_factory.mktemp("gh") / "e.sqlite3")))
+    db = tmp_path_factory.mktemp("gh") / "e.sqlite3"
+    runtime = Runtime(create_service(), Settings(db=str(db)))
     app = PathDispatcher(_not_here, {"/emulators/github": runtime})
     server = Server(app, runtime)
     try:
@@ -52,8 +53,8 @@ def test_pygithub_full_flow(served):
 
     gh = client(base)
     repo = gh.get_repo("synthetic-org/flow")
-    assert (repo.full_name, repo.default_branch, repo.private) == ("synthetic-org/flow", "main",
-                                                                  False)
+    assert (repo.full_name, repo.default_branch, repo.private) == (
+        "synthetic-org/flow", "main", False)
     assert repo.owner.login == "synthetic-org"
 
     ref = repo.create_git_ref("refs/heads/topic", B)

@@ -110,7 +110,9 @@ def test_matching_refs_prefix_sorting_and_trailing_slash(seeded):
     for name in ("refs/heads/topicTwo", "refs/heads/topic/nested", "refs/heads/Upper",
                  "refs/tags/v1"):
         seeded.create_ref(name, B, status=201)
-    names = lambda tail: [r["ref"] for r in seeded.get(f"{REPO}/git/matching-refs{tail}").json]
+
+    def names(tail):
+        return [r["ref"] for r in seeded.get(f"{REPO}/git/matching-refs{tail}").json]
     everything = ["refs/heads/Upper", "refs/heads/main", "refs/heads/topic/nested",
                   "refs/heads/topicTwo", "refs/tags/v1"]
     assert names("") == names("/") == everything
@@ -196,7 +198,9 @@ def test_ref_listing_pages_with_link_and_answers_an_exact_name_alone(seeded):
     for n in range(1, 6):
         seeded.create_ref(f"refs/heads/b{n}", B, status=201)
     seeded.create_ref("refs/tags/v1", B, status=201)
-    names = lambda res: [r["ref"] for r in res.json]
+
+    def names(res):
+        return [r["ref"] for r in res.json]
     first = seeded.get(f"{REPO}/git/refs?per_page=4", 200)
     assert names(first) == ["refs/heads/b1", "refs/heads/b2", "refs/heads/b3", "refs/heads/b4"]
     assert first.headers["Link"] == (

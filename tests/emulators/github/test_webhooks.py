@@ -14,7 +14,7 @@ import pytest
 from emulators.github.app import create_service
 from emulators.runtime.testing import test_app
 from tests.emulators.receiver import Receiver
-from tests.servers import REPO as ROOT, unused_port
+from testkit.servers import REPO as ROOT, unused_port
 
 from .conftest import B, C, E
 
@@ -175,7 +175,6 @@ def test_no_endpoint_means_no_payload_is_built(seeded):
     assert seeded.get("/__admin/webhooks", 200).json == {"deliveries": []}
     # the acting user is only created when something needed it
     assert seeded.open_pull(status=201).json["user"]["id"] == 2
-
 
 
 # A worker that queues events and dies before its dispatcher sends any of them.

@@ -32,8 +32,8 @@ class HermesClient:
             extra["X-Hermes-Session-Key"] = memory
         data = raw if raw is not None else webtest.app.json.dumps(
             {"input": "synthetic prompt"} if body is None else body).encode()
-        return self.app.post("/v1/runs", data, headers={"Content-Type": "application/json",
-                                                         **self._h(extra)}, status=status)
+        headers = {"Content-Type": "application/json", **self._h(extra)}
+        return self.app.post("/v1/runs", data, headers=headers, status=status)
 
     def run(self, run_id, status="*", headers=None):
         return self.app.get(f"/v1/runs/{run_id}", headers=self._h(headers), status=status)

@@ -313,4 +313,3 @@ def test_deeply_nested_body_is_invalid_json_not_a_5xx(api):
         res = api.post(path, deep, headers={**AUTH, "Content-Type": "application/json"},
                        status=400)
         assert res.json["error"]["message"].startswith("Invalid JSON")
-

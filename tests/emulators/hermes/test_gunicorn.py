@@ -6,7 +6,7 @@ import threading
 import pytest
 import requests
 
-from tests.servers import gunicorn
+from testkit.servers import gunicorn
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.timeout(60)]
 APP = "tests.emulators.hermes.gunicorn_app:application"

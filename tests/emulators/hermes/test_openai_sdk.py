@@ -6,7 +6,7 @@ import requests
 
 import emulators.hermes
 from emulators.hermes.settings import HermesSettings
-from tests.servers import gunicorn
+from testkit.servers import gunicorn
 
 KEY = "emulator-key-0123456789abcdef"
 pytestmark = pytest.mark.timeout(60)

@@ -405,4 +405,3 @@ def test_every_route_also_answers_under_a_profile_prefix(api):
     assert api.get("/p/work/v1/models", headers=AUTH).json["object"] == "list"
     assert api.get("/p/work/nope", headers=AUTH, status=404).text == "404: Not Found"
     assert api.get("/p/work", headers=AUTH, status=404).text == "404: Not Found"
-

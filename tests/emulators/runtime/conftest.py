@@ -8,8 +8,8 @@ import pytest
 
 from emulators.runtime.testing import test_app
 from emulators.cli import main
-from tests.emulators.runtime.counter_service import service
-from tests.servers import unused_port
+from testkit.counter_service import service
+from testkit.servers import unused_port
 
 START = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 

@@ -1,7 +1,7 @@
-"""The test-only counter service as a WSGI app for real gunicorn (settings from the environment)."""
+"""The counter service as a WSGI app for real gunicorn (settings from the environment)."""
 import os
 
 from emulators.runtime import Settings, build_wsgi
-from tests.emulators.runtime.counter_service import service
+from testkit.counter_service import service
 
 application = build_wsgi(service, Settings.from_env(os.environ))

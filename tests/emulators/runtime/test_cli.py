@@ -14,9 +14,9 @@ import pytest
 import requests
 
 from emulators.runtime.rng import mulberry32, seed_state
-from tests.emulators.runtime.counter_service import service as counter
+from testkit.counter_service import service as counter
 from tests.emulators.runtime.conftest import run_main
-from tests.servers import REPO
+from testkit.servers import REPO
 
 USAGE_SERVE = "usage: python -m emulators serve [-h] [--port PORT] [--host HOST] [--db FILE]"
 MS = r"\d+(\.\d+)?ms"

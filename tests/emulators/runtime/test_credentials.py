@@ -5,7 +5,7 @@ import pytest
 
 from emulators.runtime import Service
 from emulators.runtime.testing import test_app
-from tests.emulators.runtime import counter_service
+from testkit import counter_service
 from tests.emulators.runtime.conftest import ns
 
 SHAPE = 'expected {"credentials": {"<credential>": "<namespace>"}}'

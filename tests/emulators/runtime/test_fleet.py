@@ -26,11 +26,11 @@ from emulators.runtime import Service
 from emulators.runtime.fleet import FleetError, FleetStartError
 from emulators.runtime.fleetconfig import ConfigError, plan
 from emulators.runtime.fleetcontrol import FleetControl
-from tests.emulators.runtime.counter_service import OPENAPI, provider_app
-from tests.emulators.runtime.counter_service import service as counter
+from testkit.counter_service import OPENAPI, provider_app
+from testkit.counter_service import service as counter
 from tests.emulators.runtime.test_cli import clean_env
+from testkit.servers import REPO, unused_port
 from tests.emulators.receiver import Receiver
-from tests.servers import REPO, unused_port
 
 SHA = "1" * 40
 W1 = {"x-mockingbird-namespace": "w1"}

@@ -4,7 +4,7 @@ import threading
 import pytest
 import requests
 
-from tests.servers import gunicorn
+from testkit.servers import gunicorn
 
 pytestmark = pytest.mark.gunicorn
 APP = "tests.emulators.runtime.gunicorn_app:application"

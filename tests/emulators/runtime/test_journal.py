@@ -70,7 +70,7 @@ def test_admin_requests_are_not_journaled(app):
 
 def test_journal_ring_keeps_newest(tmp_path):
     from emulators.runtime.testing import test_app
-    from tests.emulators.runtime.counter_service import service
+    from testkit.counter_service import service
     small = test_app(service, tmp_path / "ring.db", journal_size=5)
     for _ in range(70):
         small.get("/counter")
@@ -137,7 +137,7 @@ def test_journal_ring_trims_in_batches_of_a_quarter_ring(tmp_path):
 
 def test_two_workers_folding_metrics_count_every_request_once(tmp_path):
     from emulators.runtime.testing import test_app
-    from tests.emulators.runtime.counter_service import service
+    from testkit.counter_service import service
     db = tmp_path / "fold.db"
     one, two = (test_app(service, db, journal_size=5) for _ in range(2))
     expected = {"w1": 0, "w2": 0}

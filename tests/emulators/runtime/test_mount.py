@@ -3,7 +3,7 @@ import pytest
 import webtest
 
 from emulators.runtime import PathDispatcher, Runtime, Settings
-from tests.emulators.runtime.counter_service import service
+from testkit.counter_service import service
 
 
 def fallback(environ, start_response):
@@ -87,7 +87,7 @@ def test_gzipped_html_is_decoded_then_rebased(mounted):
 
 
 def test_binary_streamed_head_and_link_free_html_pass_untouched(mounted):
-    from tests.emulators.runtime.counter_service import PAGE
+    from testkit.counter_service import PAGE
     assert mounted.get("/emulators/counter/blob").body == PAGE
     streamed = mounted.get("/emulators/counter/page?stream=1")
     assert streamed.body == PAGE.replace(b"PREFIX", b"/emulators/counter")
@@ -99,7 +99,7 @@ def test_binary_streamed_head_and_link_free_html_pass_untouched(mounted):
 
 
 def test_nothing_is_rewritten_at_the_root(app):
-    from tests.emulators.runtime.counter_service import PAGE
+    from testkit.counter_service import PAGE
     res = app.get("/page")
     assert res.body == PAGE.replace(b"PREFIX", b"") and res.headers["etag"] == '"page-v1"'
     links = app.get("/links")

@@ -49,8 +49,8 @@ def test_every_response_is_stamped(app):
 
 def _populate(app, name):
     app.post_json("/items", {"name": name}, headers=ns(name))
-    app.post_json(f"/__admin/faults?namespace={name}", {"operationId": "getCounter",
-                                                         "status": 418})
+    app.post_json(f"/__admin/faults?namespace={name}",
+                  {"operationId": "getCounter", "status": 418})
     app.post_json(f"/__admin/clock?namespace={name}", {"advance": "1h"})
 
 

@@ -8,7 +8,7 @@ import pytest
 from emulators.runtime import requestlog
 from emulators.runtime.testing import test_app
 from tests.emulators.runtime.conftest import ns
-from tests.emulators.runtime.counter_service import service
+from testkit.counter_service import service
 
 BASE = {"service": "github", "namespace": "default", "method": "GET", "path": "/repos/o/r",
         "operationId": "repos/get", "unmatched": False, "status": 200, "durationMs": 3.0}

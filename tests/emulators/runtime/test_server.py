@@ -10,8 +10,8 @@ import requests
 
 from emulators.runtime import serve
 from tests.emulators.runtime.conftest import run_main
-from tests.emulators.runtime.counter_service import service
-from tests.servers import REPO
+from testkit.counter_service import service
+from testkit.servers import REPO
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ import pytest
 
 from emulators.runtime.testing import test_app
 from tests.emulators.runtime.conftest import ns
-from tests.emulators.runtime.counter_service import service
+from testkit.counter_service import service
 
 
 def error(message):

@@ -153,7 +153,7 @@ def test_a_checkpoint_taken_mid_request_is_the_parent_of_the_request_s_own(app):
 
 def test_a_batch_begun_anew_after_a_failed_first_block_reads_the_head_again(app, db):
     from emulators.runtime import Runtime, Settings
-    from tests.emulators.runtime.counter_service import service
+    from testkit.counter_service import service
     before = app.post("/counter").headers["x-mockingbird-checkpoint"]
     other = Runtime(service, Settings(db=str(db)))  # another worker
     real = app.runtime.db.conn
@@ -186,7 +186,7 @@ def test_a_batch_begun_anew_after_a_failed_first_block_reads_the_head_again(app,
 
 def test_retention_keeps_heads(tmp_path):
     from emulators.runtime.testing import test_app
-    from tests.emulators.runtime.counter_service import service
+    from testkit.counter_service import service
     small = test_app(service, tmp_path / "r.db", max_checkpoints=5)
     for _ in range(40):
         small.post("/counter")
@@ -197,7 +197,7 @@ def test_retention_keeps_heads(tmp_path):
 
 def test_namespaces_committing_in_turn_are_all_pruned(tmp_path):
     from emulators.runtime.testing import test_app
-    from tests.emulators.runtime.counter_service import service
+    from testkit.counter_service import service
     small = test_app(service, tmp_path / "r.db", max_checkpoints=32)  # pruned every 2 commits
     for _ in range(60):
         for name in ("a", "b"):

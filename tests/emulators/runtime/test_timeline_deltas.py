@@ -5,7 +5,7 @@ import sqlite3
 
 from emulators.runtime.db import SCHEMA_VERSION, Database
 from emulators.runtime.testing import test_app
-from tests.emulators.runtime.counter_service import service
+from testkit.counter_service import service
 
 
 def state(app, headers=None):

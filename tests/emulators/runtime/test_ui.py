@@ -11,7 +11,7 @@ import pytest
 
 from emulators.runtime import PathDispatcher, Runtime, Server, Settings
 from tests.emulators.runtime.conftest import ns
-from tests.emulators.runtime.counter_service import service
+from testkit.counter_service import service
 
 KEY = {"x-mockingbird-admin-key": "s3cret-key"}
 HARNESS = Path(__file__).resolve().parent / "ui_shell.mjs"

@@ -9,7 +9,7 @@ from emulators.runtime.db import Database
 from emulators.runtime.testing import test_app
 from emulators.runtime.webhooks import WebhookError, WebhookHub, parse_endpoints, sign
 from tests.emulators.receiver import Receiver
-from tests.emulators.runtime.counter_service import OPENAPI, provider_app
+from testkit.counter_service import OPENAPI, provider_app
 
 
 @pytest.fixture
@@ -172,8 +172,8 @@ def test_queued_deliveries_survive_a_new_hub_over_the_same_database(tmp_path, re
     assert refs(receiver) == ["a", "b"]
 
 
-def test_an_idle_dispatcher_stops_and_the_next_event_starts_another(tmp_path, receiver,
-                                                                     monkeypatch):
+def test_an_idle_dispatcher_stops_and_the_next_event_starts_another(
+        tmp_path, receiver, monkeypatch):
     from emulators.runtime import webhooks
     monkeypatch.setattr(webhooks, "POLL_S", 0.01)
     monkeypatch.setattr(webhooks, "IDLE_ROUNDS", 3)

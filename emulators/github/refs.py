@@ -1,0 +1,216 @@
+"""Repositories and refs (spec `github.md` §6.1–§6.5): reads, writes, and their push events.
+
+A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and shapes.
+"""
+from . import errors, events, git, ids, schemas
+from .store import repo_key
+
+PULL_REFS = "Mockingbird does not model provider-managed pull refs"
+
+
+class RefRules:
+    """The repository and ref operations of `GitHubBackend`."""
+
+    def get_repo(self, owner, name):
+        return self.repo_json(self._repo(owner, name, "repos/get"))
+
+    def _repo_with_refs(self, owner, name, operation):
+        """Return the repository, refusing one with no branch yet as GitHub does (409)."""
+        repo = self._repo(owner, name, operation)
+        if self.store.count_refs(repo["key"], "heads") == 0:
+            raise errors.EmptyRepository(operation)
+        return repo
+
+    def get_ref(self, owner, name, tail):
+        repo = self._repo_with_refs(owner, name, "git/get-ref")
+        ref = self.store.ref(repo["key"], "refs/" + tail)
+        if ref is None:
+            raise errors.NotFound("git/get-ref")
+        return self.ref_json(repo, ref)
+
+    def _refs_under(self, repo, prefix):
+        found = (r for r in self.store.refs(repo["key"]) if r["ref"].startswith(prefix))
+        return sorted(found, key=lambda r: r["ref"].encode("utf-16-be"))
+
+    def matching_refs(self, owner, name, tail):
+        repo = self._repo_with_refs(owner, name, "git/list-matching-refs")
+        repo_url = self._repo_url(repo)
+        found = self._refs_under(repo, "refs/" + tail)
+        return [self.ref_json(repo, ref, repo_url) for ref in found]
+
+    def list_refs(self, owner, name, tail, params):
+        """Answer `GET git/refs[/{tail}]`: (the exact ref, 1, 1) or (a page of refs, page, last).
+
+        GitHub still serves this older listing: an exact name answers that one reference, any
+        other tail lists the references whose name starts with it (404 when there is none).
+        """
+        op = "git/list-matching-refs"
+        repo = self._repo_with_refs(owner, name, op)
+        page, per_page = schemas.page_query(params)
+        if tail:
+            exact = self.store.ref(repo["key"], "refs/" + tail)
+            if exact is not None:
+                return self.ref_json(repo, exact), 1, 1
+        found = self._refs_under(repo, "refs/" + tail)
+        if tail and not found:
+            raise errors.NotFound(op)
+        repo_url = self._repo_url(repo)
+        offset = (page - 1) * per_page
+        return ([self.ref_json(repo, ref, repo_url) for ref in found[offset:offset + per_page]],
+                page, -(-len(found) // per_page))
+
+    def create_ref(self, owner, name, body):
+        op = "git/create-ref"
+        repo = self._repo(owner, name, op)
+        body = body if isinstance(body, dict) else {}
+        sha, ref_name = self._checked_sha(body, op), body.get("ref")
+        _check_writable_ref(ref_name, op)
+        key = repo["key"]
+        with self.transaction():
+            if self.store.count_refs(key, "heads") == 0:
+                raise errors.EmptyRepository(op)
+            if self.store.ref(key, ref_name) is not None:
+                raise errors.Unprocessable(op, "Reference already exists")
+            for existing in self.store.refs(key):
+                if (existing["ref"].startswith(ref_name + "/")
+                        or ref_name.startswith(existing["ref"] + "/")):
+                    raise errors.Unprocessable(
+                        op, "Reference name conflicts with an existing reference")
+            if sha not in self.store.graph(key):
+                raise errors.Unprocessable(op, "Object does not exist")
+            ref = self._put_ref(key, ref_name, sha,
+                                ids.node_id("github", "REF_", self.store.next_id("node:REF_")))
+            self._pushed(key)
+            self.emit("create", lambda: events.create(
+                self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+            self._emit_push(key, ref_name, events.ZERO_SHA, sha, forced=False)
+        return self.ref_json(repo, ref)
+
+    @staticmethod
+    def _checked_sha(body, op):
+        sha = body.get("sha")
+        if not isinstance(sha, str) or not git.SHA_ANY_CASE.match(sha):
+            raise errors.Unprocessable(
+                op, "Invalid request: sha must be a 40-character hexadecimal value")
+        return sha.lower()
+
+    def update_ref(self, owner, name, tail, body):
+        op = "git/update-ref"
+        repo = self._repo(owner, name, op)
+        body = body if isinstance(body, dict) else {}
+        sha, ref_name = self._checked_sha(body, op), "refs/" + tail
+        _check_writable_ref(ref_name, op)
+        if "force" in body and not isinstance(body["force"], bool):
+            raise errors.Unprocessable(op, "Invalid request: force must be boolean")
+        return self.ref_json(repo, self._fast_forward(repo["key"], ref_name, sha,
+                                                      force=body.get("force") is True, op=op))
+
+    def _fast_forward(self, key, ref_name, sha, *, force, op):
+        """Check-and-write a ref move atomically against the tip current right now (§6.5 6–9)."""
+        with self.transaction():
+            ref = self.store.ref(key, ref_name)
+            if ref is None:
+                raise errors.Unprocessable(op, "Reference does not exist")
+            graph = self.store.graph(key)
+            if sha not in graph:
+                raise errors.Unprocessable(op, "Object does not exist")
+            fast_forward = git.is_ancestor(graph, ref["sha"], sha)
+            if not force and not fast_forward:
+                raise errors.Unprocessable(op, "Update is not a fast forward")
+            before, ref = ref["sha"], {**ref, "sha": sha}
+            self.store.put_ref(key, ref)
+            self._pushed(key)
+            if before != sha:
+                self._emit_push(key, ref_name, before, sha, forced=not fast_forward)
+                self._emit_synchronize(key, ref_name, before, sha)
+        return ref
+
+    def delete_ref(self, owner, name, tail):
+        """Delete a reference; open PRs whose head or base was that branch close (as on GitHub)."""
+        op = "git/delete-ref"
+        repo = self._repo(owner, name, op)
+        ref_name = "refs/" + tail
+        _check_writable_ref(ref_name, op)
+        key = repo["key"]
+        with self.transaction():
+            ref = self.store.ref(key, ref_name)
+            if ref is None:
+                raise errors.Unprocessable(op, "Reference does not exist")
+            self.store.delete_ref(key, ref_name)
+            self._pushed(key)
+            self.emit("delete", lambda: events.delete(
+                self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+            self._emit_push(key, ref_name, ref["sha"], events.ZERO_SHA, forced=False)
+            if ref_name.startswith("refs/heads/"):
+                self._close_pulls_on(repo, ref_name[len("refs/heads/"):], ref["sha"])
+        return ref
+
+    def _close_pulls_on(self, repo, branch, last_sha):
+        """Close the open PRs whose head or base branch is gone, keeping their last tips."""
+        key, now = repo["key"], ids.iso(self.now_ms())
+        gone = [p for side in ("head_ref", "base_ref")
+                for p in self.store.pulls({"repo": key, "state": "open", side: branch},
+                                          order_by=None, desc=False, limit=None, offset=0)]
+        for pull in sorted(gone, key=lambda p: p["number"]):
+            tips = self._tips(key, (pull["head_ref"], pull["base_ref"]))
+            closed = {**pull, "state": "closed", "updated_at": now, "closed_at": now,
+                      "head_sha": tips.get(pull["head_ref"], last_sha),
+                      "base_sha": tips.get(pull["base_ref"], last_sha)}
+            self._put_pull(closed)
+            self.emit("pull_request", lambda closed=closed: events.pull_request(
+                "closed", self.pull_json(repo, closed), self._sender()))
+
+    def _emit_push(self, key, ref_name, before, after, *, forced):
+        def build():
+            graph = self.store.graph(key)
+            known = set() if before == events.ZERO_SHA else git.reachable(graph, before)
+            if after == events.ZERO_SHA:  # a deletion brings no commits
+                known = set(graph)
+            return events.push(self.repo_json(self.store.repo(key)), ref_name, before, after,
+                               git.new_commits(graph, after, known), self._sender(),
+                               forced=forced, timestamp=ids.iso(self.now_ms()))
+        self.emit("push", build)
+
+    def _emit_synchronize(self, key, ref_name, before, after):
+        """Tell `pull_request` listeners that the head of each open PR on the branch moved."""
+        if not ref_name.startswith("refs/heads/"):
+            return
+        branch = ref_name[len("refs/heads/"):]
+        pulls = self.store.pulls({"repo": key, "state": "open", "head_ref": branch},
+                                 order_by=None, desc=False, limit=None, offset=0)
+        repo = self.store.repo(key)
+        for pull in sorted(pulls, key=lambda p: p["number"]):
+            self.emit("pull_request", lambda pull=pull: events.pull_request(
+                "synchronize", self.pull_json(repo, pull), self._sender(),
+                before=before, after=after))
+
+    def _pushed(self, key):
+        """Stamp the repository's `pushed_at` (and `updated_at`) with a ref write's time."""
+        repo = self.store.repo(key)
+        self.store.put_repo(key, {**repo, "pushed_ms": self.now_ms()})
+
+    def move_ref(self, body):
+        """Play the intervening actor of `refs/move`: a non-forced update, control-shaped errors."""
+        shape = "Expected owner, repo, full branch ref and seeded 40-hex sha"
+        if not (isinstance(body, dict) and isinstance(body.get("owner"), str)
+                and isinstance(body.get("repo"), str) and isinstance(body.get("ref"), str)
+                and body["ref"].startswith("refs/heads/") and git.valid_ref_name(body["ref"])
+                and isinstance(body.get("sha"), str) and git.SHA_ANY_CASE.match(body["sha"])):
+            raise errors.ControlInvalid(shape)
+        repo = self.store.repo(repo_key(body["owner"], body["repo"]))
+        if repo is None:
+            raise errors.ControlInvalid("Reference does not exist", 422)
+        try:
+            ref = self._fast_forward(repo["key"], body["ref"], body["sha"].lower(), force=False,
+                                     op="git/update-ref")
+        except errors.Unprocessable as exc:
+            raise errors.ControlInvalid(exc.message, 422) from None
+        return self.ref_json(repo, ref)
+
+
+def _check_writable_ref(ref_name, op):
+    """Refuse a malformed ref name (422) and the provider-managed pull refs (mock-only 501)."""
+    if not git.valid_ref_name(ref_name):
+        raise errors.Unprocessable(op, "Reference name is not valid")
+    if ref_name.startswith("refs/pull/"):
+        raise errors.Unsupported(PULL_REFS)
