@@ -109,14 +109,17 @@ def test_the_systemd_unit_verifies_and_runs_the_shipped_command(tmp_path):
     exec_start = re.search(r"^ExecStart=(.*)$", unit, re.M).group(1).split()
     assert exec_start[1:] == ["-c", "gunicorn.conf.py", "wsgi:application"]
     assert "RestartPreventExitStatus=4" in unit  # configuration errors exit 4: no restart loop
-    unit = unit.replace("/srv/newos4-monolith", str(REPO))
-    local = re.sub(r"^(User|Group)=.*$", r"\1=root", unit, flags=re.M)
-    (tmp_path / "newos4.service").write_text(local)
-    (REPO / ".venv" / "bin" / "gunicorn").exists() or pytest.skip("no .venv/bin/gunicorn")
-    done = subprocess.run([analyze, "verify", str(tmp_path / "newos4.service")],
+    verify_here(analyze, unit, "newos4.service", tmp_path, REPO / ".venv" / "bin" / "gunicorn")
+
+
+def verify_here(analyze, unit, name, folder, program):
+    """`systemd-analyze verify` the unit as installed in this checkout (run as root)."""
+    here = unit.replace("/srv/newos4-monolith", str(REPO))
+    (folder / name).write_text(re.sub(r"^(User|Group)=.*$", r"\1=root", here, flags=re.M))
+    program.exists() or pytest.skip(f"no {program.relative_to(REPO)}")
+    done = subprocess.run([analyze, "verify", str(folder / name)],
                           capture_output=True, text=True, timeout=60)
-    problems = [line for line in (done.stdout + done.stderr).splitlines()
-                if "newos4.service" in line]
+    problems = [line for line in (done.stdout + done.stderr).splitlines() if name in line]
     assert done.returncode == 0 and problems == [], done.stdout + done.stderr
 
 
@@ -185,12 +188,5 @@ def test_the_watcher_unit_verifies_and_runs_the_watcher(tmp_path):
     assert "Type=notify" in unit and "WatchdogSec=" in unit
     # It exits within 5 s of SIGTERM; systemd waits longer before it kills.
     assert int(re.search(r"^TimeoutStopSec=(\d+)$", unit, re.M).group(1)) > 5
-    here = unit.replace("/srv/newos4-monolith", str(REPO))
-    local = re.sub(r"^(User|Group)=.*$", r"\1=root", here, flags=re.M)
-    (tmp_path / "newos4-relay-watch.service").write_text(local)
-    (REPO / ".venv" / "bin" / "python").exists() or pytest.skip("no .venv/bin/python")
-    done = subprocess.run([analyze, "verify", str(tmp_path / "newos4-relay-watch.service")],
-                          capture_output=True, text=True, timeout=60)
-    problems = [line for line in (done.stdout + done.stderr).splitlines()
-                if "newos4-relay-watch.service" in line]
-    assert done.returncode == 0 and problems == [], done.stdout + done.stderr
+    verify_here(analyze, unit, "newos4-relay-watch.service", tmp_path,
+                REPO / ".venv" / "bin" / "python")

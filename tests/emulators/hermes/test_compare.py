@@ -348,12 +348,17 @@ def emulator(tmp_path_factory):
         yield server.url, KEY, {}
 
 
-@pytest.fixture(scope="module")
-def oracle():
+def oracle_target(saved):
+    """(base URL, key, saved values) of the real server named by HERMES_ORACLE_URL, else skip."""
     url = os.environ.get("HERMES_ORACLE_URL")
     if not url:
         pytest.skip("HERMES_ORACLE_URL is not set (start ../shared/oracle to compare)")
-    return url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), {}
+    return url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), saved
+
+
+@pytest.fixture(scope="module")
+def oracle():
+    return oracle_target({})
 
 
 @pytest.mark.parametrize("spec", CASES)

@@ -8,7 +8,6 @@ HERMES_ORACLE_URL set (a running ../shared/oracle) they also run against the rea
 every client-chosen id made unique by `{u}`. Cases where the spec lets the emulator answer the
 documented 4xx instead of 0.19.0's 500 are tested in test_sessions.py / test_jobs.py only.
 """
-import os
 import re
 import uuid
 
@@ -18,7 +17,7 @@ import requests
 from emulators.hermes import serve
 from emulators.hermes.settings import HermesSettings
 
-from .test_compare import ABSENT, INT, KEY, ORACLE_KEY, SECURITY, TEXT, Like, mismatches
+from .test_compare import ABSENT, INT, KEY, SECURITY, TEXT, Like, mismatches, oracle_target
 from .test_compare import parse_sse
 
 pytestmark = pytest.mark.timeout(120)
@@ -449,11 +448,7 @@ def emulator(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def oracle():
-    url = os.environ.get("HERMES_ORACLE_URL")
-    if not url:
-        pytest.skip("HERMES_ORACLE_URL is not set (start ../shared/oracle to compare)")
-    return url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), {
-        "u": uuid.uuid4().hex[:8]}
+    return oracle_target({"u": uuid.uuid4().hex[:8]})  # fresh names on a server that keeps them
 
 
 @pytest.mark.parametrize("spec", CASES)
