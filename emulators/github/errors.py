@@ -47,31 +47,20 @@ class BasicError(GitHubError):
                 "status": str(self.status)}
 
 
-class NotFound(BasicError):
+class NotFound(BasicError, status=404, message="Not Found"):
     """The repository, reference or pull request does not exist (or the route is unknown)."""
 
-    status = 404
-    message = "Not Found"
 
-
-class ProblemsParsingJSON(BasicError):
+class ProblemsParsingJSON(BasicError, status=400, message="Problems parsing JSON"):
     """The request body claims JSON but is not."""
 
-    status = 400
-    message = "Problems parsing JSON"
 
-
-class Unprocessable(BasicError):
+class Unprocessable(BasicError, status=422):
     """A 422 with the basic envelope (ref rules: bad sha, name, fast-forward)."""
 
-    status = 422
 
-
-class EmptyRepository(BasicError):
+class EmptyRepository(BasicError, status=409, message="Git Repository is empty."):
     """Creating a ref in a repository with no branch at all."""
-
-    status = 409
-    message = "Git Repository is empty."
 
 
 class ValidationFailed(GitHubError):
@@ -118,12 +107,8 @@ class MockOnlyError(GitHubError):
         return dict(reversed(pairs) if self.code_first else pairs)
 
 
-class Unsupported(MockOnlyError):
+class Unsupported(MockOnlyError, status=501, code="mockingbird_unsupported", code_first=True):
     """Something the emulator deliberately does not model (mock-only 501)."""
-
-    status = 501
-    code = "mockingbird_unsupported"
-    code_first = True
 
 
 class UnsupportedVersion(MockOnlyError):
@@ -137,18 +122,10 @@ class UnsupportedVersion(MockOnlyError):
         super().__init__(f"Mockingbird only models GitHub API {API_VERSION}")
 
 
-class SeedInvalid(MockOnlyError):
+class SeedInvalid(MockOnlyError, status=400, code="mockingbird_seed_invalid", versioned=False):
     """A fixture the seeding control refuses (mock-only)."""
 
-    status = 400
-    code = "mockingbird_seed_invalid"
-    versioned = False
 
-
-class ControlInvalid(MockOnlyError):
+class ControlInvalid(MockOnlyError, status=400, code="mockingbird_control_invalid",
+                     code_first=True, versioned=False):
     """A refs/move the intervening-actor control refuses (mock-only)."""
-
-    status = 400
-    code = "mockingbird_control_invalid"
-    code_first = True
-    versioned = False

@@ -1,7 +1,9 @@
 """Hermes domain errors: each carries its HTTP status and the Hermes wire envelope as data.
 
 The envelope is `{"error": {"message", "type", "param", "code"}}` (hermes-real-server.md §4);
-a few upstream errors omit `param`/`code`, which `fields` expresses.
+a few upstream errors omit `param`/`code`, which `fields` expresses. A leaf that is only data
+declares it in its class line (`class X(HermesError, status=409, code=…)`); one with behaviour
+keeps its attributes in its body.
 """
 from emulators.runtime.errors import EmulatorError
 
@@ -52,73 +54,64 @@ class Unsupported(HermesError):
         super().__init__("Mockingbird: " + message)
 
 
-class InvalidSessionKey(HermesError):
+class InvalidSessionKey(HermesError, fields=("message", "type")):
     """400 for an unusable X-Hermes-Session-Key; upstream sends only message and type."""
 
-    fields = ("message", "type")
+
+class InvalidIdempotencyKey(HermesError,
+                            message="Idempotency-Key must be 1-255 visible ASCII characters",
+                            code="invalid_idempotency_key"):
+    ...
 
 
-class InvalidIdempotencyKey(HermesError):
-    message = "Idempotency-Key must be 1-255 visible ASCII characters"
-    code = "invalid_idempotency_key"
+class IdempotencyConflict(
+        HermesError, status=409, code="idempotency_key_conflict",
+        message="Idempotency-Key was already used with a different request payload"):
+    ...
 
 
-class IdempotencyConflict(HermesError):
-    status = 409
-    message = "Idempotency-Key was already used with a different request payload"
-    code = "idempotency_key_conflict"
+class RunNotFound(SubjectError, status=404, code="run_not_found", prefix="Run not found: "):
+    ...
 
 
-class RunNotFound(SubjectError):
-    status = 404
-    code = "run_not_found"
-    prefix = "Run not found: "
+class RunNotActive(SubjectError, status=409, code="run_not_active",
+                   prefix="Run is not active in this gateway process: "):
+    ...
 
 
-class RunNotActive(SubjectError):
-    status = 409
-    code = "run_not_active"
-    prefix = "Run is not active in this gateway process: "
-
-
-class TerminalRun(HermesError):
+class TerminalRun(HermesError, status=409, message="observe: terminal runs cannot be changed",
+                  code="mock_terminal_run"):
     """An observation tried to change a terminal run (emulator control)."""
 
-    status = 409
-    message = "observe: terminal runs cannot be changed"
-    code = "mock_terminal_run"
+
+class ApprovalNotActive(SubjectError, status=409, code="approval_not_active",
+                        prefix="Run has no active approval session: "):
+    ...
 
 
-class ApprovalNotActive(SubjectError):
-    status = 409
-    code = "approval_not_active"
-    prefix = "Run has no active approval session: "
+class ApprovalNotPending(SubjectError, status=409, code="approval_not_pending",
+                         prefix="Run has no pending approval: "):
+    ...
 
 
-class ApprovalNotPending(SubjectError):
-    status = 409
-    code = "approval_not_pending"
-    prefix = "Run has no pending approval: "
+class InvalidApprovalChoice(HermesError, code="invalid_approval_choice"):
+    ...
 
 
-class InvalidApprovalChoice(HermesError):
-    code = "invalid_approval_choice"
+class InvalidApprovalRequest(HermesError, message="Approval request_id is invalid.",
+                             code="invalid_approval_request"):
+    ...
 
 
-class InvalidApprovalRequest(HermesError):
-    message = "Approval request_id is invalid."
-    code = "invalid_approval_request"
+class SteerNotAccepting(SubjectError, status=409, code="run_not_accepting_steer",
+                        prefix="Run is not currently accepting steer input: "):
+    ...
 
 
-class SteerNotAccepting(SubjectError):
-    status = 409
-    code = "run_not_accepting_steer"
-    prefix = "Run is not currently accepting steer input: "
-
-
-class InvalidSteerInput(HermesError):
-    message = "Missing non-empty steer text; expected 'input', 'message', or 'text'."
-    code = "invalid_steer_input"
+class InvalidSteerInput(
+        HermesError, code="invalid_steer_input",
+        message="Missing non-empty steer text; expected 'input', 'message', or 'text'."):
+    ...
 
 
 class Throttled(HermesError):
@@ -134,30 +127,23 @@ class Throttled(HermesError):
         super().__init__(f"Too many concurrent runs (max {limit})")
 
 
-class BodyTooLarge(HermesError):
-    status = 413
-    message = "Request body too large."
-    code = "body_too_large"
+class BodyTooLarge(HermesError, status=413, message="Request body too large.",
+                   code="body_too_large"):
+    ...
 
 
-class InvalidContentLength(HermesError):
-    message = "Invalid Content-Length header."
-    code = "invalid_content_length"
+class InvalidContentLength(HermesError, message="Invalid Content-Length header.",
+                           code="invalid_content_length"):
+    ...
 
 
-class Unauthorized(HermesError):
+class Unauthorized(HermesError, status=401, message="Invalid API key", code="invalid_api_key",
+                   fields=("message", "type", "code")):
     """401 of bearer auth; upstream's body has `code` but no `param`."""
 
-    status = 401
-    message = "Invalid API key"
-    code = "invalid_api_key"
-    fields = ("message", "type", "code")
 
-
-class InternalError(HermesError):
-    status = 500
-    type = "server_error"
-    message = "Internal server error"
+class InternalError(HermesError, status=500, type="server_error", message="Internal server error"):
+    ...
 
 
 # The OpenAI-compatible surface (hermes-real-server.md §6, §7). Upstream builds several of these
@@ -165,36 +151,32 @@ class InternalError(HermesError):
 # chat_completions_only_system, chat_completions_session_id_unsafe, responses_invalid_json).
 
 
-class MessageTypeOnly(HermesError):
+class MessageTypeOnly(HermesError, fields=("message", "type")):
     """A 400 whose upstream body has only `message` and `type`."""
 
-    fields = ("message", "type")
+
+class InvalidMessages(MessageTypeOnly, message="Missing or invalid 'messages' field"):
+    ...
 
 
-class InvalidMessages(MessageTypeOnly):
-    message = "Missing or invalid 'messages' field"
+class NoUserMessage(MessageTypeOnly, message="No user message found in messages"):
+    ...
 
 
-class NoUserMessage(MessageTypeOnly):
-    message = "No user message found in messages"
+class InvalidSessionId(MessageTypeOnly, message="Invalid session ID"):
+    ...
 
 
-class InvalidSessionId(MessageTypeOnly):
-    message = "Invalid session ID"
+class SessionIdTooLong(MessageTypeOnly, message="Session ID too long"):
+    ...
 
 
-class SessionIdTooLong(MessageTypeOnly):
-    message = "Session ID too long"
+class ResponseNotFound(SubjectError, status=404, prefix="Response not found: "):
+    ...
 
 
-class ResponseNotFound(SubjectError):
-    status = 404
-    prefix = "Response not found: "
-
-
-class PreviousResponseNotFound(SubjectError):
-    status = 404
-    prefix = "Previous response not found: "
+class PreviousResponseNotFound(SubjectError, status=404, prefix="Previous response not found: "):
+    ...
 
 
 class AgentIncomplete(HermesError):
@@ -226,46 +208,41 @@ class AgentCrashed(InternalError):
 # Sessions API (hermes-real-server.md §10): the full envelope with a code.
 
 
-class SessionNotFound(SubjectError):
-    status = 404
-    code = "session_not_found"
-    prefix = "Session not found: "
+class SessionNotFound(SubjectError, status=404, code="session_not_found",
+                      prefix="Session not found: "):
+    ...
 
 
-class SessionExists(SubjectError):
-    status = 409
-    code = "session_exists"
-    prefix = "Session already exists: "
+class SessionExists(SubjectError, status=409, code="session_exists",
+                    prefix="Session already exists: "):
+    ...
 
 
-class InvalidSessionIdCode(HermesError):
+class InvalidSessionIdCode(HermesError, code="invalid_session_id"):
     """400 `invalid_session_id` of the sessions routes (the chat one has no code)."""
 
-    code = "invalid_session_id"
+
+class InvalidSystemPrompt(HermesError, message="system_prompt must be a string",
+                          code="invalid_system_prompt"):
+    ...
 
 
-class InvalidSystemPrompt(HermesError):
-    message = "system_prompt must be a string"
-    code = "invalid_system_prompt"
+class InvalidTitle(HermesError, code="invalid_title"):
+    ...
 
 
-class InvalidTitle(HermesError):
-    code = "invalid_title"
+class UnsupportedSessionFields(SubjectError, code="unsupported_session_field",
+                               prefix="Unsupported session fields: "):
+    ...
 
 
-class UnsupportedSessionFields(SubjectError):
-    code = "unsupported_session_field"
-    prefix = "Unsupported session fields: "
+class MissingMessage(HermesError, message="Missing 'message' field", code="missing_message"):
+    ...
 
 
-class MissingMessage(HermesError):
-    message = "Missing 'message' field"
-    code = "missing_message"
-
-
-class InvalidSystemMessage(HermesError):
-    message = "system_message must be a string"
-    code = "invalid_system_message"
+class InvalidSystemMessage(HermesError, message="system_message must be a string",
+                           code="invalid_system_message"):
+    ...
 
 
 # Jobs API and cron fire (§12.1, §13): a flat `{"error": "<text>"}` body.
@@ -278,35 +255,31 @@ class JobError(HermesError):
         return {"error": self.message}
 
 
-class InvalidJobId(JobError):
-    message = "Invalid job ID format"
+class InvalidJobId(JobError, message="Invalid job ID format"):
+    ...
 
 
-class JobNotFound(JobError):
-    status = 404
-    message = "Job not found"
+class JobNotFound(JobError, status=404, message="Job not found"):
+    ...
 
 
-class InvalidFireToken(JobError):
-    status = 401
-    message = "invalid fire token"
+class InvalidFireToken(JobError, status=401, message="invalid fire token"):
+    ...
 
 
 # Platform events ingress (§13).
 
 
-class InvalidPlatform(HermesError):
-    message = "Invalid platform name"
-    code = "invalid_platform"
+class InvalidPlatform(HermesError, message="Invalid platform name", code="invalid_platform"):
+    ...
 
 
-class PlatformUnavailable(HermesError):
-    status = 503
-    message = "Platform adapter is not connected"
-    code = "platform_unavailable"
+class PlatformUnavailable(HermesError, status=503, message="Platform adapter is not connected",
+                          code="platform_unavailable"):
+    ...
 
 
-class PlatformEventsUnsupported(HermesError):
-    status = 503
-    message = "Platform adapter does not support HTTP events"
-    code = "platform_http_events_unsupported"
+class PlatformEventsUnsupported(HermesError, status=503,
+                                message="Platform adapter does not support HTTP events",
+                                code="platform_http_events_unsupported"):
+    ...

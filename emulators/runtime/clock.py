@@ -35,35 +35,40 @@ def iso(ms):
 
 def parse_instant(value):
     """Return epoch ms from a number or an ISO-8601 string; None when it is neither."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return _ms(value)
-    if isinstance(value, str):
-        text = value.strip()
-        if text.isascii() and text.isdigit():
-            return _ms(int(text))
-        try:
-            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        return int(parsed.timestamp() * 1000)
-    return None
+    return _number_or_text(value, _instant_text)
 
 
 def parse_duration(value):
     """Return milliseconds from a number or a "15m"-style string; None when it is neither."""
+    return _number_or_text(value, _duration_text)
+
+
+def _number_or_text(value, parse_text):
+    """Return ms from a number (a bool is not one) or, by `parse_text`, a stripped string."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
         return _ms(value)
     if isinstance(value, str):
-        match = DURATION.match(value.strip())
-        if match:
-            return _ms(float(match.group(1)) * UNITS[match.group(2)])
+        return parse_text(value.strip())
     return None
+
+
+def _instant_text(text):
+    if text.isascii() and text.isdigit():
+        return _ms(int(text))
+    try:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return int(parsed.timestamp() * 1000)
+
+
+def _duration_text(text):
+    match = DURATION.match(text)
+    return _ms(float(match.group(1)) * UNITS[match.group(2)]) if match else None
 
 
 VERSION = "SELECT version FROM control_versions WHERE service=?"

@@ -10,6 +10,17 @@ class EmulatorError(Exception):
     message = "internal error"
     headers = {}
 
+    def __init_subclass__(cls, **data):
+        """Let a leaf declare its wire data in its class line: `class Gone(Base, status=410)`.
+
+        Only attributes the base already has may be set, so a misspelt keyword fails at import.
+        """
+        super().__init_subclass__()
+        for name, value in data.items():
+            if not hasattr(cls, name):
+                raise TypeError(f"{cls.__name__}: {name!r} is not an attribute of its base")
+            setattr(cls, name, value)
+
     def __init__(self, message=None, *, status=None, headers=None):
         super().__init__(message or self.message)
         self.message = message or self.message

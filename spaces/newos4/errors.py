@@ -7,15 +7,22 @@ class ChatError(Exception):
     status = 500
     message = "internal error"
 
+    def __init_subclass__(cls, **data):
+        """Let a leaf declare its answer in its class line: `class Gone(ChatError, status=410)`."""
+        super().__init_subclass__()
+        for name, value in data.items():
+            if not hasattr(cls, name):
+                raise TypeError(f"{cls.__name__}: {name!r} is not an attribute of ChatError")
+            setattr(cls, name, value)
+
     def __init__(self, message=None, *, headers=None):
         super().__init__(message or self.message)
         self.message = message or self.message
         self.headers = headers or {}
 
 
-class TokenRejected(ChatError):
-    status = 401
-    message = "missing or malformed X-Chat-Token"
+class TokenRejected(ChatError, status=401, message="missing or malformed X-Chat-Token"):
+    ...
 
 
 class TooLarge(ChatError):
@@ -27,9 +34,8 @@ class TooLarge(ChatError):
         super().__init__(f"text too long (max {max_text} chars)")
 
 
-class BadRequest(ChatError):
-    status = 400
-    message = "bad request"
+class BadRequest(ChatError, status=400, message="bad request"):
+    ...
 
 
 class RateLimited(ChatError):
@@ -40,39 +46,25 @@ class RateLimited(ChatError):
         self.retry_after_s = retry_after_s
 
 
-class ThreadLimitReached(ChatError):
-    status = 507
-    message = "thread limit reached"
+class ThreadLimitReached(ChatError, status=507, message="thread limit reached"):
+    ...
 
 
-class ThreadNotFound(ChatError):
+class ThreadNotFound(ChatError, status=404, message="no such thread"):
     """Only the host side can hit this: the browser side creates threads by posting."""
 
-    status = 404
-    message = "no such thread"
 
-
-class ThreadCorrupt(ChatError):
+class ThreadCorrupt(ChatError, status=500, message="internal error"):
     """A thread file that is not the JSON we write: never overwrite it blindly."""
 
-    status = 500
-    message = "internal error"
 
-
-class StoreBusy(ChatError):
+class StoreBusy(ChatError, status=503, message="busy, try again"):
     """A thread lock could not be had in time; nothing was written."""
 
-    status = 503
-    message = "busy, try again"
 
-
-class Unavailable(ChatError):
+class Unavailable(ChatError, status=503, message="unavailable"):
     """The service cannot do its job (health check): say so without details a stranger could use."""
 
-    status = 503
-    message = "unavailable"
 
-
-class Gone(ChatError):
-    status = 410
-    message = "gone"
+class Gone(ChatError, status=410, message="gone"):
+    ...
