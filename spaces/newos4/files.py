@@ -13,8 +13,8 @@ TMP_SUFFIX = ".tmp"
 
 def tmp_name(path):
     """Name (a str) of a temporary sibling of `path`: hidden, unique, recognisable by the sweep."""
-    folder, name = os.path.split(path)
-    return os.path.join(folder, f".{name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}")
+    folder, slash, name = os.fspath(path).rpartition("/")  # every post names one: no split()
+    return f"{folder}{slash}.{name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
 
 
 def atomic_write(path, data, *, durable=True):

@@ -35,6 +35,7 @@ class IpWindows:
 
     def __init__(self, folder, *, limit, window_ms):
         self.folder = folder
+        self._prefix = os.path.join(folder, "")  # each post builds a path: no pathlib on it
         self.limit = limit
         self.window_ms = window_ms
         self._hash_of = None
@@ -46,7 +47,8 @@ class IpWindows:
         Calling `record()` counts one hit; the window is saved on exit (even by an exception)
         only then.
         """
-        with _locked(self.folder / f"{self._hash(address)}.json") as fd:
+        fd = _lock_fd(f"{self._prefix}{self._hash(address)}.json")
+        try:
             hits = _read_hits(fd)
             wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
             if wait is not None:
@@ -59,8 +61,11 @@ class IpWindows:
             finally:  # a hit recorded before a refusal (a 507) counts too
                 if recorded:
                     # Only the newest `limit` hits can ever decide a later request.
-                    live = sorted(h for h in hits if h > now_ms - self.window_ms)
+                    cutoff = now_ms - self.window_ms
+                    live = sorted([h for h in hits if h > cutoff])
                     _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]}).encode())
+        finally:
+            os.close(fd)  # closing the only descriptor releases the flock
 
     def sweep(self, now_ms):
         """Delete windows with no hit left inside them; return how many."""
@@ -99,9 +104,19 @@ class IpWindows:
 
 @contextlib.contextmanager
 def _locked(path):
-    """Open `path` and hold an exclusive flock on it; retry when the sweep unlinked it while we
-    waited, so a hit is never written into a deleted window. A holder never waits on anything
-    longer than the thread lock's timeout, so blocking here is bounded."""
+    """`_lock_fd(path)` as a context: the descriptor, closed (and so unlocked) on exit."""
+    fd = _lock_fd(path)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _lock_fd(path):
+    """A descriptor of `path` holding an exclusive flock; the caller closes it. Retries when the
+    sweep unlinked the file while we waited, so a hit is never written into a deleted window.
+    A holder never waits on anything longer than the thread lock's timeout, so blocking here is
+    bounded. (A plain function: every post takes one, a generator context costs more.)"""
     while True:
         try:
             fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
@@ -111,10 +126,11 @@ def _locked(path):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             if os.fstat(fd).st_nlink:
-                yield fd
-                return
-        finally:
+                return fd
+        except BaseException:
             os.close(fd)
+            raise
+        os.close(fd)
 
 
 def _rewrite(fd, data):
