@@ -143,3 +143,33 @@ def test_removing_orphan_locks_under_contention_never_breaks_mutual_exclusion(tm
         removed = int(sweeper.communicate(timeout=60)[0])
     assert counter.read_text() == "450"
     assert removed > 0  # the lock really was removed under the workers' feet
+
+
+def test_threads_of_one_process_take_turns_and_leave_no_entry_behind(tmp_path):
+    """Locks keeps one in-process mutex per path while someone holds or waits for it, and none
+    after: neither a timeout nor an error inside the block leaves an entry or a held lock."""
+    from spaces.newos4.files import LockTimeout
+    locks, path = Locks(0.2), str(tmp_path / "t.json.lock")
+    inside, order = threading.Event(), []
+
+    def hold():
+        with locks(path):
+            inside.set()
+            time.sleep(0.5)
+            order.append("first")
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert inside.wait(5)
+    with pytest.raises(LockTimeout):
+        with locks(path):
+            order.append("too soon")
+    holder.join(5)
+    with pytest.raises(ZeroDivisionError):
+        with locks(path):
+            order.append("second")
+            1 / 0
+    with locks(path):
+        order.append("third")
+    assert order == ["first", "second", "third"]
+    assert locks._mutexes == {}

@@ -121,6 +121,34 @@ def test_thread_cap_counts_only_thread_files(make_app, settings):
     ChatClient(testapp).post(status=507)
 
 
+def test_thread_count_is_the_number_of_thread_files(settings, service):
+    settings.chat_dir.mkdir(parents=True)
+    names = ["0123456789abcdef.json", "fedcba9876543210.json", "0123456789ABCDEF.json",
+             "0123456789abcdef.json.lock", "x0123456789abcdef.json", "0123456789abcdef.jsonx",
+             "0123456789abcde.json", "a\n0123456789abcde0.json", ".0123456789abcdef.json.1.tmp"]
+    for name in names:
+        (settings.chat_dir / name).write_text("{}")
+    assert service.store.threads() == ["0123456789abcdef", "fedcba9876543210"]
+    assert service.store.count() == 2
+
+
+def test_a_window_longer_than_one_read_keeps_every_hit_and_a_shorter_one_is_truncated(settings):
+    from spaces.newos4 import ratelimit
+    windows = ratelimit.IpWindows(settings.data_dir / "ip", limit=10_000, window_ms=600_000)
+    path = settings.data_dir / "ip" / f"{windows._hash('198.51.100.1')}.json"
+    hits = list(range(10**12, 10**12 + 9_000))
+    path.write_text(json.dumps({"hits": hits}))
+    assert path.stat().st_size > 2 * ratelimit.READ_CHUNK
+    with windows.hold("198.51.100.1", hits[-1] + 1) as record:
+        record()
+    assert json.loads(path.read_text()) == {"hits": hits + [hits[-1] + 1]}
+    # Ten minutes later every old hit has left the window: the file shrinks to the new one.
+    later = hits[-1] + 600_002
+    with windows.hold("198.51.100.1", later) as record:
+        record()
+    assert json.loads(path.read_text()) == {"hits": [later]}
+
+
 def test_a_window_swept_while_a_post_waits_is_recreated_not_written_into_the_void(settings):
     from spaces.newos4 import ratelimit
     windows = ratelimit.IpWindows(settings.data_dir / "ip", limit=5, window_ms=600_000)
