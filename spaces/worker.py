@@ -81,7 +81,7 @@ class AcceptingThreadsWorker(Worker):
                 self.log.info("Parent changed, shutting down: %s", self)
                 return
             if self._lost:
-                self.log.error("A request thread died (%s); stopping this worker", self._lost[0])
+                self.log.error("Stopping this worker: a request thread died (%s)", self._lost[0])
                 return
             try:  # a signal writes to PIPE (set_wakeup_fd): a TERM ends the wait at once
                 if select.select([self.PIPE[0]], [], [], beat)[0]:
@@ -103,9 +103,9 @@ class AcceptingThreadsWorker(Worker):
                         raise
                     continue
                 self.handle(server, client, addr)
-        except BaseException as exc:
+        except BaseException as exc:  # a bug, not a request's error (those are answered)
+            self.log.exception("A request thread died")
             self._lost.append(repr(exc))
-            raise
 
     def handle(self, server, client, addr):
         """Read one request and answer it, here or, when it streams, in a thread of its own."""
