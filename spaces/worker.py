@@ -42,6 +42,7 @@ class AcceptingThreadsWorker(Worker):
     """Request threads that each accept, answer and close one connection at a time."""
 
     def init_process(self):
+        self.cfg = SettledConfig(self.cfg)
         if self.cfg.is_ssl:  # the exit code makes the arbiter stop rather than respawn us
             self.log.error("%s serves plain HTTP behind a proxy that ends TLS; with --certfile "
                            "or --keyfile use --worker-class gthread", type(self).__name__)
@@ -185,6 +186,20 @@ class AcceptingThreadsWorker(Worker):
         if self.nr >= self.max_requests:
             self.log.info("Autorestarting worker after current request.")
             self.alive = False
+
+
+class SettledConfig:
+    """gunicorn's settings as this worker runs with them, each looked up once: `Config` answers
+    every read through `__getattr__` and a Setting object (about 0.9 us; a request reads some
+    twenty), and a running worker's settings never change (a reload starts new workers)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+
+    def __getattr__(self, name):
+        value = getattr(self._cfg, name)
+        setattr(self, name, value)
+        return value
 
 
 def _streams(body, environ):

@@ -5,8 +5,9 @@ import threading
 import time
 
 import pytest
+from gunicorn.config import Config
 
-from spaces.worker import HeadWithBody
+from spaces.worker import HeadWithBody, SettledConfig
 
 
 class Recording:
@@ -101,3 +102,14 @@ def test_unread_request_bytes_are_drained_so_the_close_is_a_fin_not_a_reset(conn
     client.close()
     closing.join(5)
     assert not closing.is_alive()
+
+
+def test_settled_config_answers_as_gunicorns_and_keeps_what_the_worker_started_with():
+    cfg = Config()
+    cfg.set("threads", 3)
+    settled = SettledConfig(cfg)
+    for name in cfg.settings:
+        assert getattr(settled, name) == getattr(cfg, name), name
+    assert settled.forwarded_allow_networks() == cfg.forwarded_allow_networks()
+    cfg.set("threads", 5)  # only the arbiter changes settings, and then starts new workers
+    assert settled.threads == 3
