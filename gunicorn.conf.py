@@ -20,9 +20,10 @@ workers = min(4, multiprocessing.cpu_count() * 2 + 1)
 # 4 threads 0.48 / 0.76, 6 threads 0.45 / 0.72). gthread spends more CPU per request in its
 # selector, pool and queue than our app does; fewer threads share the GIL with fewer others.
 worker_class = AcceptingThreadsWorker
-# Posts wait on two fsyncs each; a few threads keep several in flight so the disk commits them
-# together, and more only add GIL contention (posts/s of PHP's: 2 threads 0.76, 4 threads 0.80,
-# 6 threads 0.80, 8 threads 0.73 in another run).
+# Posts wait on two fsyncs each; a few threads keep several in flight (a thread waiting on the
+# disk leaves the GIL to the others), and more only add GIL contention. Posts/s as a share of
+# PHP's in interleaved runs: 1 thread 0.57; 2 threads 0.76, 0.84; 3 threads 0.75, 0.91;
+# 4 threads 0.80, 0.82; 5 threads 0.80; 6 threads 0.72, 0.80; 8 threads 0.73 (noise: +-0.08).
 threads = 4
 # Event streams per worker process that get a thread of their own (past that, a request thread
 # streams): gunicorn's default. Streams never occupy the `threads`.
