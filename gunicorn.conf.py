@@ -1,7 +1,8 @@
 """Gunicorn settings for `gunicorn -c gunicorn.conf.py wsgi:application`, behind the README's nginx.
 
-Threaded workers so that long-lived Server-Sent Event streams (Hermes emulator) never take a
-whole worker; several workers because all shared state is on disk (thread files, SQLite).
+Our own worker (spaces/worker.py): threads that each accept, answer and close one connection,
+and event streams (Hermes emulator) in threads of their own, so streams never hold a request
+thread; several workers because all shared state is on disk (thread files, SQLite).
 Override any setting on the command line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS.
 Figures: ../shared/perf/bench.py-style runs on a 2-core machine, `-w 2`, nginx in front,
 medians of interleaved 1-s slices against the PHP build with 16 php-fpm children.
@@ -10,21 +11,25 @@ import multiprocessing
 import os
 import sys
 
+from spaces.worker import AcceptingThreadsWorker
+
 bind = "127.0.0.1:8000"
 workers = min(4, multiprocessing.cpu_count() * 2 + 1)
-worker_class = "gthread"
-# Posts wait on two fsyncs each; threads keep several in flight, so the disk commits them
-# together. Posts/s as a share of PHP's, one interleaved run: 2 threads 0.35, 4 threads 0.51,
-# 8 threads 0.57, 16 threads 0.49 (another run: sync workers 0.24, 4 threads 0.51, 8 threads
-# 0.72); idle polls gain nothing from more threads.
-threads = 8
-# A gthread worker otherwise keeps accepting connections while event streams hold all of its
-# threads, and those requests wait; refusing them lets another worker take them. That leaves no
-# room for idle keep-alive connections, so keep-alive is off: each answer closes its connection
-# and nginx opens one per request (its default). Upstream keep-alive measured +20 % idle polls
-# (0.44 -> 0.53 of PHP), but a kept-alive connection parked on a worker whose threads all hold
-# streams would wait behind them: the guarantee is worth more than the 20 %.
-worker_connections = threads
+# Idle polls and posts as a share of PHP's, one interleaved run: gunicorn's gthread (8 threads)
+# 0.32 and 0.64; this worker with 8 threads 0.40 and 0.73 (same run: 3 threads 0.44 / 0.76,
+# 4 threads 0.48 / 0.76, 6 threads 0.45 / 0.72). gthread spends more CPU per request in its
+# selector, pool and queue than our app does; fewer threads share the GIL with fewer others.
+worker_class = AcceptingThreadsWorker
+# Posts wait on two fsyncs each; a few threads keep several in flight (a thread waiting on the
+# disk leaves the GIL to the others), and more only add GIL contention. Posts/s as a share of
+# PHP's in interleaved runs: 1 thread 0.57; 2 threads 0.76, 0.84; 3 threads 0.75, 0.91;
+# 4 threads 0.80, 0.82; 5 threads 0.80; 6 threads 0.72, 0.80; 8 threads 0.73 (noise: +-0.08).
+threads = 4
+# Event streams per worker process that get a thread of their own (past that, a request thread
+# streams): gunicorn's default. Streams never occupy the `threads`.
+worker_connections = 1000
+# One request per connection: the answer closes it, nginx opens one per request (its default).
+# A kept-alive connection would hold a request thread while idle.
 keepalive = 0
 # gunicorn 27+ opens a control socket at one fixed path per user; several instances (tests,
 # emulators beside the service) would fight over it. Older gunicorns ignore this name.

@@ -30,13 +30,12 @@ def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_pa
              ready_status=None, timeout=20.0, extra_args=()):
     """Run `gunicorn APP` on an unused loopback port; yield its base URL; stop it afterwards.
 
-    `threads=None` keeps gunicorn.conf.py's threads and worker connections (as shipped).
+    `threads=None` keeps gunicorn.conf.py's request threads (as shipped).
     Readiness: any HTTP answer on `ready_path` (or exactly `ready_status` when given).
     """
     port = unused_port()
     log = tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False)
-    sizing = [] if threads is None else ["--threads", str(threads),
-                                         "--worker-connections", str(threads)]
+    sizing = [] if threads is None else ["--threads", str(threads)]
     cmd = [sys.executable, "-m", "gunicorn", "-c", str(REPO / "gunicorn.conf.py"),
            "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *sizing,
            "--access-logfile", "-", *extra_args, app]

@@ -291,13 +291,14 @@ class ChatService:
                 self.store.update(thread, change)
             except THREAD_FAULTS as exc:
                 outcome["skipped"].append((thread, str(exc)))
-        housekeeping = {"tmp_removed": lambda: self.store.remove_stale_tmp(STALE_FILE_S),
+        housekeeping = {"threads_counted": self.store.recount,
+                        "tmp_removed": lambda: self.store.remove_stale_tmp(STALE_FILE_S),
                         "locks_removed": lambda: self.store.remove_orphan_locks(STALE_FILE_S),
                         "ip_windows_removed": lambda: self.ip_windows.sweep(now)}
         for name, step in housekeeping.items():
             try:
                 outcome[name] = step()
-            except OSError as exc:  # e.g. a folder replaced by a file: say so, sweep the rest
+            except THREAD_FAULTS as exc:  # a folder replaced by a file, a lock held: say so
                 outcome["problems"].append(f"{name.rsplit('_', 1)[0]}: {exc}")
         return outcome
 

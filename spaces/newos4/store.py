@@ -42,6 +42,8 @@ class ThreadStore:
         self._chat_prefix = os.path.join(chat_dir, "")
         self._locks = Locks(lock_timeout_s)
         self._create_lock_path = create_lock_path
+        # How many thread files there are, at most (see _create).
+        self._count_path = os.path.join(os.path.dirname(create_lock_path), "chat-threads.count")
         self._cache = {}
 
     def path(self, thread):
@@ -111,18 +113,58 @@ class ThreadStore:
 
     def _create(self, tmp, path, max_threads):
         """Rename a new thread's written file into place unless the cap is reached. Only the
-        count and the rename hold the one global lock; the fsyncs happen outside it."""
-        if max_threads is None:
-            replace(tmp, path)
-            return
+        count and the rename hold the one global lock; the fsyncs happen outside it. The count
+        of creations is kept in a small file, so a new thread costs no scan of the folder (1 ms
+        at 1000 threads, under that lock). Deletions leave it high; at the cap the files are
+        counted before anything is refused, so a refusal is always exact."""
         try:
             with self._locks(self._create_lock_path):
-                if self.count() >= max_threads:
-                    raise errors.ThreadLimitReached()
+                known = self._known_count()
+                if max_threads is not None and known >= max_threads:
+                    known = self.count()
+                    if known >= max_threads:
+                        self._save_count(known)
+                        raise errors.ThreadLimitReached()
                 replace(tmp, path)
+                self._save_count(known + 1)
         except BaseException:
             discard(tmp)
             raise
+
+    def recount(self):
+        """Count the thread files again and keep that count; the sweep's way to correct it after
+        files were added or removed by hand, or a crash between a rename and the count."""
+        try:
+            with self._locks(self._create_lock_path):
+                counted = self.count()
+                self._save_count(counted)
+                return counted
+        except LockTimeout:
+            raise errors.StoreBusy()
+
+    def _known_count(self):
+        known = self._stored_count()
+        return self.count() if known is None else known
+
+    def _stored_count(self):
+        """The kept count, or None when there is none yet or it cannot be read."""
+        try:
+            with open(self._count_path, "rb") as handle:
+                return int(handle.read(64))
+        except (OSError, ValueError):
+            return None
+
+    def _save_count(self, count):
+        """Overwrite in place, fixed width (no temporary file: a torn write reads as no count,
+        and the folder is counted again). A count that cannot be saved is removed instead."""
+        try:
+            fd = os.open(self._count_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o640)
+            try:
+                os.pwrite(fd, b"%20d\n" % count, 0)
+            finally:
+                os.close(fd)
+        except OSError:
+            discard(self._count_path)
 
     def threads(self):
         """Names of every thread with a file, sorted."""
@@ -133,8 +175,8 @@ class ThreadStore:
         return sorted(m.group(1) for m in map(THREAD_FILE_RE.match, entries) if m)
 
     def count(self):
-        """How many threads have a file: asked under the create lock for every new thread, so
-        one regex pass over the listing (1.5x faster than `len(self.threads())`)."""
+        """How many threads have a file, counted in the folder: one regex pass over the listing
+        (1.5x faster than `len(self.threads())`)."""
         try:
             entries = os.listdir(self.chat_dir)
         except FileNotFoundError:

@@ -174,18 +174,17 @@ def test_host_reply_and_sweep_beside_a_live_server_lose_nothing(server, data_dir
 
 
 @pytest.mark.timeout(90)
-def test_a_worker_whose_threads_all_hold_streams_leaves_chat_requests_to_the_others(tmp_path):
-    """As shipped (gunicorn.conf.py's threads and connection limits), two workers: one worker's
-    threads all hold Hermes event streams and the other has one thread left. Every chat request
-    must still be answered at once: the full worker stops accepting rather than queue it."""
-    streams_per_worker = runpy.run_path(str(REPO / "gunicorn.conf.py"))["threads"]
+def test_more_streams_than_request_threads_leave_chat_requests_answered(tmp_path):
+    """As shipped (gunicorn.conf.py's threads), two workers holding twice as many Hermes event
+    streams as they have request threads: every chat request is still answered at once."""
+    streams_wanted = 2 * 2 * runpy.run_path(str(REPO / "gunicorn.conf.py"))["threads"]
     env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db"),
            "HERMES_SSE_KEEPALIVE_SECONDS": "0.5", "HERMES_SSE_POLL_SECONDS": "0.05"}
     hermes = "/emulators/hermes"
     with gunicorn(env=env, workers=2, threads=None, ready_path=POLL_PATH) as url:
         streams = []
         try:
-            for _ in range(2 * streams_per_worker - 1):
+            for _ in range(streams_wanted):
                 run = requests.post(f"{url}{hermes}/v1/runs", json={"input": "x"},
                                     headers={"Connection": "close"}, timeout=10).json()
                 stream = requests.get(f"{url}{hermes}/v1/runs/{run['run_id']}/events",

@@ -230,3 +230,61 @@ def test_a_lock_file_unlinked_while_waiting_is_opened_again(client, settings, cl
     os.close(newcomer)
     writer.join(5)
     assert [m["text"] for m in service.history(client.thread)] == ["x", "y"]
+
+
+def test_a_new_thread_below_the_cap_scans_no_folder(make_app, monkeypatch):
+    testapp, _ = make_app(max_threads=100)
+    ChatClient(testapp).say("the first thread counts the folder once")
+    listed = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path: listed.append(path) or real_listdir(path))
+    for n in range(5):
+        ChatClient(testapp).say(f"new thread {n}")
+    assert listed == []
+
+
+def test_at_the_cap_the_files_are_counted_before_a_refusal(make_app, settings):
+    testapp, _ = make_app(max_threads=2)
+    first, second = ChatClient(testapp), ChatClient(testapp)
+    first.say("one")
+    second.say("two")
+    ChatClient(testapp).post(status=507)
+    os.unlink(settings.chat_dir / f"{first.thread}.json")  # removed by hand: the count is stale
+    ChatClient(testapp).say("fits again")
+    ChatClient(testapp).post(status=507)
+
+
+def test_deleted_threads_free_their_places(make_app, service, settings, clock):
+    testapp, _ = make_app(max_threads=3)
+    clients = [ChatClient(testapp) for _ in range(3)]
+    for client in clients:
+        client.say("hello")
+    ChatClient(testapp).post(status=507)
+    service.delete(clients[0].thread)  # the host's delete
+    ChatClient(testapp).say("takes the freed place")
+    clock.advance(31 * 86_400_000)  # retention empties every thread: the sweep deletes them
+    service.sweep()
+    for _ in range(3):
+        ChatClient(testapp).say("a new thread")
+    ChatClient(testapp).post(status=507)
+
+
+def test_the_sweep_counts_threads_added_by_hand(make_app, service, settings):
+    testapp, _ = make_app(max_threads=2)
+    client = ChatClient(testapp)
+    client.say("one")
+    copied = settings.chat_dir / "0123456789abcdef.json"
+    copied.write_bytes((settings.chat_dir / f"{client.thread}.json").read_bytes())
+    assert service.sweep()["threads_counted"] == 2
+    ChatClient(testapp).post(status=507)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a number", b"   12", b"\xff"])
+def test_a_torn_or_missing_count_is_counted_again(make_app, settings, content):
+    testapp, _ = make_app(max_threads=2)
+    ChatClient(testapp).say("one")
+    count_file = settings.data_dir / "chat-threads.count"
+    count_file.write_bytes(content)
+    ChatClient(testapp).say("two")  # a count at or past the cap is checked against the folder
+    ChatClient(testapp).post(status=507)
+    assert int(count_file.read_bytes()) == 2

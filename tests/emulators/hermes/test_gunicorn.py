@@ -17,8 +17,7 @@ def url(tmp_path_factory):
     db = tmp_path_factory.mktemp("hermes-gunicorn") / "emulators.sqlite3"
     env = {"EMULATORS_DB": str(db), "HERMES_SSE_KEEPALIVE_SECONDS": "0.5",
            "HERMES_SSE_POLL_SECONDS": "0.02"}
-    # Threads as shipped in gunicorn.conf.py: gthread queues accepted connections behind busy
-    # threads, so a worker must have threads to spare beyond the streams it happens to hold.
+    # Threads as shipped in gunicorn.conf.py (streams take threads of their own).
     with gunicorn(APP, env=env, workers=3, threads=None, ready_path="/__admin/health") as base:
         yield base
 

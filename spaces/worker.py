@@ -1,0 +1,251 @@
+"""The gunicorn worker the monolith ships with (`worker_class` in gunicorn.conf.py).
+
+Each worker process runs `threads` request threads. A request thread waits in a blocking
+accept(), reads one request, answers it and closes the connection (the reverse proxy opens one
+per request), with plain blocking calls: no selector, no thread pool, no futures queue. An
+answer that streams (a Hermes event stream: an iterator, not a list) is handed to a thread of
+its own, so streams never hold request threads and never starve chat requests, however many
+are open (up to `worker_connections` per process; past that the request thread streams it).
+A process whose request threads are all busy accepts nothing: the kernel gives new connections
+to a thread waiting elsewhere.
+
+Why not gunicorn's `gthread`: behind nginx its selector, pool and queue cost more CPU per idle
+poll than the whole chat app, and each of its threads is one more to share the GIL with
+(figures in gunicorn.conf.py). HTTP parsing, the WSGI environ, response framing, error pages,
+hooks and logs are gunicorn's own.
+"""
+import errno
+import itertools
+import os
+import select
+import socket
+import struct
+import sys
+import threading
+import time
+from datetime import datetime
+
+from gunicorn import http, util
+from gunicorn.arbiter import Arbiter
+from gunicorn.http import wsgi
+from gunicorn.workers.base import Worker
+
+TICK_S = 0.5  # how often an idle thread looks at `alive`, and the heartbeat at the latest
+# accept() errors that concern one connection, or a shortage that passes: never fatal.
+RETRY_ACCEPT = {errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED, errno.EPROTO, errno.EPERM,
+                errno.EINTR}
+SHORTAGES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+GONE = {errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN}  # the client left: nothing to report
+
+
+class AcceptingThreadsWorker(Worker):
+    """Request threads that each accept, answer and close one connection at a time."""
+
+    def init_process(self):
+        self.cfg = SettledConfig(self.cfg)
+        if self.cfg.is_ssl:  # the exit code makes the arbiter stop rather than respawn us
+            self.log.error("%s serves plain HTTP behind a proxy that ends TLS; with --certfile "
+                           "or --keyfile use --worker-class gthread", type(self).__name__)
+            sys.exit(Arbiter.WORKER_BOOT_ERROR)
+        super().init_process()
+
+    def run(self):
+        # Blocking accept() bounded by a receive timeout: the kernel wakes one waiting thread
+        # per connection, and an idle thread looks at `alive` every TICK_S. Both flags live on
+        # the listening socket that every worker of the arbiter shares and sets alike.
+        timeout = struct.pack("ll", int(TICK_S), int(TICK_S % 1 * 1_000_000))
+        for listener in self.sockets:
+            listener.setblocking(True)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeout)
+        self._served = itertools.count(1)
+        self._stream_slots = threading.BoundedSemaphore(max(1, self.cfg.worker_connections))
+        self._streams = set()
+        self._lost = []
+        count = max(self.cfg.threads, len(self.sockets))  # listeners shared out, one each at least
+        threads = [threading.Thread(target=self._serve, name=f"request-{n}", daemon=True,
+                                    args=(self.sockets[n % len(self.sockets)],))
+                   for n in range(count)]
+        for thread in threads:
+            thread.start()
+        self._watch()
+        self.alive = False
+        deadline = time.monotonic() + self.cfg.graceful_timeout
+        for thread in threads + list(self._streams):
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _watch(self):
+        """The main thread: heartbeat for the arbiter, signals, and a request thread's death."""
+        beat = min(TICK_S, self.timeout / 2) if self.timeout else TICK_S
+        while self.alive:
+            self.notify()
+            if self.ppid != os.getppid():
+                self.log.info("Parent changed, shutting down: %s", self)
+                return
+            if self._lost:
+                self.log.error("Stopping this worker: a request thread died (%s)", self._lost[0])
+                return
+            try:  # a signal writes to PIPE (set_wakeup_fd): a TERM ends the wait at once
+                if select.select([self.PIPE[0]], [], [], beat)[0]:
+                    os.read(self.PIPE[0], 4096)
+            except InterruptedError:
+                pass
+
+    def _serve(self, listener):
+        server = listener.getsockname()
+        try:
+            while self.alive:
+                try:
+                    client, addr = listener.accept()  # blocking, close-on-exec: Python's default
+                except OSError as exc:
+                    if exc.errno in SHORTAGES:
+                        self.log.error("accept() failed: %s; retrying", exc)
+                        time.sleep(TICK_S)
+                    elif exc.errno not in RETRY_ACCEPT:
+                        raise
+                    continue
+                self.handle(server, client, addr)
+        except BaseException as exc:  # a bug, not a request's error (those are answered)
+            self.log.exception("A request thread died")
+            self._lost.append(repr(exc))
+
+    def handle(self, server, client, addr):
+        """Read one request and answer it, here or, when it streams, in a thread of its own."""
+        conn = HeadWithBody(client)
+        req = resp = None
+        try:
+            req = next(http.get_parser(self.cfg, conn, addr))
+            self.cfg.pre_request(self, req)
+            started = datetime.now()
+            resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
+            resp.force_close()
+            self._count_request()
+            body = self.wsgi(environ, resp.start_response)
+        except BaseException as exc:
+            self._report(req, resp, conn, addr, exc)
+            if req is not None and resp is not None:
+                self._post_request(req, environ, resp)
+            conn.close_connection()
+            return
+        if _streams(body, environ) and self._stream_slots.acquire(blocking=False):
+            thread = threading.Thread(target=self._stream, name="stream", daemon=True,
+                                      args=(req, resp, environ, body, started, conn, addr))
+            self._streams.add(thread)
+            thread.start()
+            return
+        self._finish(req, resp, environ, body, started, conn, addr)
+
+    def _stream(self, *answer):
+        try:
+            self._finish(*answer)
+        finally:
+            self._streams.discard(threading.current_thread())
+            self._stream_slots.release()
+
+    def _finish(self, req, resp, environ, body, started, conn, addr):
+        """Send the answer's body, log it, close the body and the connection."""
+        try:
+            try:
+                if isinstance(body, environ["wsgi.file_wrapper"]):
+                    resp.write_file(body)
+                else:
+                    for item in body:
+                        resp.write(item)
+                resp.close()
+            finally:
+                self.log.access(resp, req, environ, datetime.now() - started)
+                if hasattr(body, "close"):
+                    body.close()
+        except BaseException as exc:
+            self._report(req, resp, conn, addr, exc)
+        finally:
+            self._post_request(req, environ, resp)
+            conn.close_connection()
+
+    def _report(self, req, resp, conn, addr, exc):
+        """What gunicorn's sync worker does with an error: the client's going is not worth a
+        line; before the answer's head, an error page; after it, a log line (the head is out)."""
+        if isinstance(exc, (http.errors.NoMoreData, StopIteration)):
+            self.log.debug("Closing connection: %r", exc)
+        elif isinstance(exc, OSError) and exc.errno in GONE:
+            self.log.debug("Client went away: %s", exc)
+        elif isinstance(exc, OSError):
+            self.log.exception("Socket error processing request.")
+        elif resp is not None and resp.headers_sent:
+            self.log.exception("Error handling request")
+        else:
+            self.handle_error(req, conn, addr, exc)
+
+    def _post_request(self, req, environ, resp):
+        try:
+            self.cfg.post_request(self, req, environ, resp)
+        except Exception:
+            self.log.exception("Exception in post_request hook")
+
+    def _count_request(self):
+        self.nr = next(self._served)  # itertools.count is atomic across threads
+        if self.nr >= self.max_requests:
+            self.log.info("Autorestarting worker after current request.")
+            self.alive = False
+
+
+class SettledConfig:
+    """gunicorn's settings as this worker runs with them, each looked up once: `Config` answers
+    every read through `__getattr__` and a Setting object (about 0.9 us; a request reads some
+    twenty), and a running worker's settings never change (a reload starts new workers)."""
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+
+    def __getattr__(self, name):
+        value = getattr(self._cfg, name)
+        setattr(self, name, value)
+        return value
+
+
+def _streams(body, environ):
+    """True for an answer produced as it is sent (not a list, not a file)."""
+    return not isinstance(body, (list, tuple, environ["wsgi.file_wrapper"]))
+
+
+class HeadWithBody:
+    """A client socket that holds an answer's head until its first body bytes, so both leave in
+    one send (gunicorn writes them with two). Any other use of the socket sends the head first."""
+
+    __slots__ = ("_sock", "_head", "_holding")
+
+    def __init__(self, sock):
+        self._sock, self._head, self._holding = sock, None, True
+
+    def sendall(self, data):
+        if self._holding:
+            if self._head is None:
+                self._head = bytes(data)
+                return
+            data, self._head, self._holding = self._head + data, None, False
+        self._sock.sendall(data)
+
+    def __getattr__(self, name):
+        if self._head is not None:
+            self._flush()
+        return getattr(self._sock, name)
+
+    def _flush(self):
+        self._holding = False
+        head, self._head = self._head, None
+        if head is not None:
+            self._sock.sendall(head)
+
+    def close_connection(self):
+        """Send a head still held (an answer without a body), then close. Close at once when
+        the request was read to its end, so the close sends a FIN, never an RST; otherwise
+        gunicorn's graceful close, which drains what the client still sends until it has read
+        our answer."""
+        try:
+            self._flush()
+            unread = self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except OSError:  # BlockingIOError: nothing unread; otherwise the client is gone
+            unread = b""
+        if unread:
+            util.close_graceful(self._sock)
+        else:
+            self._sock.close()

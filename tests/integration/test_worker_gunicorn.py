@@ -1,0 +1,201 @@
+"""The shipped worker (spaces/worker.py) under real gunicorn: event streams hold no request
+thread, a stop lets requests in flight finish, the heartbeat outlives slow requests, max
+requests, several listeners, a request thread's death, TLS settings refused."""
+import concurrent.futures
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import requests
+
+from spaces.newos4.app import HEALTH_PATH, POLL_PATH
+from testkit.servers import REPO, gunicorn, unused_port
+
+pytestmark = [pytest.mark.gunicorn, pytest.mark.timeout(90)]
+HERMES = "/emulators/hermes"
+GITHUB = "/emulators/github"
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db"),
+            "HERMES_SSE_KEEPALIVE_SECONDS": "0.3", "HERMES_SSE_POLL_SECONDS": "0.05"}
+
+
+def open_stream(url):
+    run = requests.post(f"{url}{HERMES}/v1/runs", json={"input": "x"},
+                        headers={"Connection": "close"}, timeout=10).json()
+    stream = requests.get(f"{url}{HERMES}/v1/runs/{run['run_id']}/events", stream=True,
+                          timeout=10)
+    assert stream.status_code == 200
+    return stream
+
+
+def still_streaming(stream):
+    """The stream goes on: its next line comes within seconds (a keepalive comment)."""
+    return next(stream.iter_lines(decode_unicode=True), None) is not None
+
+
+def poll(url, timeout=3.0):
+    return requests.get(url + POLL_PATH, headers={"X-Chat-Token": secrets.token_hex(32),
+                                                  "Connection": "close"}, timeout=timeout)
+
+
+def delay(url, path, ms):
+    """Every GET of `path` on the GitHub emulator waits `ms` first (a fault rule)."""
+    answer = requests.post(f"{url}{GITHUB}/__admin/faults",
+                           json={"method": "GET", "path": path, "delayMs": ms}, timeout=5)
+    assert answer.status_code in (200, 201), answer.text
+
+
+def worker_pids(master):
+    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout
+    return set(out.split())
+
+
+def test_event_streams_hold_no_request_thread(env):
+    """One worker with one request thread: six open streams, and chat requests still get their
+    answers at once; the streams go on."""
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
+        streams = [open_stream(url) for _ in range(6)]
+        try:
+            for _ in range(5):
+                assert poll(url, timeout=2).status_code == 200
+            assert all(still_streaming(stream) for stream in streams)
+        finally:
+            for stream in streams:
+                stream.close()
+
+
+def test_streams_past_worker_connections_are_streamed_by_a_request_thread(env):
+    """Past `worker_connections` streams a request thread streams the answer itself: with one
+    thread and room for one stream, a second stream takes the thread until it ends."""
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["--worker-connections", "1"]) as url:
+        first = open_stream(url)
+        assert poll(url).status_code == 200
+        second = open_stream(url)
+        with pytest.raises(requests.Timeout):
+            poll(url, timeout=1)
+        second.close()  # the next keepalive write fails and frees the thread
+        assert poll(url, timeout=5).status_code == 200
+        assert still_streaming(first)
+        first.close()
+
+
+def test_a_stop_lets_requests_in_flight_finish(env, tmp_path):
+    pidfile = tmp_path / "gunicorn.pid"
+    with gunicorn(env=env, workers=1, threads=2, ready_path=POLL_PATH,
+                  extra_args=["--pid", str(pidfile)]) as url:
+        delay(url, "/repos/{owner}/{repo}", 1500)
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            slow = [pool.submit(requests.get, f"{url}{GITHUB}/repos/octo/demo{n}", timeout=10)
+                    for n in range(2)]
+            time.sleep(0.5)
+            master = int(pidfile.read_text())
+            os.kill(master, signal.SIGTERM)
+            assert [future.result().status_code for future in slow] == [404, 404]
+        deadline = time.monotonic() + 10
+        while pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not pidfile.exists()  # the arbiter stopped
+        with pytest.raises(requests.ConnectionError):
+            requests.get(url + HEALTH_PATH, timeout=2)
+
+
+def test_the_heartbeat_outlives_requests_slower_than_the_timeout(env, tmp_path):
+    """gunicorn kills a worker that stays silent for `timeout` seconds; a request thread busy
+    for longer must not silence the worker (the sync worker would be killed here)."""
+    pidfile = tmp_path / "gunicorn.pid"
+    with gunicorn(env=env, workers=1, threads=2, ready_path=POLL_PATH,
+                  extra_args=["--timeout", "1", "--pid", str(pidfile)]) as url:
+        before = worker_pids(int(pidfile.read_text()))
+        delay(url, "/repos/{owner}/{repo}", 2500)
+        answer = requests.get(f"{url}{GITHUB}/repos/octo/slow", timeout=10)
+        assert answer.status_code == 404
+        assert worker_pids(int(pidfile.read_text())) == before
+
+
+def test_max_requests_restarts_the_worker_and_refuses_nothing(env, tmp_path):
+    pidfile = tmp_path / "gunicorn.pid"
+    with gunicorn(env=env, workers=1, threads=2, ready_path=POLL_PATH,
+                  extra_args=["--max-requests", "5", "--pid", str(pidfile)]) as url:
+        master = int(pidfile.read_text())
+        seen = set()
+        for _ in range(20):
+            assert poll(url, timeout=10).status_code == 200
+            seen |= worker_pids(master)
+        assert len(seen) >= 3
+
+
+def test_every_listener_is_served(env, tmp_path):
+    unix = tmp_path / "gunicorn.sock"
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["--bind", f"unix:{unix}"]) as url:
+        for _ in range(3):
+            assert poll(url).status_code == 200
+            with socket.socket(socket.AF_UNIX) as sock:
+                sock.settimeout(5)
+                sock.connect(str(unix))
+                sock.sendall(f"GET {HEALTH_PATH} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                answer = b""
+                while part := sock.recv(4096):
+                    answer += part
+            assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert answer.endswith(b'{"success": true, "status": "ok"}')
+
+
+def test_a_malformed_request_gets_gunicorns_400_whole(env):
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+            answer = b""
+            while part := sock.recv(4096):
+                answer += part
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 Bad Request")
+        assert int(dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
+                   [b"Content-Length"]) == len(body)
+        assert poll(url).status_code == 200
+
+
+def test_a_request_thread_that_dies_restarts_the_worker(env, tmp_path):
+    """Not a request's error (those get a 500): a thread that can no longer accept. The worker
+    says so and exits, and the arbiter starts a fresh one."""
+    conf = tmp_path / "breaks-once.conf.py"
+    marker = tmp_path / "broken-once"
+    conf.write_text(
+        "import runpy\n"
+        f"globals().update(runpy.run_path({str(REPO / 'gunicorn.conf.py')!r}))\n"
+        "def post_worker_init(worker):\n"
+        f"    if not __import__('os').path.exists({str(marker)!r}):\n"
+        f"        open({str(marker)!r}, 'w').close()\n"
+        "        for listener in worker.sockets:  # accept() on a socket that never listened\n"
+        "            listener.sock = __import__('socket').socket()\n")
+    log = tmp_path / "error.log"
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["-c", str(conf), "--error-logfile", str(log)]) as url:
+        assert marker.exists()
+        assert poll(url).status_code == 200
+        assert "A request thread died" in log.read_text()
+
+
+def test_tls_settings_are_refused_at_start_in_one_line(tmp_path):
+    cert = tmp_path / "cert.pem"
+    cert.write_text("not used")
+    done = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--bind",
+         f"127.0.0.1:{unused_port()}", "--workers", "2", "--certfile", str(cert), "--keyfile",
+         str(cert), "wsgi:application"],
+        cwd=REPO, env={**os.environ, "NEWOS4_DATA_DIR": str(tmp_path / "data")},
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    lines = [line for line in (done.stdout + done.stderr).splitlines()
+             if "serves plain HTTP" in line]
+    assert lines and "--worker-class gthread" in lines[0]
