@@ -1,6 +1,7 @@
 """The shipped worker (spaces/worker.py) under real gunicorn: event streams hold no request
 thread, a stop lets requests in flight finish, the heartbeat outlives slow requests, max
-requests, several listeners, a request thread's death, TLS settings refused."""
+requests, several listeners, slow and silent clients, a request thread's death, TLS settings
+refused."""
 import concurrent.futures
 import os
 import secrets
@@ -148,6 +149,42 @@ def test_every_listener_is_served(env, tmp_path):
                     answer += part
             assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
             assert answer.endswith(b'{"success": true, "status": "ok"}')
+
+
+def raw_exchange(port, *parts, pause=0.0):
+    """Send `parts` on one connection, `pause` seconds apart; return all the server sends."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        for n, part in enumerate(parts):
+            if n:
+                time.sleep(pause)
+            sock.sendall(part)
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    return answer
+
+
+def test_a_client_slower_than_an_idle_threads_wakeup_is_answered(env):
+    """Accepted sockets inherit the listener's short receive timeout unless it is reset."""
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
+        port = int(url.rsplit(":", 1)[1])
+        request = f"GET {HEALTH_PATH} HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+        assert raw_exchange(port, b"", request, pause=0.5).startswith(b"HTTP/1.1 200 ")
+        body = b'{"text": "sent slowly"}'
+        head = (f"POST /spaces/newos4/api/chat/post.php HTTP/1.1\r\nHost: x\r\n"
+                f"X-Chat-Token: {secrets.token_hex(32)}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        assert raw_exchange(port, head, body, pause=0.5).startswith(b"HTTP/1.1 201 ")
+
+
+def test_a_silent_client_is_closed_after_the_timeout_and_frees_its_thread(env):
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["--timeout", "2"]) as url:
+        port = int(url.rsplit(":", 1)[1])
+        started = time.monotonic()
+        assert raw_exchange(port, b"") == b""  # closed by the server, nothing sent
+        assert 1.5 < time.monotonic() - started < 8
+        assert poll(url).status_code == 200
 
 
 def test_a_malformed_request_gets_gunicorns_400_whole(env):
