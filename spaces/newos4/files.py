@@ -2,17 +2,28 @@
 locks that guard read-modify-write cycles across threads and processes."""
 import fcntl
 import os
-import secrets
+import random
 import threading
 import time
 
 TMP_SUFFIX = ".tmp"
+READ_CHUNK = 65536
+
+
+class _Process:
+    """This process's id, asked of the kernel once (and again in a forked child), not per post."""
+    pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=lambda: setattr(_Process, "pid", os.getpid()))
 
 
 def tmp_name(path):
-    """Name (a str) of a temporary sibling of `path`: hidden, unique, recognisable by the sweep."""
+    """Name (a str) of a temporary sibling of `path`: hidden, unique, recognisable by the sweep.
+    Unique by process id and 32 random bits (Python's generator, reseeded in every gunicorn
+    worker: no system call per post; nothing depends on the name being unpredictable)."""
     folder, slash, name = os.fspath(path).rpartition("/")  # every post names one: no split()
-    return f"{folder}{slash}.{name}.{os.getpid()}.{secrets.token_hex(4)}{TMP_SUFFIX}"
+    return f"{folder}{slash}.{name}.{_Process.pid}.{random.getrandbits(32):08x}{TMP_SUFFIX}"
 
 
 def atomic_write(path, data, *, durable=True):
@@ -73,6 +84,21 @@ def read_file(path):
             parts.append(part)
             if len(part) < want:  # a regular file reads short only at its end
                 return stat, b"".join(parts)
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path):
+    """The bytes of a file: open, read, close (a post reads its thread file; one read holds
+    most threads, and the rest are read on to their end)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        parts = []
+        while True:
+            part = os.read(fd, READ_CHUNK)
+            parts.append(part)
+            if len(part) < READ_CHUNK:  # a regular file reads short only at its end
+                return b"".join(parts)
     finally:
         os.close(fd)
 

@@ -11,8 +11,8 @@ import time
 import filelock
 
 from . import errors
-from .files import (TMP_SUFFIX, Locks, LockTimeout, discard, fsync_dir, read_file, replace,
-                    write_tmp)
+from .files import (TMP_SUFFIX, Locks, LockTimeout, discard, fsync_dir, read_bytes, read_file,
+                    replace, write_tmp)
 
 THREAD_RE = re.compile(r"\A[0-9a-f]{16}\Z")
 THREAD_FILE_RE = re.compile(r"\A([0-9a-f]{16})\.json\Z")
@@ -87,7 +87,7 @@ class ThreadStore:
         try:
             with self._locks(f"{path}.lock"):
                 try:
-                    current = _parse(read_file(path)[1], path)
+                    current = _parse(read_bytes(path), path)
                 except FileNotFoundError:
                     current = None
                 except OSError as exc:

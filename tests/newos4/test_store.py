@@ -288,3 +288,22 @@ def test_a_torn_or_missing_count_is_counted_again(make_app, settings, content):
     ChatClient(testapp).say("two")  # a count at or past the cap is checked against the folder
     ChatClient(testapp).post(status=507)
     assert int(count_file.read_bytes()) == 2
+
+
+@pytest.mark.parametrize("size", [0, 1, 65_535, 65_536, 65_537, 3 * 65_536, 800_001])
+def test_a_thread_file_is_read_whole_whatever_its_size(tmp_path, size):
+    from spaces.newos4.files import read_bytes
+    data = os.urandom(size)
+    (tmp_path / "f").write_bytes(data)
+    assert read_bytes(tmp_path / "f") == data
+
+
+def test_temporary_names_differ_and_carry_the_process_id(tmp_path):
+    from spaces.newos4.files import tmp_name
+    names = {tmp_name(tmp_path / "0123456789abcdef.json") for _ in range(1000)}
+    assert len(names) == 1000
+    assert all(f".0123456789abcdef.json.{os.getpid()}." in name for name in names)
+    child = os.fork()
+    if child == 0:  # a forked worker names its files with its own id
+        os._exit(0 if f".{os.getpid()}." in tmp_name(tmp_path / "x.json") else 1)
+    assert os.waitpid(child, 0)[1] == 0
