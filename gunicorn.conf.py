@@ -22,9 +22,11 @@ workers = min(4, multiprocessing.cpu_count() * 2 + 1)
 worker_class = AcceptingThreadsWorker
 # Posts wait on two fsyncs each; a few threads keep several in flight (a thread waiting on the
 # disk leaves the GIL to the others), and more only add GIL contention. Posts/s as a share of
-# PHP's in interleaved runs: 1 thread 0.57; 2 threads 0.76, 0.84; 3 threads 0.75, 0.91;
-# 4 threads 0.80, 0.82; 5 threads 0.80; 6 threads 0.72, 0.80; 8 threads 0.73 (noise: +-0.08).
-threads = 4
+# PHP's in interleaved runs: 1 thread 0.57; 2 threads 0.76, 0.84; 3 threads 0.75, 0.91, 0.82;
+# 4 threads 0.80, 0.82, 0.66; 5 threads 0.80; 6 threads 0.72, 0.80; 8 threads 0.73 (noise
+# +-0.08). CPU per post behind nginx: 3 threads 730-760 us, 4 threads 860-870 us, 2 threads
+# 810-830 us (fewer posts in flight). Idle polls: 3 and 4 threads alike (0.45, 0.47).
+threads = 3
 # Event streams per worker process that get a thread of their own (past that, a request thread
 # streams): gunicorn's default. Streams never occupy the `threads`.
 worker_connections = 1000
