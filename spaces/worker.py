@@ -64,7 +64,7 @@ class AcceptingThreadsWorker(Worker):
         self._client_timeout = _timeval(self.cfg.timeout)
         self._served = itertools.count(1)
         self._stream_slots = threading.BoundedSemaphore(max(1, self.cfg.worker_connections))
-        self._streams = set()
+        self._stream_threads = set()
         self._lost = []
         count = max(self.cfg.threads, len(self.sockets))  # listeners shared out, one each at least
         threads = [threading.Thread(target=self._serve, name=f"request-{n}", daemon=True,
@@ -75,7 +75,7 @@ class AcceptingThreadsWorker(Worker):
         self._watch()
         self.alive = False
         deadline = time.monotonic() + self.cfg.graceful_timeout
-        for thread in threads + list(self._streams):
+        for thread in threads + list(self._stream_threads):
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def _watch(self):
@@ -132,10 +132,10 @@ class AcceptingThreadsWorker(Worker):
                 self._post_request(req, environ, resp)
             conn.close_connection()
             return
-        if _streams(body, environ) and self._stream_slots.acquire(blocking=False):
+        if _is_streamed(body, environ) and self._stream_slots.acquire(blocking=False):
             thread = threading.Thread(target=self._stream, name="stream", daemon=True,
                                       args=(req, resp, environ, body, started, conn, addr))
-            self._streams.add(thread)
+            self._stream_threads.add(thread)
             thread.start()
             return
         self._finish(req, resp, environ, body, started, conn, addr)
@@ -144,7 +144,7 @@ class AcceptingThreadsWorker(Worker):
         try:
             self._finish(*answer)
         finally:
-            self._streams.discard(threading.current_thread())
+            self._stream_threads.discard(threading.current_thread())
             self._stream_slots.release()
 
     def _finish(self, req, resp, environ, body, started, conn, addr):
@@ -215,7 +215,7 @@ def _timeval(seconds):
     return struct.pack("ll", int(seconds), int(seconds % 1 * 1_000_000))
 
 
-def _streams(body, environ):
+def _is_streamed(body, environ):
     """True for an answer produced as it is sent (not a list, not a file)."""
     return not isinstance(body, (list, tuple, environ["wsgi.file_wrapper"]))
 

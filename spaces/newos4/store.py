@@ -155,8 +155,9 @@ class ThreadStore:
             return None
 
     def _save_count(self, count):
-        """Overwrite in place, fixed width (no temporary file: a torn write reads as no count,
-        and the folder is counted again). A count that cannot be saved is removed instead."""
+        """Overwrite in place, fixed width, without a temporary file or an fsync: a count torn
+        or lost by a crash is at worst wrong until the folder is counted again (by the sweep,
+        or at the cap before any refusal). A count that cannot be saved is removed instead."""
         try:
             fd = os.open(self._count_path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o640)
             try:
