@@ -1,19 +1,28 @@
-"""Run every bench/bench_*.py in turn: `python -m bench [NAME ...]`."""
+"""Run the benchmarks bench/bench_*.py in turn: `python -m bench [NAME ...]`."""
+import argparse
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+SCRIPTS = {path.stem[len("bench_"):]: path for path in sorted(HERE.glob("bench_*.py"))}
 
 
-def main(names):
-    scripts = sorted(HERE.glob("bench_*.py"))
-    if names:
-        scripts = [s for s in scripts if s.stem in names or s.stem[6:] in names]
+def main(argv):
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Run benchmarks that print ratios measured side by side in one run "
+                    "(no nginx or PHP needed; ../shared/perf/bench.py compares with PHP).")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"which to run (default: all): {', '.join(SCRIPTS)}")
+    names = [name.removeprefix("bench_") for name in parser.parse_args(argv).names] or list(SCRIPTS)
+    unknown = [name for name in names if name not in SCRIPTS]
+    if unknown:
+        parser.error(f"no benchmark {unknown[0]!r}; there are: {', '.join(SCRIPTS)}")
     failed = 0
-    for script in scripts:
-        print(f"== {script.stem}", flush=True)
-        failed |= subprocess.call([sys.executable, str(script)], cwd=HERE.parent)
+    for name in names:
+        print(f"== bench_{name}", flush=True)
+        failed |= subprocess.call([sys.executable, str(SCRIPTS[name])], cwd=HERE.parent)
     return failed
 
 
