@@ -4,8 +4,8 @@ Our own worker (spaces/worker.py): threads that each accept, answer and close on
 and event streams (Hermes emulator) in threads of their own, so streams never hold a request
 thread; several workers because all shared state is on disk (thread files, SQLite).
 Override any setting on the command line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS.
-Figures: ../shared/perf/bench.py-style runs on a 2-core machine, `-w 2`, nginx in front,
-medians of interleaved 1-s slices against the PHP build with 16 php-fpm children.
+Figures: the chat service as shipped beside a PHP build of the same contract (16 php-fpm
+children) behind the same nginx, on a 2-core machine, `-w 2`, medians of interleaved 1-s slices.
 """
 import multiprocessing
 import os
@@ -36,6 +36,8 @@ keepalive = 0
 # gunicorn 27+ opens a control socket at one fixed path per user; several instances (tests,
 # emulators beside the service) would fight over it. Older gunicorns ignore this name.
 control_socket_disable = True
+# A worker silent this long is restarted; with our worker it is also how long a client may stay
+# silent while sending its request before its connection is closed.
 timeout = 60
 graceful_timeout = 10
 # Only the local reverse proxy may set X-Forwarded-Proto; the chat app reads X-Forwarded-For
