@@ -74,33 +74,32 @@ def discard(tmp):
 
 def read_file(path):
     """(stat, bytes) of a file: open, fstat, read, close, without a buffered file object's
-    extra calls (a post reads its thread file, a changed thread's poll too)."""
+    extra calls (a changed thread's poll needs the stat for its cache)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         stat = os.fstat(fd)
-        want, parts = stat.st_size + 1, []
-        while True:
-            part = os.read(fd, want)
-            parts.append(part)
-            if len(part) < want:  # a regular file reads short only at its end
-                return stat, b"".join(parts)
+        return stat, _read_to_end(fd, stat.st_size + 1)
     finally:
         os.close(fd)
 
 
 def read_bytes(path):
-    """The bytes of a file: open, read, close (a post reads its thread file; one read holds
-    most threads, and the rest are read on to their end)."""
+    """The bytes of a file: open, read, close, no fstat (a post reads its thread file; one read
+    holds most threads, and the rest are read on to their end)."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
-        parts = []
-        while True:
-            part = os.read(fd, READ_CHUNK)
-            parts.append(part)
-            if len(part) < READ_CHUNK:  # a regular file reads short only at its end
-                return b"".join(parts)
+        return _read_to_end(fd, READ_CHUNK)
     finally:
         os.close(fd)
+
+
+def _read_to_end(fd, chunk):
+    parts = []
+    while True:
+        part = os.read(fd, chunk)
+        parts.append(part)
+        if len(part) < chunk:  # a regular file reads short only at its end
+            return b"".join(parts)
 
 
 def fsync_dir(folder):

@@ -59,6 +59,26 @@ def worker_pids(master):
     return set(out.split())
 
 
+def raw_exchange(where, *parts, pause=0.0):
+    """Send `parts` on one connection (to a loopback port, or a unix socket's path), `pause`
+    seconds apart; return all the server sends."""
+    if isinstance(where, str):
+        sock = socket.socket(socket.AF_UNIX)
+        sock.settimeout(10)
+        sock.connect(where)
+    else:
+        sock = socket.create_connection(("127.0.0.1", where), timeout=10)
+    with sock:
+        for n, part in enumerate(parts):
+            if n:
+                time.sleep(pause)
+            sock.sendall(part)
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+    return answer
+
+
 def test_event_streams_hold_no_request_thread(env):
     """One worker with one request thread: six open streams, and chat requests still get their
     answers at once; the streams go on."""
@@ -140,28 +160,10 @@ def test_every_listener_is_served(env, tmp_path):
                   extra_args=["--bind", f"unix:{unix}"]) as url:
         for _ in range(3):
             assert poll(url).status_code == 200
-            with socket.socket(socket.AF_UNIX) as sock:
-                sock.settimeout(5)
-                sock.connect(str(unix))
-                sock.sendall(f"GET {HEALTH_PATH} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-                answer = b""
-                while part := sock.recv(4096):
-                    answer += part
+            answer = raw_exchange(str(unix),
+                                  f"GET {HEALTH_PATH} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
             assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
             assert answer.endswith(b'{"success": true, "status": "ok"}')
-
-
-def raw_exchange(port, *parts, pause=0.0):
-    """Send `parts` on one connection, `pause` seconds apart; return all the server sends."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        for n, part in enumerate(parts):
-            if n:
-                time.sleep(pause)
-            sock.sendall(part)
-        answer = b""
-        while chunk := sock.recv(4096):
-            answer += chunk
-    return answer
 
 
 def test_a_client_slower_than_an_idle_threads_wakeup_is_answered(env):
@@ -190,11 +192,7 @@ def test_a_silent_client_is_closed_after_the_timeout_and_frees_its_thread(env):
 def test_a_malformed_request_gets_gunicorns_400_whole(env):
     with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
         port = int(url.rsplit(":", 1)[1])
-        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-            sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
-            answer = b""
-            while part := sock.recv(4096):
-                answer += part
+        answer = raw_exchange(port, b"NOT HTTP AT ALL\r\n\r\n")
         head, _, body = answer.partition(b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 400 Bad Request")
         assert int(dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
