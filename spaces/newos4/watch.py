@@ -11,6 +11,7 @@ import time
 import filelock
 
 from .relay import Relay, RunPoller
+from .run_events import EventFollowers
 
 # A folder mtime this close to now may change again within the same timestamp tick (a coarse
 # filesystem clock) and still look the same, so it is not trusted: the next tick runs another
@@ -48,6 +49,12 @@ class Watcher:
         # Polls outlive a pass: one that Hermes is slow to answer does not hold the pass up.
         # Each run has at most one poll out, and a few more threads cover runs just dropped.
         self.poller = RunPoller(client, threads=self.settings.relay_max_in_flight + 4)
+        # One event subscription per run in flight, for its whole life: the details of each
+        # approval request arrive there (and an arrival wakes the next tick for a pass).
+        self.events = EventFollowers(client, wake=self._wake)
+
+    def _wake(self, run_id):
+        self._due = 0.0
 
     def watch(self, stop, *, alive=lambda: None):
         """Tick until `stop` (a threading.Event) is set; WatcherBusy if another one watches.
@@ -66,6 +73,7 @@ class Watcher:
             raise WatcherBusy(f"another watcher holds {self.lock_path}")
         finally:
             self.poller.close()
+            self.events.close()
 
     def step(self):
         """One tick: a pass when a folder changed or a pass is due; True when one ran."""
@@ -76,7 +84,7 @@ class Watcher:
         self._seen = None if self._racy(snapshot) else snapshot
         log = self._say_once()
         relay = Relay(self.service, self.client, log=log, poller=self.poller,
-                      poll_wait_s=self.poll_s)
+                      poll_wait_s=self.poll_s, events=self.events)
         try:
             problems = relay.run()
         except Exception as exc:  # a pass that broke must not end the watcher: retry later
@@ -84,6 +92,8 @@ class Watcher:
             problems = 1
         self.passes += 1
         self._schedule(relay.state, problems)
+        if relay.state is not None:
+            self.events.keep_only({e.get("run_id") for e in relay.state.threads.values()})
         return True
 
     def _say_once(self):
