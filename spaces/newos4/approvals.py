@@ -119,6 +119,24 @@ class ApprovalSteps:
                   f"{how} in {asked['id']}, choices {'/'.join(entry['choices'])}",
                   problem=False)
 
+    def _adopt_request(self, thread, entry):
+        """True when the thread already holds the request for the run's current approval
+        (a pass wrote it and stopped before saving the state): record it, ask no second time."""
+        messages = self.service.history(thread)
+        ids = [m["id"] for m in messages]
+        if entry["question"] not in ids:
+            return False
+        after = messages[ids.index(entry["question"]) + 1:]
+        if not after or after[0]["author"] != "hermes" \
+                or not after[0]["text"].startswith(REQUEST_MARKER):
+            return False
+        entry.update(asked=after[0]["id"], choices=choices_in(after[0]["text"]),
+                     approvals=entry.get("approvals", 0) + 1)
+        self.state.save()
+        self._say(f"thread={thread} run={entry['run_id']} waits for approval: already asked "
+                  f"(found in the thread) in {after[0]['id']}", problem=False)
+        return True
+
     def _approval_request(self, entry, index):
         """The `index`-th approval request of the entry's run; None when its details cannot be
         had (ask anyway); False when it is too early to ask here."""

@@ -215,7 +215,9 @@ class Relay(ApprovalSteps):
 
     def _follow(self, thread, waiting_row, answer):
         entry = self.state.threads[thread]
-        if entry.get("asked") and entry.get("run_id"):
+        changed = (waiting_row or {}).get("last_id") != entry["question"]
+        if entry.get("run_id") and (entry.get("asked")
+                                    or changed and self._adopt_request(thread, entry)):
             self._follow_asked(thread, entry, answer)
             return
         if waiting_row is None:
