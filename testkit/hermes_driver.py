@@ -1,0 +1,114 @@
+"""Play a tool-using Hermes through the emulator's admin plane, as the real server behaves.
+
+The real Hermes (with the oracle's fake model) answers a question holding `RUN: <command>` by
+calling its terminal tool, which waits for approval; after the decision (or after its own
+approval timeout) the run completes with `Tool result: …`. Any other question gets the fake
+model's fixed reply. `HermesDriver` watches the emulator's runs and scripts exactly that with
+`observe`, using the outputs recorded from the real server (tests/fixtures/).
+"""
+import json
+import re
+import threading
+import time
+
+import requests
+
+FAKE_REPLY = "Hello from the fake LLM. This is a fixed deterministic reply."
+RUN_MARKER = re.compile(r"RUN: (.+)")
+GUARD = "world/other-writable permissions"
+
+
+class HermesDriver:
+    """A thread that scripts every run of one emulator (`hermes_url`, default namespace).
+
+    `outputs` maps "approved", "denied" and "timed_out" to the run output the real server gave;
+    `approval_timeout_s` plays Hermes' own approval timeout. `choice_of(run_id)` says which
+    choice a run's approval got; by default it is read from the run's event buffer, which the
+    emulator keeps while a subscriber (the watcher) holds the stream.
+    """
+
+    def __init__(self, hermes_url, outputs, *, approval_timeout_s=30.0, choice_of=None):
+        self.url = hermes_url
+        self.outputs = outputs
+        self.approval_timeout_s = approval_timeout_s
+        self.choice_of = choice_of or self._choice_from_events
+        self.waiting_since = {}  # run id -> monotonic time it started waiting for approval
+        self.settled = {}        # run id -> what happened ("approved", "denied", …)
+        self._done = set()
+        self._http = requests.Session()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="hermes-driver", daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(5)
+
+    def _loop(self):
+        while not self._stop.is_set():
+            try:
+                self._step()
+            except requests.RequestException:
+                pass  # the server is starting or stopping: look again
+            self._stop.wait(0.05)
+
+    def _records(self, collection):
+        answer = self._http.get(f"{self.url}/__admin/state/{collection}?limit=200", timeout=10)
+        answer.raise_for_status()
+        return {row["id"]: row["value"] for row in answer.json()["records"]}
+
+    def _observe(self, run_id, **body):
+        answer = self._http.post(f"{self.url}/__admin/hermes/runs/{run_id}/observe", json=body,
+                                 timeout=10)
+        answer.raise_for_status()
+
+    def _step(self):
+        owners = self._records("hermes-owners")
+        for run_id, run in self._records("hermes-runs").items():
+            if run_id not in self._done and run_id in owners:
+                self._drive(run_id, run, owners[run_id].get("input") or "")
+
+    def _drive(self, run_id, run, text):
+        status = run["status"]
+        if status == "stopping":
+            self._settle(run_id, "cancelled", status="cancelled")
+        elif status == "queued":
+            command = RUN_MARKER.search(text)
+            if command is None:
+                self._settle(run_id, "answered", status="completed", output=FAKE_REPLY)
+                return
+            command = command.group(1).strip()
+            self._observe(run_id, status="running", events=[
+                {"event": "tool.started", "tool": "terminal", "preview": command}])
+            self._observe(run_id, status="waiting_for_approval", approval={
+                "command": command, "pattern_key": GUARD, "pattern_keys": [GUARD],
+                "description": GUARD, "allow_permanent": True})
+            self.waiting_since[run_id] = time.monotonic()
+        elif status == "running" and run.get("last_event") == "approval.responded":
+            outcome = "denied" if self.choice_of(run_id) == "deny" else "approved"
+            self._observe(run_id, status="running", events=[
+                {"event": "tool.completed", "tool": "terminal", "duration": 0.01,
+                 "error": False}])
+            self._settle(run_id, outcome, status="completed", output=self.outputs[outcome])
+        elif status == "waiting_for_approval" and \
+                time.monotonic() - self.waiting_since[run_id] > self.approval_timeout_s:
+            self._observe(run_id, status="running", events=[
+                {"event": "tool.completed", "tool": "terminal", "duration": 0.01,
+                 "error": False}])
+            self._settle(run_id, "timed_out", status="completed",
+                         output=self.outputs["timed_out"])
+
+    def _settle(self, run_id, what, **observation):
+        self._observe(run_id, **observation)
+        self.settled[run_id] = what
+        self._done.add(run_id)
+
+    def _choice_from_events(self, run_id):
+        for event in self._records("hermes-events").values():
+            frame = event.get("frame", "")
+            if event.get("run_id") == run_id and '"approval.responded"' in frame:
+                return json.loads(frame.split("data: ", 1)[1])["choice"]
+        return None

@@ -1,0 +1,292 @@
+"""Approvals end to end: the relay (watcher and cron, real processes) between the chat (real
+gunicorn: post.php, poll.php) and a Hermes that asks before a dangerous command.
+
+Every case runs against our emulator, played by testkit.hermes_driver with the outputs recorded
+from the real server (tests/fixtures/hermes_approval_exchanges.json), and, when
+HERMES_ORACLE_URL is set, against the real Hermes 0.19.0 server. The real server must be the
+oracle set up with its terminal toolset and a short approval timeout, e.g.
+
+    ORACLE_DIR=/tmp/oracle-x ORACLE_TOOLSETS=terminal ORACLE_APPROVAL_TIMEOUT_S=10 \\
+        bash ../shared/oracle/setup_oracle.sh
+    ORACLE_DIR=/tmp/oracle-x API_SERVER_PORT=8650 FAKE_LLM_PORT=18150 \\
+        bash ../shared/oracle/start_oracle.sh
+    HERMES_ORACLE_URL=http://127.0.0.1:8650 HERMES_ORACLE_APPROVAL_TIMEOUT_S=10 pytest …
+
+(HERMES_ORACLE_KEY if the key is not the oracle's default.)
+"""
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from spaces.newos4.app import POLL_PATH, POST_PATH
+from testkit.hermes_driver import FAKE_REPLY, HermesDriver
+from testkit.servers import REPO, Watcher, gunicorn
+
+pytestmark = pytest.mark.gunicorn
+
+RECORDED = json.loads((Path(__file__).resolve().parent.parent / "fixtures"
+                       / "hermes_approval_exchanges.json").read_text())
+OUTPUTS = {name: RECORDED[name]["run"]["output"] for name in ("approved", "denied", "timed_out")}
+ORACLE_KEY = "oracle-test-key-0123456789abcdef"
+MARKER = "Hermes asks before running a command:"
+EMULATOR_APPROVAL_TIMEOUT_S = 4.0
+# The issue's bound for the request to reach the thread in watch mode.
+ASK_BOUND_S = 2.0
+
+
+class Chat:
+    """The browser's side of one conversation, and the relay's processes beside it."""
+
+    def __init__(self, site, hermes_url, key, approval_timeout_s, tmp_path):
+        self.site, self.hermes_url, self.key = site, hermes_url, key
+        self.approval_timeout_s = approval_timeout_s
+        self.root = tmp_path
+        self.token = secrets.token_hex(32)
+        self.http = requests.Session()
+        self.env = {**os.environ, "NEWOS4_DATA_DIR": site["data"], "HERMES_API_URL": hermes_url,
+                    "HERMES_API_KEY": key}
+        self.target = tmp_path / "target"
+        self.target.mkdir(exist_ok=True)
+        self.command = f"chmod -R 777 {self.target}"
+        self.watchers = []
+        self.cron_out = ""
+
+    def post(self, text):
+        answer = self.http.post(self.site["url"] + POST_PATH, json={"text": text},
+                                headers={"X-Chat-Token": self.token}, timeout=10)
+        assert answer.status_code == 201, answer.text
+        return answer.json()
+
+    def messages(self):
+        answer = self.http.get(self.site["url"] + POLL_PATH, timeout=10,
+                               headers={"X-Chat-Token": self.token})
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    def wait_for(self, what, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            poll = self.messages()
+            if predicate(poll["messages"]):
+                return poll
+            time.sleep(0.02)
+        raise AssertionError(f"{what} not visible within {timeout}s: {self.messages()}\n"
+                             f"{self.logs()}")
+
+    def wait_request(self, count=1, timeout=30):
+        return self.wait_for(f"approval request {count}", lambda ms: sum(
+            m["author"] == "hermes" and m["text"].startswith(MARKER) for m in ms) >= count
+            and ms[-1]["author"] == "hermes", timeout)["messages"][-1]
+
+    def wait_answer(self, text, timeout=30):
+        return self.wait_for(f"answer {text[:40]!r}", lambda ms: ms and ms[-1]["author"] ==
+                             "hermes" and ms[-1]["text"] == text, timeout)
+
+    def watch(self):
+        watcher = Watcher(self.env, self.root, f"watch{len(self.watchers)}")
+        self.watchers.append(watcher)
+        return watcher
+
+    def cron(self):
+        result = subprocess.run([sys.executable, "cron/relay.py"], cwd=REPO, env=self.env,
+                                capture_output=True, text=True, timeout=120)
+        self.cron_out += result.stdout + result.stderr
+        return result
+
+    def wait_log(self, text, timeout=5):
+        deadline = time.monotonic() + timeout
+        while text not in self.logs():
+            assert time.monotonic() < deadline, f"{text!r} not logged:\n{self.logs()}"
+            time.sleep(0.05)
+
+    def logs(self):
+        return "".join(w.stdout() + w.stderr() for w in self.watchers) + self.cron_out
+
+    def state(self):
+        path = Path(self.site["data"]) / "relay" / "state.json"
+        return json.loads(path.read_text())["threads"] if path.exists() else {}
+
+    def run_id(self):
+        from spaces.newos4.service import thread_of
+        return self.state()[thread_of(self.token)]["run_id"]
+
+    def run_status(self, run_id):
+        answer = self.http.get(f"{self.hermes_url}/v1/runs/{run_id}", timeout=10,
+                               headers={"Authorization": f"Bearer {self.key}"})
+        return answer.json().get("status")
+
+    def wait_status(self, run_id, status, timeout=30):
+        deadline = time.monotonic() + timeout
+        while (now := self.run_status(run_id)) != status:
+            assert time.monotonic() < deadline, f"run {run_id} still {now}, not {status}"
+            time.sleep(0.05)
+        return time.monotonic()
+
+    def transcript(self):
+        return [(m["author"], m["text"]) for m in self.messages()["messages"]]
+
+    def close(self):
+        for watcher in self.watchers:
+            watcher.kill()
+
+
+@pytest.fixture
+def site(tmp_path):
+    root = tmp_path
+    env = {"NEWOS4_DATA_DIR": str(root / "data"), "EMULATORS_DB": str(root / "emu.sqlite3"),
+           "NEWOS4_RATE_IP": "100000"}
+    with gunicorn(env=env, workers=2, threads=4) as url:
+        yield {"url": url, "data": str(root / "data"), "hermes": url + "/emulators/hermes"}
+
+
+@pytest.fixture(params=["emulator", "real"])
+def hermes(request, site):
+    """(Hermes URL, key, approval timeout, driver or None) for the emulator or the real one."""
+    if request.param == "real":
+        url = os.environ.get("HERMES_ORACLE_URL")
+        if not url:
+            pytest.skip("HERMES_ORACLE_URL is not set (start ../shared/oracle with "
+                        "ORACLE_TOOLSETS=terminal to run these against the real server)")
+        yield (url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY),
+               float(os.environ.get("HERMES_ORACLE_APPROVAL_TIMEOUT_S", "10")), None)
+        return
+    with HermesDriver(site["hermes"], OUTPUTS,
+                      approval_timeout_s=EMULATOR_APPROVAL_TIMEOUT_S) as driver:
+        yield site["hermes"], "", EMULATOR_APPROVAL_TIMEOUT_S, driver
+
+
+@pytest.fixture
+def chat(site, hermes, tmp_path):
+    url, key, timeout_s, driver = hermes
+    conversation = Chat(site, url, key, timeout_s, tmp_path)
+    conversation.driver = driver
+    yield conversation
+    conversation.close()
+
+
+def assert_asks(message, command):
+    """The request names the command exactly, Hermes' reason, and Hermes' four choices."""
+    assert message["text"].startswith(MARKER + "\n\n```\n" + command + "\n```\n\n")
+    assert "Why: world/other-writable permissions\n" in message["text"]
+    words = [line.split("`")[1] for line in message["text"].splitlines()
+             if line.startswith("- `")]
+    assert words == ["once", "session", "always", "deny"]
+
+
+def one_run_per_question(chat, questions):
+    submitted = [line for line in chat.logs().splitlines() if " submitted run=" in line]
+    assert len(submitted) == questions, chat.logs()
+
+
+@pytest.mark.parametrize("reply,outcome", [("once", "approved"), ("  Deny ", "denied"),
+                                           ("YES", "approved")])
+def test_the_watcher_asks_and_the_reply_decides(chat, reply, outcome):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    request = chat.wait_request()
+    assert_asks(request, chat.command)
+    assert chat.messages()["awaiting"] is False
+    chat.post(reply)
+    chat.wait_answer(OUTPUTS[outcome])
+    assert [a for a, _ in chat.transcript()] == ["operator", "hermes", "operator", "hermes"]
+    one_run_per_question(chat, 1)
+    chat.wait_log("approval answered")
+
+
+def test_the_request_reaches_the_thread_within_two_seconds_of_the_run_waiting(chat):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    deadline = time.monotonic() + 30
+    while not chat.state() or not next(iter(chat.state().values())).get("run_id"):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    waiting = chat.wait_status(chat.run_id(), "waiting_for_approval")
+    chat.wait_request(timeout=10)
+    assert time.monotonic() - waiting < ASK_BOUND_S
+    chat.post("deny")
+    chat.wait_answer(OUTPUTS["denied"])
+
+
+def test_other_text_refuses_the_command_and_is_the_next_question(chat):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    run_id = chat.run_id()
+    chat.post("what would that change?")
+    chat.wait_answer(FAKE_REPLY)
+    assert chat.transcript()[2:] == [("operator", "what would that change?"),
+                                     ("hermes", FAKE_REPLY)]
+    assert chat.run_status(run_id) in ("cancelled", "completed")
+    chat.wait_log("denied the command and stopped the run")
+    one_run_per_question(chat, 2)
+
+
+def test_nobody_answers_hermes_denies_by_itself_and_the_thread_goes_on(chat):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    chat.wait_answer(OUTPUTS["timed_out"], timeout=chat.approval_timeout_s + 15)
+    chat.wait_log("went unanswered")
+    chat.post("all right, never mind")
+    chat.wait_answer(FAKE_REPLY)
+    one_run_per_question(chat, 2)
+
+
+def test_a_reply_while_the_watcher_is_down_is_routed_and_nothing_is_asked_twice(chat):
+    first = chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    first.stop(signal.SIGKILL)
+    chat.post("once")
+    assert chat.cron().returncode == 0, chat.logs()  # cron beside: routes the reply
+    chat.watch()
+    chat.wait_answer(OUTPUTS["approved"])
+    chat.cron()
+    time.sleep(1)
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 1 and texts[-1] == OUTPUTS["approved"]
+    assert len(texts) == 4
+    one_run_per_question(chat, 1)
+
+
+def test_a_restart_while_pending_asks_once_and_the_next_start_routes_the_reply(chat):
+    first = chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    status, _ = first.stop(signal.SIGTERM)
+    assert status == 0
+    chat.watch()
+    time.sleep(1)  # the new watcher's passes find the request already asked
+    chat.post("no")
+    chat.wait_answer(OUTPUTS["denied"])
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
+    one_run_per_question(chat, 1)
+
+
+def test_cron_alone_asks_with_the_details_and_routes_the_decision(chat):
+    if chat.driver is not None:  # cron lets go of the stream: tell the driver the decision
+        chat.driver.choice_of = lambda run_id: "deny"
+    chat.post(f"RUN: {chat.command}")
+    chat.cron()
+    run_id = chat.run_id()
+    chat.wait_status(run_id, "waiting_for_approval")
+    chat.cron()
+    assert_asks(chat.wait_request(timeout=1), chat.command)
+    chat.cron()
+    chat.post("No")
+    chat.cron()
+    chat.wait_status(run_id, "completed")
+    chat.cron()
+    chat.wait_answer(OUTPUTS["denied"], timeout=1)
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
+    one_run_per_question(chat, 1)
