@@ -119,9 +119,17 @@ class Watcher:
         for entry in (state.threads.values() if state else ()):
             if entry.get("run_id"):
                 due = min(due, now + self.poll_s)
+                if self._unasked(entry):  # the poll lagged the event: look again soon
+                    due = min(due, now + self.tick_s)
             elif entry["attempts"] < self.settings.relay_max_attempts:
                 due = min(due, now + max(self.poll_s, (entry["next_ms"] - now_ms) / 1000))
         self._due = due
+
+    def _unasked(self, entry):
+        """True when the run's events hold an approval request its thread was not asked yet."""
+        follower = self.events.get(entry["run_id"])
+        return follower is not None and not entry.get("asked") \
+            and len(follower.requests) > entry.get("approvals", 0)
 
     def _snapshot(self):
         marks = []
