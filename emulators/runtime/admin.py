@@ -1,4 +1,4 @@
-"""The admin plane under the admin prefix : a falcon app with one route table
+"""The admin plane under the admin prefix: a falcon app with one route table
 (the route parts of controls/state/credentials/snapshots/ui/webhooks, then the service's own
 routes), the admin key and the namespace check as middleware, and one serializer for every answer.
 """

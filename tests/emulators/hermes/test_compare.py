@@ -43,7 +43,7 @@ RESP = Like(r"resp_[0-9a-f]{28}")
 MSG = Like(r"msg_[0-9a-f]{24}")
 UUID = Like(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 ABSENT = object()
-SECURITY = {  # on every JSON answer of Hermes 0.19.0
+SECURITY = {  # on every JSON answer a Hermes 0.19.0 handler sends
     "Content-Type": "application/json; charset=utf-8",
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
