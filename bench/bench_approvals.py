@@ -1,7 +1,8 @@
 """Approval request -> visible in poll.php, with the watcher (`cron/relay.py --watch`) relaying.
 
-Real gunicorn serves the chat. Hermes is the real server when HERMES_ORACLE_URL is set (the
-oracle set up with ORACLE_TOOLSETS=terminal; HERMES_ORACLE_KEY if not its default key), else
+Real gunicorn serves the chat. Hermes is a real server when HERMES_ORACLE_URL is set (one with
+its terminal toolset, as tests/integration/test_relay_approvals.py describes; HERMES_ORACLE_KEY
+if not the default key), else
 the mounted emulator played by testkit.hermes_driver. One browser asks BENCH_APPROVAL_RUNS (20)
 times `RUN: chmod -R 777 <temporary directory>`, polls poll.php every 20 ms until the request
 message shows, then answers `deny` and waits for the answer. The delay measured runs from the

@@ -3,16 +3,15 @@ gunicorn: post.php, poll.php) and a Hermes that asks before a dangerous command.
 
 Every case runs against our emulator, played by testkit.hermes_driver with the outputs recorded
 from the real server (tests/fixtures/hermes_approval_exchanges.json), and, when
-HERMES_ORACLE_URL is set, against the real Hermes 0.19.0 server. The real server must be the
-oracle set up with its terminal toolset and a short approval timeout, e.g.
-
-    ORACLE_DIR=/tmp/oracle-x ORACLE_TOOLSETS=terminal ORACLE_APPROVAL_TIMEOUT_S=10 \\
-        bash ../shared/oracle/setup_oracle.sh
-    ORACLE_DIR=/tmp/oracle-x API_SERVER_PORT=8650 FAKE_LLM_PORT=18150 \\
-        bash ../shared/oracle/start_oracle.sh
-    HERMES_ORACLE_URL=http://127.0.0.1:8650 HERMES_ORACLE_APPROVAL_TIMEOUT_S=10 pytest …
-
-(HERMES_ORACLE_KEY if the key is not the oracle's default.)
+HERMES_ORACLE_URL is set, against a real Hermes 0.19.0 Agent API server on loopback. That server
+must be set up so that these cases can happen:
+- the terminal toolset enabled for its API server platform, and a model that answers a question
+  holding `RUN: <command>` with one call of the terminal tool and a tool result with
+  `Tool result: <the result>` (any other question with a fixed reply, FAKE_REPLY below);
+- a short approval timeout (`approvals.timeout` in its config.yaml, e.g. 10 s), given to the
+  tests as HERMES_ORACLE_APPROVAL_TIMEOUT_S (default 10);
+- its key in HERMES_ORACLE_KEY if it is not the default below.
+`chmod -R 777 <a temporary directory>` is harmless and always asked about.
 """
 import json
 import os
@@ -153,8 +152,8 @@ def hermes(request, site):
     if request.param == "real":
         url = os.environ.get("HERMES_ORACLE_URL")
         if not url:
-            pytest.skip("HERMES_ORACLE_URL is not set (start ../shared/oracle with "
-                        "ORACLE_TOOLSETS=terminal to run these against the real server)")
+            pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
+                        "toolset, to run these against)")
         yield (url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY),
                float(os.environ.get("HERMES_ORACLE_APPROVAL_TIMEOUT_S", "10")), None)
         return
