@@ -41,19 +41,32 @@ def offered_choices(request):
     return list(dict.fromkeys(known)) or list(FALLBACK_CHOICES)
 
 
-def request_text(request):
+def request_text(request, limit=None):
     """The thread message asking the person about `request` (an `approval.request` event, or
-    None when its details could not be had)."""
+    None when its details could not be had), at most `limit` characters: a command too long to
+    fit is cut, and the message says so (one message, so the person can still answer it)."""
     request = request or {}
     command = request.get("command")
     command = command if isinstance(command, str) and command else UNKNOWN_COMMAND
     reason = request.get("description")
     reason = reason if isinstance(reason, str) and reason.strip() else UNKNOWN_REASON
+    choices = offered_choices(request)
+    text = _layout(command, reason[:1000], choices)
+    if limit is not None and len(text) > limit:
+        note = f"(cut: the command is {len(command)} characters long)"
+        room = len(command)
+        while len(text) > limit and room > 0:
+            room = max(0, room - (len(text) - limit))
+            text = _layout(command[:room], reason[:1000], choices, note)
+    return text
+
+
+def _layout(command, reason, choices, note=None):
     longest = max((len(run) for run in re.findall(r"`+", command)), default=0)
     fence = "`" * max(3, longest + 1)
-    lines = [REQUEST_MARKER, "", fence, command, fence, "", f"Why: {reason}", "",
-             "Reply with one of these words:"]
-    lines += [f"- `{word}`: {CHOICE_WORDS[word]}" for word in offered_choices(request)]
+    lines = [REQUEST_MARKER, "", fence, command, fence] + ([note] if note else [])
+    lines += ["", f"Why: {reason}", "", "Reply with one of these words:"]
+    lines += [f"- `{word}`: {CHOICE_WORDS[word]}" for word in choices]
     lines += ["", "Any other reply refuses the command and is sent to Hermes as your next "
                   "message."]
     return "\n".join(lines)
@@ -101,7 +114,7 @@ class ApprovalSteps:
         request = self._approval_request(entry, index)
         if request is False:
             return  # the details are on their way, or the watcher asks
-        text = request_text(request)
+        text = request_text(request, self.settings.max_text)
         outcome = self.service.deliver(thread, entry["question"], [text])
         if outcome == "superseded":
             return  # a newer message: the next pass supersedes the run

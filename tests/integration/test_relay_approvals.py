@@ -289,3 +289,21 @@ def test_cron_alone_asks_with_the_details_and_routes_the_decision(chat):
     texts = [t for _, t in chat.transcript()]
     assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
     one_run_per_question(chat, 1)
+
+
+def test_a_word_sent_after_hermes_timed_out_is_an_ordinary_message(chat):
+    chat.post(f"RUN: {chat.command}")
+    chat.cron()
+    run_id = chat.run_id()
+    chat.wait_status(run_id, "waiting_for_approval")
+    chat.cron()
+    chat.wait_request(timeout=1)
+    chat.wait_status(run_id, "completed", timeout=chat.approval_timeout_s + 15)
+    chat.post("once")  # before any relay saw the run end
+    chat.cron()
+    assert "came after Hermes had settled" in chat.logs()
+    run_id = chat.run_id()
+    chat.wait_status(run_id, "completed")
+    chat.cron()
+    chat.wait_answer(FAKE_REPLY, timeout=1)
+    one_run_per_question(chat, 2)

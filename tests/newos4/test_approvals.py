@@ -15,6 +15,7 @@ from .conftest import ChatClient
 from .test_relay import ScriptedHermes
 
 COMMAND = "chmod -R 777 /tmp/x"
+MARKER_LINE = "Hermes asks before running a command:"
 # The approval.request event as Hermes 0.19.0 sends it (key order included).
 REQUEST = {"command": COMMAND, "pattern_key": "world/other-writable permissions",
            "pattern_keys": ["world/other-writable permissions"],
@@ -308,3 +309,23 @@ def test_a_refused_connection_is_resubmitted_even_to_a_hermes_ignoring_keys(
     relay()
     relay()
     assert len(hermes.submits) == 3
+
+
+def test_a_command_too_long_for_one_message_is_cut_and_says_so(make_app, hermes):
+    testapp, service = make_app(max_text=1000)
+    client = ChatClient(testapp)
+
+    def relay():
+        Relay(service, hermes, log=lambda *a: None).run()
+    command = "chmod -R 777 /tmp/" + "x" * 900
+    client.say(f"RUN: {command}")
+    relay()
+    hermes.wait("run_1", {**REQUEST, "command": command})
+    relay()
+    author, text = texts(service, client.thread)[-1]
+    assert author == "hermes" and len(text) == service.settings.max_text
+    assert text.startswith(f"{MARKER_LINE}\n\n```\nchmod -R 777 /tmp/xxx")
+    assert f"(cut: the command is {len(command)} characters long)" in text
+    client.say("once")
+    relay()
+    assert hermes.decisions == [("run_1", "once")]
