@@ -5,7 +5,9 @@ answers a question holding `RUN: <command>` by calling its terminal tool, which 
 approval; after the decision (or after its own approval timeout) the run completes with
 `Tool result: …`. Any other question gets the test model's fixed reply. `HermesDriver` watches
 the emulator's runs and scripts exactly that with `observe`, using the outputs recorded from the
-real server (tests/fixtures/).
+real server (tests/fixtures/). Beyond the test model, a question with several `RUN:` lines asks
+about each command in turn within one run (until one is denied), as a real model calling
+several tools would.
 """
 import json
 import re
@@ -23,9 +25,9 @@ class HermesDriver:
     """A thread that scripts every run of one emulator (`hermes_url`, default namespace).
 
     `outputs` maps "approved", "denied" and "timed_out" to the run output the real server gave;
-    `approval_timeout_s` plays Hermes' own approval timeout. `choice_of(run_id)` says which
-    choice a run's approval got; by default it is read from the run's event buffer, which the
-    emulator keeps while a subscriber (the watcher) holds the stream.
+    `approval_timeout_s` plays Hermes' own approval timeout. `choice_of(run_id, n)` says which
+    choice the run's n-th approval (0 first) got; by default it is read from the run's event
+    buffer, which the emulator keeps while a subscriber (the watcher) holds the stream.
     """
 
     def __init__(self, hermes_url, outputs, *, approval_timeout_s=30.0, choice_of=None):
@@ -34,6 +36,8 @@ class HermesDriver:
         self.approval_timeout_s = approval_timeout_s
         self.choice_of = choice_of or self._choice_from_events
         self.waiting_since = {}  # run id -> monotonic time it started waiting for approval
+        self.commands = {}       # run id -> the commands still to run, the current one first
+        self.decisions = {}      # run id -> how many approvals it had
         self.settled = {}        # run id -> what happened ("approved", "denied", …)
         self._done = set()
         self._http = requests.Session()
@@ -77,22 +81,23 @@ class HermesDriver:
         if status == "stopping":
             self._settle(run_id, "cancelled", status="cancelled")
         elif status == "queued":
-            command = RUN_MARKER.search(text)
-            if command is None:
+            commands = [found.strip() for found in RUN_MARKER.findall(text)]
+            if not commands:
                 self._settle(run_id, "answered", status="completed", output=FAKE_REPLY)
                 return
-            command = command.group(1).strip()
-            self._observe(run_id, status="running", events=[
-                {"event": "tool.started", "tool": "terminal", "preview": command}])
-            self._observe(run_id, status="waiting_for_approval", approval={
-                "command": command, "pattern_key": GUARD, "pattern_keys": [GUARD],
-                "description": GUARD, "allow_permanent": True})
-            self.waiting_since[run_id] = time.monotonic()
+            self.commands[run_id] = commands
+            self._ask(run_id, commands[0])
         elif status == "running" and run.get("last_event") == "approval.responded":
-            outcome = "denied" if self.choice_of(run_id) == "deny" else "approved"
+            decided = self.decisions.get(run_id, 0)
+            self.decisions[run_id] = decided + 1
+            outcome = "denied" if self.choice_of(run_id, decided) == "deny" else "approved"
             self._observe(run_id, status="running", events=[
                 {"event": "tool.completed", "tool": "terminal", "duration": 0.01,
                  "error": False}])
+            self.commands[run_id].pop(0)
+            if outcome == "approved" and self.commands[run_id]:
+                self._ask(run_id, self.commands[run_id][0])
+                return
             self._settle(run_id, outcome, status="completed", output=self.outputs[outcome])
         elif status == "waiting_for_approval" and \
                 time.monotonic() - self.waiting_since[run_id] > self.approval_timeout_s:
@@ -102,14 +107,22 @@ class HermesDriver:
             self._settle(run_id, "timed_out", status="completed",
                          output=self.outputs["timed_out"])
 
+    def _ask(self, run_id, command):
+        self._observe(run_id, status="running", events=[
+            {"event": "tool.started", "tool": "terminal", "preview": command}])
+        self._observe(run_id, status="waiting_for_approval", approval={
+            "command": command, "pattern_key": GUARD, "pattern_keys": [GUARD],
+            "description": GUARD, "allow_permanent": True})
+        self.waiting_since[run_id] = time.monotonic()
+
     def _settle(self, run_id, what, **observation):
         self._observe(run_id, **observation)
         self.settled[run_id] = what
         self._done.add(run_id)
 
-    def _choice_from_events(self, run_id):
-        for event in self._records("hermes-events").values():
-            frame = event.get("frame", "")
-            if event.get("run_id") == run_id and '"approval.responded"' in frame:
-                return json.loads(frame.split("data: ", 1)[1])["choice"]
-        return None
+    def _choice_from_events(self, run_id, n):
+        events = sorted((e for e in self._records("hermes-events").values()
+                         if e.get("run_id") == run_id), key=lambda e: e["seq"])
+        choices = [json.loads(e["frame"].split("data: ", 1)[1])["choice"] for e in events
+                   if '"approval.responded"' in e.get("frame", "")]
+        return choices[n] if n < len(choices) else None

@@ -273,7 +273,7 @@ def test_a_restart_while_pending_asks_once_and_the_next_start_routes_the_reply(c
 
 def test_cron_alone_asks_with_the_details_and_routes_the_decision(chat):
     if chat.driver is not None:  # cron lets go of the stream: tell the driver the decision
-        chat.driver.choice_of = lambda run_id: "deny"
+        chat.driver.choice_of = lambda run_id, n: "deny"
     chat.post(f"RUN: {chat.command}")
     chat.cron()
     run_id = chat.run_id()
@@ -307,3 +307,19 @@ def test_a_word_sent_after_hermes_timed_out_is_an_ordinary_message(chat):
     chat.cron()
     chat.wait_answer(FAKE_REPLY, timeout=1)
     one_run_per_question(chat, 2)
+
+
+def test_a_second_approval_in_the_same_run_is_asked_with_its_details(chat):
+    if chat.driver is None:
+        pytest.skip("the real server's test model makes one tool call per question")
+    second = f"chmod -R 777 {chat.target}/inner"
+    chat.watch()
+    chat.post(f"RUN: {chat.command}\nRUN: {second}")
+    chat.wait_request()
+    chat.post("session")
+    assert_asks(chat.wait_request(count=2), second)
+    chat.post("once")
+    chat.wait_answer(OUTPUTS["approved"])
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 2 and len(texts) == 6
+    one_run_per_question(chat, 1)
