@@ -27,7 +27,8 @@ class HermesDriver:
     `outputs` maps "approved", "denied" and "timed_out" to the run output the real server gave;
     `approval_timeout_s` plays Hermes' own approval timeout. `choice_of(run_id, n)` says which
     choice the run's n-th approval (0 first) got; by default it is read from the run's event
-    buffer, which the emulator keeps while a subscriber (the watcher) holds the stream.
+    buffer, which the emulator keeps while a subscriber (the watcher) holds the stream; a test
+    where nobody holds it (cron, a restart) must say (otherwise the run fails).
     """
 
     def __init__(self, hermes_url, outputs, *, approval_timeout_s=30.0, choice_of=None):
@@ -87,13 +88,17 @@ class HermesDriver:
                 return
             self.commands[run_id] = commands
             self._ask(run_id, commands[0])
-        elif status == "running" and run.get("last_event") == "approval.responded":
+        elif status == "running" and run_id in self.waiting_since:
+            del self.waiting_since[run_id]  # decided: approval.responded
             decided = self.decisions.get(run_id, 0)
             self.decisions[run_id] = decided + 1
-            outcome = "denied" if self.choice_of(run_id, decided) == "deny" else "approved"
-            self._observe(run_id, status="running", events=[
-                {"event": "tool.completed", "tool": "terminal", "duration": 0.01,
-                 "error": False}])
+            choice = self.choice_of(run_id, decided)
+            if choice is None:  # say so rather than guess: the test must tell the driver
+                self._settle(run_id, "unknown choice", status="failed",
+                             error="the driver could not tell which choice was made")
+                return
+            outcome = "denied" if choice == "deny" else "approved"
+            self._end_tool(run_id, run, error=outcome == "denied")
             self.commands[run_id].pop(0)
             if outcome == "approved" and self.commands[run_id]:
                 self._ask(run_id, self.commands[run_id][0])
@@ -101,19 +106,32 @@ class HermesDriver:
             self._settle(run_id, outcome, status="completed", output=self.outputs[outcome])
         elif status == "waiting_for_approval" and \
                 time.monotonic() - self.waiting_since[run_id] > self.approval_timeout_s:
-            self._observe(run_id, status="running", events=[
-                {"event": "tool.completed", "tool": "terminal", "duration": 0.01,
-                 "error": False}])
+            # Hermes denies by itself. An emulator that keeps the approval timeout itself
+            # applies it when the run is read, so read it as a client would.
+            run = self._http.get(f"{self.url}/v1/runs/{run_id}", timeout=10).json()
+            self._end_tool(run_id, run, error=True)
             self._settle(run_id, "timed_out", status="completed",
                          output=self.outputs["timed_out"])
 
     def _ask(self, run_id, command):
         self._observe(run_id, status="running", events=[
             {"event": "tool.started", "tool": "terminal", "preview": command}])
-        self._observe(run_id, status="waiting_for_approval", approval={
+        asking = {"status": "waiting_for_approval", "approval": {
             "command": command, "pattern_key": GUARD, "pattern_keys": [GUARD],
-            "description": GUARD, "allow_permanent": True})
+            "description": GUARD, "allow_permanent": True}}
+        try:  # an emulator that keeps Hermes' approval timeout itself is told this one
+            self._observe(run_id, **asking, approval_timeout_s=self.approval_timeout_s)
+        except requests.HTTPError:
+            self._observe(run_id, **asking)
         self.waiting_since[run_id] = time.monotonic()
+
+    def _end_tool(self, run_id, run, *, error):
+        """The gated tool call ends, unless the emulator already ended it (it does so itself
+        when it follows Hermes there)."""
+        if run.get("last_event") != "tool.completed":
+            self._observe(run_id, status="running", events=[
+                {"event": "tool.completed", "tool": "terminal", "duration": 0.01,
+                 "error": error}])
 
     def _settle(self, run_id, what, **observation):
         self._observe(run_id, **observation)
