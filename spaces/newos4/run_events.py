@@ -8,6 +8,7 @@ the watcher keeps one subscription per run open for the run's whole life, so a s
 in the same run is seen too; a cron run reads briefly and lets go.
 """
 import threading
+import time
 
 from .hermes_client import HermesUnreachable
 
@@ -78,7 +79,10 @@ def read_requests_briefly(client, run_id, wait_s):
     once; the stream ends for good when we let go (nobody can read it again).
     """
     events = RunEvents(client, run_id)
-    events.got_request.wait(wait_s)
+    deadline = time.monotonic() + wait_s
+    while not (events.got_request.is_set() or events.ended.is_set()) \
+            and time.monotonic() < deadline:
+        events.ended.wait(0.02)
     events.close()
     return list(events.requests)
 

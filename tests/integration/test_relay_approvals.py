@@ -19,6 +19,7 @@ import secrets
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -330,4 +331,28 @@ def test_a_second_approval_in_the_same_run_is_asked_with_its_details(chat):
     chat.wait_answer(OUTPUTS["approved"])
     texts = [t for _, t in chat.transcript()]
     assert sum(t.startswith(MARKER) for t in texts) == 2 and len(texts) == 6
+    one_run_per_question(chat, 1)
+
+
+def test_cron_beside_the_watcher_asks_nothing_twice_and_takes_no_stream(chat):
+    stop = threading.Event()
+
+    def cron_every_300_ms():
+        while not stop.wait(0.3):
+            chat.cron()
+    beside = threading.Thread(target=cron_every_300_ms, daemon=True)
+    chat.watch()
+    beside.start()
+    try:
+        chat.post(f"RUN: {chat.command}")
+        assert_asks(chat.wait_request(), chat.command)  # with details: the watcher's stream
+        time.sleep(1)
+        chat.post("once")
+        chat.wait_answer(OUTPUTS["approved"])
+        time.sleep(1)
+    finally:
+        stop.set()
+        beside.join(30)
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
     one_run_per_question(chat, 1)
