@@ -161,7 +161,7 @@ class ApprovalSteps:
             request = follower.request(index)
             if request is not None or follower.ended.is_set():
                 return request
-            if getattr(follower, "first_waiting", None) is None:
+            if follower.first_waiting is None:
                 follower.first_waiting = self.monotonic()
             return False if self.monotonic() - follower.first_waiting < DETAILS_GRACE_S \
                 else None

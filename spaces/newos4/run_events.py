@@ -26,6 +26,7 @@ class RunEvents:
         self.ended = threading.Event()
         self.got_request = threading.Event()
         self.why_ended = None
+        self.first_waiting = None  # when a pass first saw the run wait with no request here
         self._client = client
         self._on_request = on_request
         self._idle_timeout_s = idle_timeout_s
