@@ -6,6 +6,7 @@ which moves the folder's mtime. Runs in flight are polled every `relay_watch_pol
 `Relay.run`, under the same state lock as cron's, so the two never act on one question twice.
 """
 import os
+import threading
 import time
 
 import filelock
@@ -43,6 +44,7 @@ class Watcher:
         self._folders = (self.settings.chat_dir, self.settings.data_dir / "relay")
         self._seen = None
         self._due = 0.0
+        self._woken = threading.Event()
         self._failures = 0
         self._said = set()
         self.passes = 0
@@ -54,7 +56,9 @@ class Watcher:
         self.events = EventFollowers(client, wake=self._wake)
 
     def _wake(self, run_id):
+        """An approval request arrived on a run's stream: a pass now, not at the next tick."""
         self._due = 0.0
+        self._woken.set()
 
     def watch(self, stop, *, alive=lambda: None):
         """Tick until `stop` (a threading.Event) is set; WatcherBusy if another one watches.
@@ -68,7 +72,8 @@ class Watcher:
                 while not stop.is_set():
                     self.step()
                     alive()
-                    stop.wait(self.tick_s)
+                    self._woken.wait(self.tick_s)  # a tick, or sooner when woken
+                    self._woken.clear()
         except filelock.Timeout:
             raise WatcherBusy(f"another watcher holds {self.lock_path}")
         finally:
