@@ -41,6 +41,7 @@ class HermesDriver:
         self.decisions = {}      # run id -> how many approvals it had
         self.settled = {}        # run id -> what happened ("approved", "denied", …)
         self._done = set()
+        self.hold = threading.Event()  # set: new runs stay queued (the agent is slow to start)
         self._http = requests.Session()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="hermes-driver", daemon=True)
@@ -81,7 +82,7 @@ class HermesDriver:
         status = run["status"]
         if status == "stopping":
             self._settle(run_id, "cancelled", status="cancelled")
-        elif status == "queued":
+        elif status == "queued" and not self.hold.is_set():
             commands = [found.strip() for found in RUN_MARKER.findall(text)]
             if not commands:
                 self._settle(run_id, "answered", status="completed", output=FAKE_REPLY)

@@ -356,3 +356,27 @@ def test_cron_beside_the_watcher_asks_nothing_twice_and_takes_no_stream(chat):
     texts = [t for _, t in chat.transcript()]
     assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
     one_run_per_question(chat, 1)
+
+
+def test_a_restart_before_the_request_asks_without_details_and_the_reply_decides(chat):
+    """The stopped watcher had taken the run's events; Hermes gives them to nobody else."""
+    tell_the_driver(chat, "once")
+    if chat.driver is not None:
+        chat.driver.hold.set()
+    first = chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    deadline = time.monotonic() + 10
+    while not any(e.get("events") for e in chat.state().values()):
+        assert time.monotonic() < deadline, "the watcher did not subscribe"
+        time.sleep(0.01)
+    first.stop(signal.SIGKILL)
+    assert chat.run_status(chat.run_id()) in ("queued", "running"), "asked before the restart"
+    chat.watch()
+    if chat.driver is not None:
+        chat.driver.hold.clear()
+    request = chat.wait_request()
+    assert "```\n(Hermes did not say which command)\n```" in request["text"]
+    assert "Why: (not given)" in request["text"]
+    chat.post("once")
+    chat.wait_answer(OUTPUTS["approved"])
+    one_run_per_question(chat, 1)
