@@ -107,6 +107,10 @@ class HermesClient:
         return self._call("POST", f"/v1/runs/{urllib.parse.quote(run_id, safe='')}/approval",
                           {"choice": choice})
 
+    def session_messages(self, session_id):
+        return self._call("GET", f"/api/sessions/{urllib.parse.quote(session_id, safe='')}"
+                                 "/messages")
+
     def capabilities(self):
         return self._call("GET", "/v1/capabilities")
 

@@ -20,6 +20,7 @@ import filelock
 from . import errors
 from .approvals import ApprovalSteps
 from .hermes_client import HermesUnreachable
+from .lost_runs import LostRuns
 from .relay_state import RelayState
 from .service import THREAD_FAULTS
 
@@ -100,7 +101,7 @@ def repair_unicode(text):
         return fixed, fixed.count("\ufffd") - text.count("\ufffd")
 
 
-class Relay(ApprovalSteps):
+class Relay(ApprovalSteps, LostRuns):
     """One relay invocation over `service` (the chat rules) and `client` (a HermesClient).
 
     Each thread is handled on its own: a thread or answer that cannot be handled is reported
@@ -116,7 +117,7 @@ class Relay(ApprovalSteps):
         self.poller = poller  # shared across passes by the watcher; else one for this pass
         self.poll_wait_s = poll_wait_s
         self.events = events  # the watcher's run event subscriptions (cron: None)
-        self._idempotent = None  # whether Hermes honours Idempotency-Key, once asked
+        self._idempotent = None  # whether Hermes honours Idempotency-Key, once asked (LostRuns)
         self.log = log
         self.monotonic = monotonic
         self.state_path = self.settings.data_dir / "relay" / "state.json"
@@ -330,8 +331,10 @@ class Relay(ApprovalSteps):
             return True
         key = f"newos4-{thread}-{entry['question']}-{entry['generation']}"
         if entry.get("submitting") == key and not self._may_resubmit(thread, entry):
+            self._find_lost_run(thread, entry, body)
             return not self.unreachable
         entry["key"] = entry["submitting"] = key
+        entry["submitting_ms"] = self._now()
         self.state.threads[thread] = entry
         self.state.save()  # before submitting: a crash now replays with the same key
         answer, maybe_applied = None, False
@@ -350,12 +353,12 @@ class Relay(ApprovalSteps):
                 else:
                     break
         if answer is None:  # no answer: Hermes is down; the saved key replays next run
-            if not maybe_applied:
-                del entry["submitting"]  # never applied: submitting again is safe
+            if not maybe_applied:  # never applied: submitting again is safe
+                del entry["submitting"], entry["submitting_ms"]
                 self.state.save()
             self.unreachable = self.unreachable or str(failure)
             return False
-        del entry["submitting"]
+        del entry["submitting"], entry["submitting_ms"]
         if answer.status == 202 and isinstance(answer.body, dict) and answer.body.get("run_id"):
             entry["run_id"] = answer.body["run_id"]
             entry["submitted_ms"] = self._now()
@@ -379,31 +382,6 @@ class Relay(ApprovalSteps):
         else:
             self._failed(thread, entry, f"submit refused: {answer.error_text()}")
         return True
-
-    def _may_resubmit(self, thread, entry):
-        """Whether a submission that may have started a run can be sent again.
-
-        Only when Hermes replays a run for a repeated Idempotency-Key. Hermes 0.19.0 ignores the
-        key (a second submission is a second run), so there the question is not sent again: it
-        waits, said once, until a new message from the browser starts over.
-        """
-        if self._idempotent is None:
-            try:
-                self._idempotent = self.client.honours_idempotency_keys()
-            except HermesUnreachable as exc:
-                self.unreachable = str(exc)
-                return False
-        if self._idempotent:
-            return True
-        said = entry.get("unsure")
-        entry["unsure"] = True
-        self.state.save()
-        self._say(f"thread={thread} question={entry['question']}: its submission may have "
-                  f"started a run (no answer came back) and Hermes at "
-                  f"{getattr(self.client, 'base_url', 'its URL')} ignores Idempotency-Key, so it "
-                  "is not submitted again; it waits until a new message arrives or someone "
-                  "replies with scripts/chat.py", problem=not said)
-        return False
 
     def _run_body(self, thread, question_id):
         """The run request: the question as input, earlier messages as history."""

@@ -13,6 +13,9 @@ must be set up so that these cases can happen:
 - its key in HERMES_ORACLE_KEY if it is not the default below.
 `chmod -R 777 <a temporary directory>` is harmless and always asked about.
 """
+import contextlib
+import http.client
+import http.server
 import json
 import os
 import secrets
@@ -21,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -380,3 +384,77 @@ def test_a_restart_before_the_request_asks_without_details_and_the_reply_decides
     chat.post("once")
     chat.wait_answer(OUTPUTS["approved"])
     one_run_per_question(chat, 1)
+
+
+class DroppingProxy:
+    """Forwards every request to Hermes, but drops the answer to the first `POST /v1/runs`
+    after Hermes has received it (a timeout or reset after sending, as the relay sees it)."""
+
+    def __init__(self, target):
+        self.target = urllib.parse.urlsplit(target)
+        self.dropped = 0
+
+    def _handler(proxy):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def forward(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                conn = http.client.HTTPConnection(proxy.target.hostname, proxy.target.port,
+                                                  timeout=30)
+                conn.request(self.command, proxy.target.path + self.path, body=body,
+                             headers={k: v for k, v in self.headers.items()
+                                      if k.lower() not in ("host", "connection")})
+                answer = conn.getresponse()
+                data = answer.read()
+                conn.close()
+                if self.command == "POST" and self.path == "/v1/runs" and not proxy.dropped:
+                    proxy.dropped += 1
+                    self.close_connection = True
+                    return  # Hermes has the run; its answer never reaches the relay
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            do_GET = do_POST = forward
+        return Handler
+
+    @contextlib.contextmanager
+    def serving(self):
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+def test_a_submission_whose_answer_is_lost_makes_one_run_and_its_answer_arrives(chat):
+    """Hermes 0.19.0 ignores Idempotency-Key: the relay must not submit again, and finds the
+    answer in Hermes' session transcript; the emulator replays the run for the same key."""
+    from spaces.newos4.service import thread_of
+    proxy = DroppingProxy(chat.hermes_url)
+    question = f"what is new, {secrets.token_hex(4)}?"
+    with proxy.serving() as proxy_url:
+        chat.env["HERMES_API_URL"] = proxy_url
+        chat.post(question)
+        chat.cron()
+        assert proxy.dropped == 1 and "no answer" in chat.cron_out, chat.logs()
+        deadline = time.monotonic() + 30
+        while chat.transcript()[-1] != ("hermes", FAKE_REPLY):
+            assert time.monotonic() < deadline, chat.logs()
+            time.sleep(0.3)
+            chat.cron()
+    session = chat.http.get(f"{chat.hermes_url}/api/sessions/newos4-{thread_of(chat.token)}"
+                            "/messages", headers={"Authorization": f"Bearer {chat.key}"},
+                            timeout=10).json()["data"]
+    asked = [m for m in session if m["role"] == "user" and m["content"] == question]
+    assert len(asked) == 1, session  # one run for the question
+    assert [a for a, _ in chat.transcript()] == ["operator", "hermes"]

@@ -76,6 +76,13 @@ class ApprovingHermes(ScriptedHermes):
             raise AssertionError(f"{run_id} subscribed twice: Hermes would send nothing")
         return FakeStream(self.frames.setdefault(run_id, []))
 
+    transcript = ()
+
+    def session_messages(self, session_id):
+        self.sessions_read = getattr(self, "sessions_read", []) + [session_id]
+        return HermesAnswer(200, {}, {"object": "list", "session_id": session_id,
+                                      "data": list(self.transcript)})
+
     def approve(self, run_id, choice):
         self.decisions.append((run_id, choice))
         run = self.runs.get(run_id)
@@ -299,6 +306,39 @@ def test_a_possibly_started_run_is_not_resubmitted_to_a_hermes_ignoring_keys(
     client.say("q again")
     relay()
     assert len(hermes.submits) == 2 and hermes.submits[-1][0]["input"] == "q again"
+
+
+def turn(question, answer, at):
+    """A run's turn as Hermes 0.19.0 records it in the session when the run ends."""
+    return [{"role": "user", "content": question, "timestamp": at, "finish_reason": None},
+            {"role": "assistant", "content": "", "timestamp": at, "finish_reason": "tool_calls"},
+            {"role": "tool", "content": "{}", "timestamp": at, "finish_reason": None},
+            {"role": "assistant", "content": answer, "timestamp": at, "finish_reason": "stop"}]
+
+
+def test_the_answer_of_a_run_whose_submission_got_no_answer_is_found_and_delivered(
+        client, service, hermes, relay, clock):
+    hermes.idempotent = False
+    client.say("same words")
+    relay()
+    hermes.runs["run_1"].update(status="completed", output="first answer")
+    relay()
+    clock.advance(5_000)
+    client.say("same words")
+    hermes.next_submit = [HermesUnreachable("reset after sending")]
+    relay()
+    earlier = turn("same words", "first answer", (clock.now_ms() - 5_000) / 1000)
+    hermes.transcript = earlier  # the lost run has not finished: nothing new in the transcript
+    relay()
+    assert texts(service, client.thread)[-1] == ("operator", "same words")
+    clock.advance(2_000)
+    hermes.transcript = earlier + turn("same words", "second answer", clock.now_ms() / 1000)
+    lines = relay()
+    assert texts(service, client.thread)[-1] == ("hermes", "second answer")
+    assert any("found in the session transcript" in line and "delivered" in line
+               for line in lines)
+    relay()
+    assert len(hermes.submits) == 2 and hermes.sessions_read == [f"newos4-{client.thread}"] * 2
 
 
 def test_a_refused_connection_is_resubmitted_even_to_a_hermes_ignoring_keys(
