@@ -154,3 +154,12 @@ def test_relay_help_and_overlapping_runs(settings):
 def test_relay_without_hermes_url_says_it_only_swept(settings):
     done = run(settings, "cron/relay.py", env={"HERMES_API_URL": ""})
     assert done.returncode == 0 and "HERMES_API_URL is not set: swept only" in done.stdout
+
+
+def test_sweep_only_ignores_a_malformed_hermes_url_that_a_full_run_refuses(settings):
+    bad = {"HERMES_API_URL": "http//127.0.0.1:8642"}
+    swept = run(settings, "cron/relay.py", "--sweep-only", env=bad)
+    assert swept.returncode == 0 and "relay: sweep" in swept.stdout, swept.stderr
+    refused = run(settings, "cron/relay.py", env=bad)
+    assert refused.returncode == 1 and "relay: HERMES_API_URL: expected an http(s) URL" \
+        in refused.stderr
