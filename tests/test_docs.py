@@ -38,3 +38,13 @@ def test_the_hermes_readme_calls_no_served_route_unserved(tmp_path):
         if re.search(r"\bnot (served|supported|implemented)\b", sentence):
             for named in re.findall(r"`(/[^`\s]*)`", sentence):
                 assert not any(named.startswith(r) for r in routes), (named, sentence)
+
+
+def test_commands_in_the_readmes_name_the_venv():
+    """A fresh clone's `python` is not the venv (`No module named 'falcon'`): every command a
+    README shows runs the venv's interpreter or console script."""
+    bare = re.compile(r"(?<![\w/.-])(python -m |gunicorn (-c|wsgi))|(?<![\w/.-])(?<!-m )"
+                      r"emulators serve")
+    for readme in [REPO / "README.md", *sorted((REPO / "emulators").rglob("README.md"))]:
+        for number, line in enumerate(readme.read_text().splitlines(), 1):
+            assert not bare.search(line), f"{readme.relative_to(REPO)}:{number}: {line}"
