@@ -215,6 +215,7 @@ def test_console_scripts_run_the_programs_from_anywhere(tmp_path):
                               capture_output=True, text=True, timeout=60)
 
     assert "clear-rate" in run("newos4-chat", "--help").stdout
+    (tmp_path / "data").mkdir()  # as the server's start creates it
     listed = run("newos4-chat", "list")
     assert listed.returncode == 0 and listed.stdout == ""
     swept = run("newos4-relay", "--sweep-only")
