@@ -119,6 +119,7 @@ def assert_json_error(answer, status, words):
 
 
 def test_with_gunicorn_down_the_nginx_site_answers_the_chats_json_502(tmp_path):
+    """And so does every answer nginx makes itself on the page's paths."""
     with nginx_site(tmp_path, f"http://127.0.0.1:{unused_port()}") as url:
         for path in PAGE_PATHS:
             assert_json_error(requests.get(url + path, timeout=10), 502,
@@ -126,6 +127,15 @@ def test_with_gunicorn_down_the_nginx_site_answers_the_chats_json_502(tmp_path):
         assert_json_error(requests.post(url + POST_PATH, json={"text": "hi"}, timeout=10,
                                         headers={"X-Chat-Token": secrets.token_hex(32)}),
                           502, "the chat service is not running; try again in a minute")
+        # What nginx refuses before any location: the same JSON shape, no Retry-After.
+        for answer, status, words in [
+                (requests.get(url + POLL_PATH + "?since=" + "1" * 20000, timeout=10), 414,
+                 "URI too long"),
+                (requests.get(url + POLL_PATH, headers={"X-Big": "x" * 20000}, timeout=10), 400,
+                 "bad request")]:
+            assert answer.status_code == status
+            assert answer.headers["Content-Type"] == "application/json"
+            assert answer.json() == {"success": False, "error": words}
 
 
 def test_a_silent_gunicorn_behind_the_nginx_site_is_the_chats_json_504(tmp_path):
