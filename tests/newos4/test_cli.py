@@ -156,6 +156,19 @@ def test_relay_without_hermes_url_says_it_only_swept(settings):
     assert done.returncode == 0 and "HERMES_API_URL is not set: swept only" in done.stdout
 
 
+@pytest.mark.parametrize("command", [["reply", "0123456789abcdef", "x"],
+                                     ["delete", "0123456789abcdef"], ["clear-rate", "::1"]])
+def test_writers_name_a_blocked_data_dir_or_chat_folder_too(tmp_path, command):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "chat").write_text("x")
+    for data_dir, why in [(tmp_path / "file" / "data", "cannot be created (Not a directory)"),
+                          (tmp_path / "data", "chat is not a directory (the threads' folder)")]:
+        done = run(None, "scripts/chat.py", *command, env={"NEWOS4_DATA_DIR": str(data_dir)})
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith("chat.py: NEWOS4_DATA_DIR: ") and why in done.stderr
+
+
 def test_sweep_only_ignores_a_malformed_hermes_url_that_a_full_run_refuses(settings):
     bad = {"HERMES_API_URL": "http//127.0.0.1:8642"}
     swept = run(settings, "cron/relay.py", "--sweep-only", env=bad)
