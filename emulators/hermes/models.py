@@ -7,8 +7,8 @@ import math
 
 from . import approvals, canonical, inputs, schemas, sse
 from .errors import (
-    HermesError, IdempotencyConflict, InvalidIdempotencyKey, InvalidRequest, InvalidSteerInput, RunNotActive, RunNotFound,
-    SteerNotAccepting, TerminalRun, Throttled, Unsupported)
+    HermesError, IdempotencyConflict, InvalidIdempotencyKey, InvalidRequest, InvalidSteerInput,
+    RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun, Throttled, Unsupported)
 from .schemas import TERMINAL
 from .sessions import SessionBook, StoredResult, Turn, input_text
 from .store import HermesStore
