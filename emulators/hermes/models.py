@@ -402,7 +402,10 @@ class HermesBackend(approvals.ApprovalSteps):
                 return None
             stream["subscribed"] = True
             self.store.put_stream(stream)
-            return stream
+        # The stream outlives its request, whose clock reading the runtime keeps: from now on
+        # read the clock afresh, or a moved emulator clock would never time an approval out.
+        self.instance.version = None
+        return stream
 
     def take_events(self, run_id):
         """Return undelivered frames and the stream state: "open", "terminal" or "gone"."""

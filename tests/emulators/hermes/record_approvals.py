@@ -102,19 +102,18 @@ class Stream:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
+        """Split what arrives into frames as soon as it arrives (read1: no waiting for more)."""
         try:
-            block = []
-            for line in self.response.iter_lines(decode_unicode=True):
-                if line:
-                    block.append(line)
-                    continue
-                text = "\n".join(block)
-                block = []
-                elapsed = round(time.monotonic() - self.started, 1)
-                if text.startswith("data: "):
-                    self.frames.put({"data": json.loads(text[6:]), "after_s": elapsed})
-                else:
-                    self.frames.put({"comment": text.lstrip(": "), "after_s": elapsed})
+            pending = ""
+            while chunk := self.response.raw.read1(65536):
+                pending += chunk.decode("utf-8")
+                *blocks, pending = pending.split("\n\n")
+                for text in blocks:
+                    elapsed = round(time.monotonic() - self.started, 1)
+                    if text.startswith("data: "):
+                        self.frames.put({"data": json.loads(text[6:]), "after_s": elapsed})
+                    else:
+                        self.frames.put({"comment": text.lstrip(": "), "after_s": elapsed})
         except (requests.RequestException, OSError, ValueError, AttributeError):  # closed by us
             pass
         self.frames.put(None)
@@ -235,14 +234,14 @@ def scenario_second_subscriber(rec, listen_s):
     rec.call("GET", f"/v1/runs/{run_id}", note="settled")
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", default="http://127.0.0.1:8642")
     parser.add_argument("--key", default=os.environ.get("HERMES_ORACLE_KEY", DEFAULT_KEY))
     parser.add_argument("--out", required=True)
     parser.add_argument("--listen", type=float, default=40,
                         help="seconds the second subscriber listens (default 40)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     scenarios = [("once", scenario_once), ("twice", scenario_twice),
                  ("session", lambda rec: decided(rec, "session")),
                  ("deny", lambda rec: decided(rec, "deny", between=True)),
