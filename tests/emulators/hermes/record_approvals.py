@@ -145,10 +145,20 @@ class Stream:
 
     def close(self):
         """Hang up at once, as a client that gives up does (closing would wait for a read)."""
-        connection = getattr(self.response.raw, "_connection", None)
-        if connection is not None and connection.sock is not None:
-            connection.sock.shutdown(socket.SHUT_RDWR)
-        self.response.close()
+        hang_up(self.response)
+
+
+def hang_up(response):
+    """Shut a streamed response's socket down, then close it (a plain close waits for a read).
+
+    The socket sits on the connection, or, when the server said it will close the connection
+    after this answer, only under the response's file object."""
+    connection = getattr(response.raw, "_connection", None)
+    sock = getattr(connection, "sock", None)
+    if sock is None:
+        sock = response.raw._fp.fp.raw._sock
+    sock.shutdown(socket.SHUT_RDWR)
+    response.close()
 
 
 def is_event(name):
