@@ -215,7 +215,7 @@ def test_tool_results_are_what_the_real_tool_hands_the_model(outcome, scenario):
 def oracle_with_terminal():
     url = os.environ.get("HERMES_ORACLE_URL")
     if not url:
-        pytest.skip("HERMES_ORACLE_URL is not set (start ../shared/oracle to compare)")
+        pytest.skip("HERMES_ORACLE_URL is not set (the URL of a real Hermes API server)")
     key = os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY)
     toolsets = requests.get(url.rstrip("/") + "/v1/toolsets", timeout=10,
                             headers={"Authorization": f"Bearer {key}"}).json()["data"]
