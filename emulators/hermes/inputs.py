@@ -109,4 +109,3 @@ def py_str(value):
     if isinstance(value, bool):
         return str(value)
     return value if isinstance(value, str) else json.dumps(value)
-

@@ -48,14 +48,16 @@ class Recorder:
         """Replace run ids and the temporary directory inside any JSON value."""
         if isinstance(value, str):
             value = value.replace(self.tmpdir, "<dir>")
-            return RUN_ID.sub(lambda m: self.names.setdefault(m.group(0),
-                                                               f"<run{len(self.names) + 1}>"),
-                              value)
+            return RUN_ID.sub(lambda m: self.name_of(m.group(0)), value)
         if isinstance(value, dict):
             return {k: self.placeholder(v) for k, v in value.items()}
         if isinstance(value, list):
             return [self.placeholder(v) for v in value]
         return value
+
+    def name_of(self, run_id):
+        """The placeholder of a run id: <run1>, <run2>, … in order of first appearance."""
+        return self.names.setdefault(run_id, f"<run{len(self.names) + 1}>")
 
     def call(self, method, path, body=None, raw=None, note=None):
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None
