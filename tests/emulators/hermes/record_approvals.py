@@ -157,9 +157,11 @@ def hang_up(response):
     after this answer, only under the response's file object."""
     connection = getattr(response.raw, "_connection", None)
     sock = getattr(connection, "sock", None)
-    if sock is None:
-        sock = response.raw._fp.fp.raw._sock
-    sock.shutdown(socket.SHUT_RDWR)
+    if sock is None:  # found nowhere once the stream has ended
+        reader = getattr(response.raw._fp, "fp", None)
+        sock = getattr(getattr(reader, "raw", None), "_sock", None)
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)
     response.close()
 
 
