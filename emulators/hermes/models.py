@@ -44,7 +44,7 @@ def _mix(text):
 
 
 def run_id_for(namespace, counter):
-    """Return the deterministic run id of the `counter`-th admission in a namespace (§4.2)."""
+    """Return the deterministic run id of the `counter`-th admission in a namespace."""
     storage = "hermes" if namespace == "default" else f"hermes:{namespace}"
     seed = f"hermes-runs:{storage}:run_:{counter}"
     token, round_ = "", 0
@@ -96,7 +96,7 @@ class HermesBackend(approvals.ApprovalSteps):
         return removed
 
     def _tick(self):
-        """Evaluate the lazy 60-second sweep schedule (§10.2)."""
+        """Evaluate the lazy 60-second sweep schedule."""
         now = self.now_s()
         due = self.store.next_sweep()
         if due is None:
@@ -107,13 +107,13 @@ class HermesBackend(approvals.ApprovalSteps):
             self.store.put_next_sweep(tick + SWEEP_EVERY)
 
     def _prune(self):
-        """Delete terminal reservations older than 24 hours (§10.3)."""
+        """Delete terminal reservations older than 24 hours."""
         horizon = self.now_s() - RESERVATION_TTL
         for reservation in self.store.reservations():
             if reservation["status"]["status"] in TERMINAL and reservation["updatedAt"] < horizon:
                 self.store.delete_reservation(reservation)
 
-    # hydration (§5.2)
+    # hydration
     def _hydrate(self, run_id, scope):
         """Return the run's (record, owner), loaded back if need be, its timeouts applied."""
         return self._lapse(*self._load(run_id, scope))
@@ -157,7 +157,7 @@ class HermesBackend(approvals.ApprovalSteps):
         self.store.append_event(stream, sse.frame(payload), terminal=terminal)
 
     def _observe(self, record, owner, fields, events=(), at=None):
-        """Apply one observation (§7 step 4-5) and publish the matching events."""
+        """Apply one observation and publish the matching events."""
         run_id, previous = record["run_id"], record["status"]
         fields = dict(fields)
         timeout_s = fields.pop("approval_timeout_s", approvals.DEFAULT_TIMEOUT_S)
@@ -202,7 +202,7 @@ class HermesBackend(approvals.ApprovalSteps):
         return new
 
     def _store_turn(self, record, owner):
-        """The agent appends (input, output) to the run's session when it settles (§11)."""
+        """The agent appends (input, output) to the run's session when it settles."""
         if "input" in owner and (record["status"] == "completed" or "output" in record):
             result = StoredResult(record.get("output") or "", record.get("usage"))
             SessionBook(self.instance).append(
@@ -216,7 +216,7 @@ class HermesBackend(approvals.ApprovalSteps):
 
     # operations
     def submit(self, submission):
-        """Admit a run or replay one (hermes-runs.md §3.1); return an Admission."""
+        """Admit a run or replay one; return an Admission."""
         memory_key = inputs.memory_key_of(submission.memory_header)
         key = (submission.key_header or "").strip()
         if not submission.raw:
@@ -225,11 +225,11 @@ class HermesBackend(approvals.ApprovalSteps):
             body, fingerprint = self._validated(submission.raw, key, memory_key)
         except HermesError:
             with self.instance.transaction():
-                self._tick()  # the sweep tick happens even when validation then fails (§3.1)
+                self._tick()  # the sweep tick happens even when validation then fails
             raise
         scope = self.scope()
         if key:
-            with self.instance.transaction():  # committed on its own: survives a 409 (§10.3)
+            with self.instance.transaction():  # committed on its own: survives a 409
                 self._tick()
                 self._prune()
         with self.instance.transaction():
@@ -251,7 +251,7 @@ class HermesBackend(approvals.ApprovalSteps):
 
     @staticmethod
     def _validated(raw, key, memory_key):
-        """Steps 6-9 of §3.1: parse, key rules, body rules, fingerprint; no side effects."""
+        """Parse, key rules, body rules, fingerprint, in this order; no side effects."""
         try:
             body = canonical.parse_strict(canonical.decode_body(raw))
         except canonical.InvalidJSONText:
@@ -288,7 +288,7 @@ class HermesBackend(approvals.ApprovalSteps):
         return record
 
     def get(self, run_id):
-        """Return the visible run record (§5)."""
+        """Return the visible run record."""
         due = self.store.next_sweep()
         if due is not None and self.now_s() < due:
             # Fast path without the write lock: nothing to sweep and the run is cached here.
@@ -302,7 +302,7 @@ class HermesBackend(approvals.ApprovalSteps):
         return ordered(record)
 
     def stop(self, run_id):
-        """Request a stop (§6); return (body, accepted)."""
+        """Request a stop; return (body, accepted)."""
         with self.instance.transaction():
             self._tick()
             record, owner = self._hydrate(run_id, self.scope())
@@ -314,7 +314,7 @@ class HermesBackend(approvals.ApprovalSteps):
         return {"run_id": run_id, "status": "stopping"}, True
 
     def observe(self, run_id, body):
-        """Script a lifecycle observation (§7, plus scripted progress `events`)."""
+        """Script a lifecycle observation (plus scripted progress `events`)."""
         scope = self.scope()
         with self.instance.transaction():
             self._tick()
@@ -333,7 +333,7 @@ class HermesBackend(approvals.ApprovalSteps):
         return {**setting, "simulated": True}
 
     def restart(self, body):
-        """Logical gateway restart (§9.2): cache and live transports go, reservations stay."""
+        """Logical gateway restart: cache and live transports go, reservations stay."""
         mode = schemas.restart(body)
         with self.instance.transaction():
             reservations = self.store.reservations()
@@ -358,7 +358,7 @@ class HermesBackend(approvals.ApprovalSteps):
         return {"cacheRemoved": removed, "simulated": True}
 
     def steer(self, run_id, raw):
-        """Accept steer text for a running run (hermes-real-server.md §9)."""
+        """Accept steer text for a running run (`/steer`, as Hermes' newer source has it)."""
         scope = self.scope()
         with self.instance.transaction():
             record, owner = self._hydrate(run_id, scope)
