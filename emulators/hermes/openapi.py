@@ -130,7 +130,6 @@ DOCUMENT = {
                                "session_id": {"type": "string"}, "model": {},
                                "last_event": {"type": "string"}, "output": {"type": "string"},
                                "usage": {"type": "object"}, "error": {"type": "string"},
-                               "approval": {"type": "object"},
                                "pending_steer": {"type": "string"}}},
     }},
 }
