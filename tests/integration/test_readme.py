@@ -16,12 +16,15 @@ pytestmark = [pytest.mark.gunicorn,
 
 
 def test_a_bare_python_is_not_the_venv_here():
-    """What makes these tests mean something: the user's shell cannot import the app."""
+    """Where these tests show what a fresh clone meets: the user's shell cannot import the app
+    (skipped where a system-wide falcon makes a bare python work)."""
     bare = shutil.which("python3", path=user_env()["PATH"])
     if bare is None:
         pytest.skip("no python3 outside the venv")
     done = subprocess.run([bare, "-c", "import falcon"], env=user_env(), capture_output=True)
-    assert done.returncode != 0
+    if done.returncode == 0:
+        pytest.skip(f"{bare} has falcon installed: a bare python works on this machine")
+    assert b"No module named 'falcon'" in done.stderr
 
 
 def test_the_readme_runs_top_to_bottom(tmp_path):
