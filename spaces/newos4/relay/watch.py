@@ -11,7 +11,7 @@ import time
 
 import filelock
 
-from .relay import Relay, RunPoller
+from .passes import Relay, RunPoller
 from .run_events import EventFollowers
 
 # A folder mtime this close to now may change again within the same timestamp tick (a coarse

@@ -17,12 +17,12 @@ import time
 
 import filelock
 
-from . import errors
+from .. import errors
 from .approvals import ApprovalSteps
 from .hermes_client import HermesUnreachable
 from .lost_runs import LostRuns
-from .relay_state import RelayState
-from .service import THREAD_FAULTS
+from .state import RelayState
+from ..service import THREAD_FAULTS
 
 ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
 FAILED = {"failed", "cancelled", "interrupted"}
