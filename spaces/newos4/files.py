@@ -120,11 +120,12 @@ class Locks:
 
     The one way the chat locks a file: threads, the rate windows (whose window file is its own
     lock, read and rewritten through `fd`), the relay and the watcher. A timeout of 0 tries
-    once and never waits. Waiting blocks, it never polls (py-filelock retries every 50 ms):
-    threads of one process
-    queue on one `threading.Lock` per path, so only the first of them takes the `flock`; when
-    another process holds it, a helper thread waits in a blocking `flock` while the caller waits
-    on an event with the timeout, and a lock that comes too late is released by the helper.
+    once and never waits; None waits as long as it takes, in the caller's own `flock`, for
+    locks whose holders never wait on anything unbounded (the rate windows). Waiting blocks,
+    it never polls (py-filelock retries every 50 ms): threads of one process queue on one
+    `threading.Lock` per path, so only the first of them takes the `flock`; when another
+    process holds it, a helper thread waits in a blocking `flock` while the caller waits on an
+    event with the timeout, and a lock that comes too late is released by the helper.
     A lock file unlinked while we waited (a sweep of orphan locks) is opened again, so two
     holders can never each hold a different inode.
     """
@@ -158,11 +159,16 @@ class _Held:
             entry[1] += 1
         self._entry = entry
         try:
-            deadline = time.monotonic() + locks.timeout_s
-            if not entry[0].acquire(timeout=max(0.0, locks.timeout_s)):
-                raise LockTimeout(key)
+            timeout_s = locks.timeout_s
+            if timeout_s is None:
+                deadline = None
+                entry[0].acquire()
+            else:
+                deadline = time.monotonic() + timeout_s
+                if not entry[0].acquire(timeout=max(0.0, timeout_s)):
+                    raise LockTimeout(key)
             try:
-                self._fd = _flock(key, deadline, wait=locks.timeout_s > 0)
+                self._fd = _flock(key, deadline, wait=timeout_s is None or timeout_s > 0)
             except BaseException:
                 entry[0].release()
                 raise
@@ -202,12 +208,12 @@ def lock(path, timeout_s):
 
 
 def _flock(path, deadline, *, wait=True):
-    """A descriptor of `path` holding its exclusive flock, had by `deadline` (monotonic); when
-    not `wait`, had now or never."""
+    """A descriptor of `path` holding its exclusive flock, had by `deadline` (monotonic; None:
+    however long it takes); when not `wait`, had now or never."""
     while True:
         fd = open_lock_file(path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX if deadline is None else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             if not wait:

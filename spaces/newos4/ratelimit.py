@@ -9,7 +9,7 @@ import secrets
 from pathlib import Path
 
 from . import errors
-from .files import Locks, LockTimeout, tmp_name
+from .files import Locks, tmp_name
 
 READ_CHUNK = 65536  # below malloc's mmap threshold
 MAX_WINDOW_BYTES = 1 << 20  # a longer file is not one we wrote: it counts as empty
@@ -35,12 +35,15 @@ class IpWindows:
     windows), so the files cannot be reversed by hashing the IPv4 space.
     """
 
-    def __init__(self, folder, *, limit, window_ms, lock_timeout_s=10.0):
+    def __init__(self, folder, *, limit, window_ms):
         self.folder = folder
         self._prefix = os.path.join(folder, "")  # each post builds a path: no pathlib on it
         self.limit = limit
         self.window_ms = window_ms
-        self._locks = Locks(lock_timeout_s)
+        # No timeout: a holder waits on nothing longer than a thread lock's timeout, so a wait
+        # here is bounded; it blocks in flock itself, with no helper thread, since every post
+        # from one address takes this lock, in every worker.
+        self._locks = Locks(None)
         self._hash_of = None
 
     @contextlib.contextmanager
@@ -48,37 +51,34 @@ class IpWindows:
         """Lock this address's window; raise RateLimited when full; yield `record()`.
 
         Calling `record()` counts one hit; the window is saved on exit (even by an exception)
-        only then. StoreBusy when the window stays locked past the lock timeout.
+        only then.
         """
         path = f"{self._prefix}{self._hash(address)}.json"
-        try:
-            with self._locks(path) as fd:
-                recorded, raw = [], None
+        with self._locks(path) as fd:
+            recorded, raw = [], None
+            try:
+                raw = _read_window(fd)
+                hits = _hits_of(raw)
+                wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
+                if wait is not None:
+                    raise errors.RateLimited(
+                        f"rate limit: at most {self.limit} messages per IP per "
+                        f"{describe_window(self.window_ms)}", wait)
                 try:
-                    raw = _read_window(fd)
-                    hits = _hits_of(raw)
-                    wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
-                    if wait is not None:
-                        raise errors.RateLimited(
-                            f"rate limit: at most {self.limit} messages per IP per "
-                            f"{describe_window(self.window_ms)}", wait)
-                    try:
-                        yield lambda: recorded.append(now_ms)
-                    finally:  # a hit recorded before a refusal (a 507) counts too
-                        if recorded:
-                            # Only the newest `limit` hits can ever decide a later request.
-                            cutoff = now_ms - self.window_ms
-                            live = sorted([h for h in hits if h > cutoff])
-                            _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]})
-                                     .encode(), len(raw))
-                finally:
-                    if not recorded and raw == b"":
-                        # A window this request created and left empty (a refused post from a
-                        # new address): removed while locked, so a refusal leaves no file. A
-                        # waiter on it opens the path again (files.Locks).
-                        os.unlink(path)
-        except LockTimeout:
-            raise errors.StoreBusy() from None
+                    yield lambda: recorded.append(now_ms)
+                finally:  # a hit recorded before a refusal (a 507) counts too
+                    if recorded:
+                        # Only the newest `limit` hits can ever decide a later request.
+                        cutoff = now_ms - self.window_ms
+                        live = sorted([h for h in hits if h > cutoff])
+                        _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]})
+                                 .encode(), len(raw))
+            finally:
+                if not recorded and raw == b"":
+                    # A window this request created and left empty (a refused post from a
+                    # new address): removed while locked, so a refusal leaves no file. A
+                    # waiter on it opens the path again (files.Locks).
+                    os.unlink(path)
 
     def sweep(self, now_ms):
         """Delete windows with no hit left inside them; return how many."""
