@@ -41,6 +41,8 @@ CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
     at_ms INTEGER NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL, operation TEXT,
     status INTEGER NOT NULL, duration_ms REAL NOT NULL, fault TEXT, extra TEXT);
+CREATE TABLE IF NOT EXISTS journal_segments (
+    name TEXT NOT NULL PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS metrics (
     service TEXT NOT NULL, namespace TEXT NOT NULL, operation TEXT NOT NULL,
     method TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL,
