@@ -20,6 +20,9 @@ CREATE TABLE IF NOT EXISTS records (
     collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_seq ON records (service, key, collection, seq);
+CREATE TABLE IF NOT EXISTS key_versions (
+    service TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL,
+    PRIMARY KEY (service, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sequences (
     service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
     value INTEGER NOT NULL, PRIMARY KEY (service, key, name)) WITHOUT ROWID;
@@ -113,6 +116,15 @@ WHEN instr({row}.key, '@') = 0 BEGIN
 END""" for event, row, old in (("INSERT", "NEW", "NULL, NULL"),
                                ("UPDATE", "NEW", "OLD.seq, OLD.value"),
                                ("DELETE", "OLD", "OLD.seq, OLD.value"))]
+
+# A storage key's version moves with every write of its records (shapes.py: answers built
+# once per version). Rows are never deleted, so a version never comes back.
+TRIGGERS += [f"""
+CREATE TRIGGER IF NOT EXISTS records_version_{event.lower()} AFTER {event} ON records
+WHEN instr({row}.key, '@') = 0 BEGIN
+    INSERT INTO key_versions (service, key, version) VALUES ({row}.service, {row}.key, 1)
+    ON CONFLICT (service, key) DO UPDATE SET version=version+1;
+END""" for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))]
 
 TRIGGERS += ["""
 CREATE TRIGGER IF NOT EXISTS checkpoints_counted AFTER INSERT ON checkpoints BEGIN

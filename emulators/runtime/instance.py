@@ -6,6 +6,7 @@ from .rng import Rng
 from .timeline import storage_key
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+READS = {"GET", "HEAD"}
 
 
 def instance_of(req):
@@ -84,6 +85,14 @@ class Instance:
         if self.version is None:
             return clocks.now_ms(self.namespace)
         return clocks.current(self.namespace, self.version)[0]
+
+    def cached(self, token, build, size=len):
+        """Return `build()` for this key's records as they are now, built once per change of
+        them (shapes.py) and `token`: everything else the answer depends on (route, path,
+        query, base URL, media type). Mutations, fault hits and historical views build anew."""
+        if self.method not in READS or self._hits or "@" in self.key:
+            return build()
+        return self._emulator.shapes.get(self.key, token, build, size)
 
     def transaction(self):
         """Return a context manager running the block as one BEGIN IMMEDIATE transaction."""
