@@ -177,6 +177,7 @@ class Runtime:
                 if not hits:
                     instance = Instance(self.emulator, namespace, branch, key, method,
                                         environ, (), version)
+                    instance.head = head  # an accept() inside commits on it too
                     return self._dispatch(call, instance, scratch, head)
         else:
             version = self.clocks.version()

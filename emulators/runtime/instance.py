@@ -23,7 +23,7 @@ class Instance:
 
     __slots__ = ("_emulator", "namespace", "branch", "key", "method", "_base_url", "_environ",
                  "_hits", "ids", "writes", "accepted", "_checkpoint", "in_flight", "_records",
-                 "_rng", "version")
+                 "_rng", "version", "head")
 
     def __init__(self, emulator, namespace, branch, key, method="GET", environ=None, hits=(),
                  version=None, *, base_url=""):
@@ -45,6 +45,10 @@ class Instance:
         # The control version the runtime read for this request: the namespace clock is the
         # worker's kept copy while it holds (clock.py). None (admin and tool instances): read.
         self.version = version
+        # (timeline moves, transaction restarts, (main's head, next number)) read at the start
+        # of a mutation's transaction on main (app.py), or None: checkpoint() reuses it while
+        # nothing moved the head or began the transaction anew.
+        self.head = None
 
     @property
     def records(self):
@@ -116,7 +120,15 @@ class Instance:
             raise RuntimeError("a historical (x-mockingbird-at) view cannot commit a checkpoint")
         fresh = self.fresh_checkpoint()
         if fresh is None:
-            fresh = self._emulator.timeline.commit(self.namespace, self.branch)["id"]
+            emulator, clock, known = self._emulator, None, None
+            if self.version is not None:
+                clock = emulator.clocks.current(self.namespace, self.version)
+            if self.head is not None:
+                moves, restarts, known = self.head
+                if moves != emulator.timeline.moves or restarts != emulator.db.restarts():
+                    known = None
+            fresh = emulator.timeline.commit(self.namespace, self.branch, clock=clock,
+                                             head=known)["id"]
             self._checkpoint = (fresh, self.writes)
         return fresh
 
