@@ -20,8 +20,7 @@ def test_a_read_begins_no_transaction_and_writes_nothing(seeded, runtime):
     assert writes == []
 
 
-def test_a_pull_update_is_one_transaction_reading_main_s_head_and_the_clock_once(seeded,
-                                                                                  runtime):
+def test_a_pull_update_is_one_transaction_reading_head_and_clock_once(seeded, runtime):
     seeded.create_ref("refs/heads/topic", B, status=201)
     seeded.open_pull(status=201)
     seen = traced(runtime)
