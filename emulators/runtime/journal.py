@@ -31,6 +31,12 @@ _FOLD = (
     " duration_ms=duration_ms+excluded.duration_ms")
 _FOLDED = ("INSERT INTO metrics_folded (service, seq) SELECT :service, seq FROM sqlite_sequence"
            " WHERE name='journal' ON CONFLICT (service) DO UPDATE SET seq=excluded.seq")
+# Entries a drain counts without keeping them (past a namespace's ring).
+_COUNT = (
+    "INSERT INTO metrics (service, namespace, operation, method, path, status, count, faults,"
+    " duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (service, namespace,"
+    " operation, method, path, status) DO UPDATE SET count=count+excluded.count,"
+    " faults=faults+excluded.faults, duration_ms=duration_ms+excluded.duration_ms")
 _TRIM = ("DELETE FROM journal WHERE seq IN (SELECT seq FROM journal WHERE service=? AND"
          " namespace=? ORDER BY seq DESC LIMIT -1 OFFSET ?)")
 
@@ -79,8 +85,24 @@ class Journal:
         rows = self._segments.drain(conn)
         if not rows:
             return
-        conn.executemany(_INSERT, rows)
-        sizes = self._segments.sizes
+        # Only the newest `size` of a namespace become rows; older ones are only counted.
+        sizes, kept, counted, counts = self._segments.sizes, [], {}, {}
+        for row in reversed(rows):  # [seq, service, namespace, at, method, path, operation,
+            service, namespace = row[1], row[2]  # status, duration, fault, extra]
+            n = counted.get((service, namespace), 0)
+            if n < sizes.get(service, self.size):
+                counted[service, namespace] = n + 1
+                kept.append(row)
+                continue
+            operation = row[6]
+            key = (service, namespace, operation or "", row[4],
+                   row[5] if operation is None else "", row[7])
+            count = counts.setdefault(key, [0, 0, 0.0])
+            count[0] += 1
+            count[1] += row[9] is not None
+            count[2] += row[8]
+        conn.executemany(_INSERT, kept)
+        conn.executemany(_COUNT, [(*key, *count) for key, count in counts.items()])
         for service in sorted({row[1] for row in rows}):  # every service's: one may never read
             _fold(conn, service)
             for namespace in sorted({row[2] for row in rows if row[1] == service}):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 log = logging.getLogger("emulators")
 
-ROTATE_BYTES = 1 << 20
+ROTATE_BYTES = 1 << 18
 COUNTER = "counter"
 SUFFIX = ".log"
 _EPOCH = ""  # the `journal_segments` row that holds the folder's epoch, not a file's offset

@@ -129,7 +129,11 @@ def test_the_ring_is_trimmed_when_segments_are_drained(tmp_path):
     assert stored("a") == 400  # the drain folded the counts, then trimmed the ring
     for n in range(100):
         journal.record(_entry("b", n), 0)
-    assert journal.metrics()["requests"] == 600
+    metrics = journal.metrics()
+    assert metrics["requests"] == 600 and metrics["byOperation"] == {"(unmatched) 200": 600}
+    # /x/0 of `a` was only counted (past the ring), /x/499 kept: both under their path
+    unmatched = {(u["path"], u["count"]) for u in metrics["unmatched"]}
+    assert ("/x/0", 2) in unmatched and ("/x/499", 1) in unmatched  # a's and b's /x/0
     assert stored("a") == 400 and stored("b") == 100
 
 
