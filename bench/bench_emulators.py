@@ -257,11 +257,12 @@ def report(table, samples):
         bad = sum(s["bad"] for s in mine)
         ratio = "1"
         if "base" in row:
-            value = statistics.median(s["rps"] / b["rps"] for s, b in
-                                      zip(mine, samples[row["base"]]))
+            ratios = [s["rps"] / b["rps"] for s, b in zip(mine, samples[row["base"]])]
+            value = statistics.median(ratios)
             ratio = f"{value:.2f}"
             verdicts.append(f"{row['label']}: {value:.2f} of {row['base']} (target"
-                            f" {row['target']}: {'meets' if value >= row['target'] else 'BELOW'})")
+                            f" {row['target']}: {'meets' if value >= row['target'] else 'BELOW'};"
+                            f" cycles {', '.join(f'{r:.2f}' for r in ratios)})")
         print(f"| {row['label']:48s} | {rps:7.0f} | {p50:6.2f} | {bad:4d} | {ratio:>5s} |")
     for line in verdicts:
         print("  " + line)

@@ -9,6 +9,7 @@ import threading
 import weakref
 from pathlib import Path
 
+from . import writer
 from .errors import ConnectionDropped
 
 SCHEMA = """
@@ -288,7 +289,15 @@ class _Transaction:
                     conn.execute(f"SAVEPOINT sp{depth}")
                 local.depth = depth + 1
         else:
-            conn.execute("BEGIN IMMEDIATE")
+            writer = db._writer
+            if writer is not None:
+                writer.acquire()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                if writer is not None:
+                    writer.release()
+                raise
             local.depth = 1
             local.clean = conn.total_changes
         return conn
@@ -312,7 +321,11 @@ class _Transaction:
                 conn.execute(f"ROLLBACK TO sp{depth}")
             conn.execute(f"RELEASE sp{depth}")
         else:
-            conn.execute("COMMIT" if keep else "ROLLBACK")
+            try:
+                conn.execute("COMMIT" if keep else "ROLLBACK")
+            finally:
+                if self._db._writer is not None:
+                    self._db._writer.release()
             after = local.after
             if after:
                 local.after = None
@@ -338,6 +351,7 @@ class Database:
         if self.path == ":memory:":
             # A single shared in-memory database for one process (threads share it).
             self.path = f"file:emulators-{id(self)}?mode=memory&cache=shared"
+        self._writer = writer.for_path(self.path)  # transactions take turns (writer.py)
 
     def _open(self):
         if self.path.startswith("file:"):

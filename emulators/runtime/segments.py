@@ -70,16 +70,25 @@ class Segments:
     # -- writing --------------------------------------------------------------------------
     def _start(self, conn=None):
         """(Re)open this process's files: first use, or first use after a fork. `conn`: the
-        caller's open write transaction (on any Database object of the file), if any."""
-        self.folder = self._root / str(self._epoch(conn))
-        self.folder.mkdir(parents=True, exist_ok=True)
-        _close_all(self._fds)  # a fork's copies of the parent's
-        self._counter = self._fds["counter"] = os.open(
-            self.folder / COUNTER, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        self._name = f"{os.getpid()}-{secrets.token_hex(4)}"
-        self._number = 0
-        self._open_segment()
-        self._pid = os.getpid()
+        caller's open write transaction (on any Database object of the file), if any.
+
+        The epoch is read (or written) before `_lock` is taken: a thread holding `_lock` never
+        waits for the database, so a drain (which holds the database first) never deadlocks."""
+        if self._pid == os.getpid():
+            return
+        folder = self._root / str(self._epoch(conn))
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self.folder = folder
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _close_all(self._fds)  # a fork's copies of the parent's
+            self._counter = self._fds["counter"] = os.open(
+                self.folder / COUNTER, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._name = f"{os.getpid()}-{secrets.token_hex(4)}"
+            self._number = 0
+            self._open_segment()
+            self._pid = os.getpid()
 
     def _open_segment(self):
         self._number += 1
@@ -105,9 +114,8 @@ class Segments:
     def append(self, fields):
         """Number an entry and append it (fields without the number); return (number, whether
         this process's file is full and a drain is due)."""
+        self._start()
         with self._lock:
-            if self._pid != os.getpid():
-                self._start()
             fcntl.flock(self._counter, fcntl.LOCK_EX)
             try:
                 raw = os.pread(self._counter, 8, 0)
@@ -133,10 +141,7 @@ class Segments:
     def drain(self, conn):
         """Read every entry not yet read (inside the caller's write transaction, which records
         the offsets); return them as lists [seq, *fields], oldest first."""
-        if self._pid != os.getpid():
-            with self._lock:
-                if self._pid != os.getpid():
-                    self._start(conn)
+        self._start(conn)
         folder = self.folder
         offsets = dict(conn.execute("SELECT name, offset FROM journal_segments WHERE name!=?",
                                     (_EPOCH,)))
