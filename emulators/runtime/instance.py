@@ -23,7 +23,7 @@ class Instance:
 
     __slots__ = ("_emulator", "namespace", "branch", "key", "method", "_base_url", "_environ",
                  "_hits", "ids", "writes", "accepted", "_checkpoint", "in_flight", "_records",
-                 "_rng", "version", "head")
+                 "_rng", "version", "head", "_state")
 
     def __init__(self, emulator, namespace, branch, key, method="GET", environ=None, hits=(),
                  version=None, *, base_url=""):
@@ -49,6 +49,7 @@ class Instance:
         # of a mutation's transaction on main (app.py), or None: checkpoint() reuses it while
         # nothing moved the head or began the transaction anew.
         self.head = None
+        self._state = None  # the key's records version, read once by a read request (cached)
 
     @property
     def records(self):
@@ -56,8 +57,24 @@ class Instance:
         if self._records is None:
             emulator = self._emulator
             self._records = Records(emulator.db, emulator.name, self.namespace, self.key,
-                                    on_write=self._wrote)
+                                    on_write=self._wrote, cached=self._cached_record
+                                    if self._cacheable() else None)
         return self._records
+
+    def _cacheable(self):
+        return self.method in READS and not self._hits and "@" not in self.key
+
+    def _cached_record(self, token, fetch):
+        """A record's text as a read request saw it at the key's version: one version read per
+        request, then each record once per change of the key (shapes.py). Once the request
+        wrote anything, reads go to the database."""
+        if self.writes:
+            return fetch()
+        shapes = self._emulator.shapes
+        if self._state is None:
+            self._state = shapes.version(self.key)
+        return shapes.get(self.key, token, fetch, size=lambda text: len(text or ""),
+                          version=self._state)
 
     @property
     def rng(self):
@@ -94,9 +111,12 @@ class Instance:
         """Return `build()` for this key's records as they are now, built once per change of
         them (shapes.py) and `token`: everything else the answer depends on (route, path,
         query, base URL, media type). Mutations, fault hits and historical views build anew."""
-        if self.method not in READS or self._hits or "@" in self.key:
+        if not self._cacheable() or self.writes:
             return build()
-        return self._emulator.shapes.get(self.key, token, build, size)
+        shapes = self._emulator.shapes
+        if self._state is None:
+            self._state = shapes.version(self.key)
+        return shapes.get(self.key, ("answer", *token), build, size, version=self._state)
 
     def transaction(self):
         """Return a context manager running the block as one BEGIN IMMEDIATE transaction."""

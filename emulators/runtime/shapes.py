@@ -28,10 +28,12 @@ class ShapeCache:
         row = self._db.one(VERSION, (self._service, key))
         return 0 if row is None else row[0]
 
-    def get(self, key, token, build, size=len):
-        """Return `build()` for the key's records as they are now, reusing the value built at
-        the same version; `size(value)` is what it costs to keep."""
-        version = self.version(key)
+    def get(self, key, token, build, size=len, version=None):
+        """Return `build()` for the key's records as they are now (at `version` when the caller
+        read it), reusing the value built at the same version; `size(value)` is what it costs
+        to keep."""
+        if version is None:
+            version = self.version(key)
         with self._lock:
             found = self._entries.get((key, token))
             if found is not None and found[0] == version:
