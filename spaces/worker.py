@@ -456,6 +456,7 @@ class Reader:
         self._held = {}  # Incoming -> None, oldest (earliest deadline) first
         self._capacity, self._late_threads, self._log = capacity, late_threads, log
         self._running = True
+        self._full = False  # the capacity was reached (and not yet half freed)
         self._selector = selectors.DefaultSelector()
         self._wake_out, self._wake_in = os.pipe()
         os.set_blocking(self._wake_in, False)
@@ -488,13 +489,15 @@ class Reader:
                         self._receive(key.data)
                 self._take_new()
                 self._expire()
-        finally:
-            self._take_new()
+        finally:  # the wake-up pipe stays open: a request thread may still write to it
             for incoming in self._held:
                 incoming.sock.close()
+            while True:
+                try:
+                    self._incoming.get_nowait().sock.close()
+                except queue.Empty:
+                    break
             self._selector.close()
-            os.close(self._wake_out)
-            os.close(self._wake_in)
             for _ in range(self._late_threads):
                 self.ready.put(None)
 
@@ -522,11 +525,15 @@ class Reader:
             except queue.Empty:
                 return
             if len(self._held) >= self._capacity:
+                if not self._full:  # said once each time it fills up, not per connection
+                    self._log.warning("%d incomplete requests held: closing the oldest to make "
+                                      "room for new ones", len(self._held))
+                self._full = True
                 oldest = next(iter(self._held))
-                self._log.warning("%d incomplete requests held: closing the oldest",
-                                  len(self._held))
                 self._release(oldest)
                 oldest.sock.close()
+            elif len(self._held) < self._capacity // 2:
+                self._full = False
             self._held[incoming] = None
             self._selector.register(incoming, selectors.EVENT_READ, incoming)
 

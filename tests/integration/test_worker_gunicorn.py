@@ -336,3 +336,25 @@ def test_the_environ_says_several_threads_serve(env, tmp_path):
     with gunicorn("environ_app:application", env=env, workers=2, threads=None,
                   extra_args=["--pythonpath", str(tmp_path)]) as url:
         assert requests.get(url, timeout=5).text == "(True, True)"
+
+
+def test_past_worker_connections_held_the_oldest_slow_client_is_closed(env, tmp_path):
+    log = tmp_path / "error.log"
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["--worker-connections", "3", "--error-logfile", str(log)]) as url:
+        halves = half_requests(int(url.rsplit(":", 1)[1]), 5)
+        try:
+            time.sleep(0.5)
+            closed = []
+            for sock, _ in halves:
+                sock.settimeout(0.5)
+                try:
+                    closed.append(sock.recv(100) == b"")
+                except TimeoutError:
+                    closed.append(False)
+            assert closed == [True, True, False, False, False]
+            assert poll(url).status_code == 200
+        finally:
+            for sock, _ in halves:
+                sock.close()
+    assert log.read_text().count("incomplete requests held: closing the oldest") == 1
