@@ -17,7 +17,7 @@ from .errors import BodyTooLarge, InvalidContentLength, RunNotFound, Unauthorize
 from .inputs import Submission
 from .models import EFFECT_DROP, HermesBackend
 
-# Security headers of upstream JSON responses (hermes-real-server.md §2); never on SSE.
+# Security headers of upstream JSON responses (as Hermes 0.19.0 sends them); never on SSE.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
@@ -38,7 +38,7 @@ def send_json(resp, status, body, headers=None):
 
 
 BARE = "x-hermes-bare"  # tells the app to send this answer without any Content-Type
-# Upstream _CORS_HEADERS plus Max-Age (hermes-real-server.md §3).
+# Upstream _CORS_HEADERS (Hermes' api_server.py) plus Max-Age.
 CORS_HEADERS = {"Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
                 "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key"}
 
@@ -191,7 +191,8 @@ class RunEvents(HermesResource):
     """GET /v1/runs/{run_id}/events: the run's buffered and live events as SSE.
 
     The stream polls the shared store, so any worker can serve it; it sends keepalive comments
-    while idle (which also detects a vanished client), and ends after a terminal event.
+    while idle (which also detects a vanished client), and ends after a terminal event. A
+    subscriber that comes while another still holds the stream gets only keepalives, as upstream.
     """
 
     def on_get(self, req, resp, run_id):
@@ -202,7 +203,16 @@ class RunEvents(HermesResource):
             if time.monotonic() >= deadline:
                 raise RunNotFound(run_id)
             time.sleep(min(self.settings.poll_s, 0.05))
-        open_stream(resp, {}, self.frames(backend, stream["run_id"]))
+        if stream.get("orphan"):
+            open_stream(resp, {}, self.keepalives())
+        else:
+            open_stream(resp, {}, self.frames(backend, stream["run_id"]))
+
+    def keepalives(self):
+        """Yield only keepalive comments, until the client leaves."""
+        while True:
+            time.sleep(self.settings.keepalive_s)
+            yield sse.KEEPALIVE
 
     def frames(self, backend, run_id):
         """Yield SSE frames until the terminal event, a dropped transport, or a gone client."""
@@ -229,7 +239,7 @@ class RunEvents(HermesResource):
 
 
 def open_stream(resp, headers, frames):
-    """Start an SSE answer; upstream flushes its headers without the security headers (§2)."""
+    """Start an SSE answer; upstream flushes its headers without the security headers."""
     resp.status = 200
     resp.content_type = "text/event-stream"
     resp.set_headers({**sse.HEADERS, **headers})

@@ -1,6 +1,6 @@
 """Validation of the Hermes admin control bodies (observe, scope, restart) with exact messages.
 
-The messages and their order are part of the wire contract (hermes-runs.md §7, §9), so checks
+The messages and their order are part of the wire contract, so checks
 are written out in order; marshmallow covers the plain-shaped bodies (scope, restart).
 """
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
@@ -11,7 +11,7 @@ STATUSES = ("queued", "running", "waiting_for_approval", "stopping",
             "completed", "failed", "cancelled", "interrupted")
 TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 OBSERVE_FIELDS = frozenset({"status", "last_event", "output", "usage", "error", "approval",
-                            "pending_steer", "events"})
+                            "approval_timeout_s", "pending_steer", "events"})
 MAX_SAFE = 2 ** 53 - 1
 # Progress events a test may script; lifecycle events (approval.*, run.*) follow from `status`.
 PROGRESS_EVENTS = ("message.delta", "reasoning.available", "tool.started", "tool.completed",
@@ -76,7 +76,7 @@ def _event(item):
 
 
 def observation(body):
-    """Validate an observe body; return `(fields, events)` or raise InvalidRequest (§7 step 2)."""
+    """Validate an observe body; return `(fields, events)` or raise InvalidRequest."""
     if not isinstance(body, dict) or body.get("status") not in STATUSES:
         raise _bad("expected a supported status")
     if set(body) - OBSERVE_FIELDS:
@@ -92,6 +92,11 @@ def observation(body):
     if "approval" in body and (status != "waiting_for_approval"
                                or not isinstance(body["approval"], dict)):
         raise _bad("approval requires waiting_for_approval and an object")
+    if "approval_timeout_s" in body:
+        timeout = body["approval_timeout_s"]
+        if (status != "waiting_for_approval" or isinstance(timeout, bool)
+                or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_SAFE):
+            raise _bad("approval_timeout_s requires waiting_for_approval and a positive number")
     result = {k: v for k, v in body.items() if k != "events"}
     if "usage" in body:
         result["usage"] = _usage(body["usage"])
@@ -117,7 +122,7 @@ class _Restart(Schema):
 
 
 def scope(body):
-    """Validate a scope control body (§9.1): exactly a nonempty profile and identity."""
+    """Validate a scope control body: exactly a nonempty profile and identity."""
     try:
         if not isinstance(body, dict):
             raise ValidationError("not an object")
@@ -128,7 +133,7 @@ def scope(body):
 
 
 def restart(body):
-    """Validate a restart control body (§9.2); return "stale" or "alive"."""
+    """Validate a restart control body; return "stale" or "alive"."""
     try:
         if not isinstance(body, dict):
             raise ValidationError("not an object")
