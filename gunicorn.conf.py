@@ -28,9 +28,11 @@ worker_class = AcceptingThreadsWorker
 # 4 threads 0.80, 0.82, 0.66; 5 threads 0.80; 6 threads 0.72, 0.80; 8 threads 0.73 (noise
 # +-0.08). CPU per post behind nginx: 3 threads 730-760 us, 4 threads 860-870 us, 2 threads
 # 810-830 us (fewer posts in flight). Idle polls: 3 and 4 threads alike (0.45, 0.47).
+# As many late threads answer the requests of slow clients once they are whole.
 threads = 3
-# Event streams per worker process that get a thread of their own (past that, a request thread
-# streams): gunicorn's default. Streams never occupy the `threads`.
+# Per worker process: event streams that get a thread of their own (past that, the thread that
+# answered streams it; streams never occupy the `threads`), and slow clients' requests the
+# reader holds at once (past that, the oldest is closed). gunicorn's default.
 worker_connections = 1000
 # One request per connection: the answer closes it, nginx opens one per request (its default).
 # Our worker never keeps a connection alive, whatever this says (set it and the worker says at
