@@ -89,6 +89,7 @@ class AcceptingThreadsWorker(Worker):
                 # accept() only once the client's first bytes are in (after a second, a silent
                 # client is accepted all the same, and the reader closes it at its deadline):
                 # else most connections are accepted before their request and go to the reader
+                # (as on a unix socket, which has no such option: same answers, more CPU)
                 listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, 1)
         # A late thread reading a body as it arrives waits up to gunicorn's `timeout` for each
         # of the client's sends (an accepted socket inherits the listener's short one).
