@@ -44,6 +44,12 @@ environment:
   NEWOS4_RELAY_WATCH_POLL_MS=500 --watch: how often it polls the runs in flight
   NEWOS4_DATA_DIR, NEWOS4_KEEP_DAYS, NEWOS4_KEEP_MESSAGES, NEWOS4_MAX_TEXT
 
+When Hermes asks before running a command (a run waiting for approval), the relay writes the
+request into the thread ("Hermes asks before running a command:", the command, why, the words
+to reply with); the person's next message decides (once/session/always/deny, approve/yes/no),
+and any other text refuses the command and becomes the next question. A cron run reads a
+waiting run's details only when no watcher runs (the watcher holds each run's event stream).
+
 Each thread is handled on its own: a thread file that cannot be read or an answer that cannot
 be written is reported once (relay: PROBLEM thread=... skipped: why) and skipped, and every
 other thread is still swept and relayed. When Hermes does not answer, one line says so.
@@ -77,7 +83,7 @@ def main(argv=None):
         print(line, file=sys.stderr if problem else sys.stdout, flush=True)
 
     try:
-        settings = Settings.from_env(os.environ)
+        settings = Settings.from_env(_environ_for(args))
         settings.check_data_dir()
         client = HermesClient(settings.hermes_api_url, api_key=settings.hermes_api_key,
                               timeout_s=settings.relay_http_timeout_s) \
@@ -93,6 +99,14 @@ def main(argv=None):
         print(f"relay: {exc}", file=sys.stderr)
         return 1
     return 1 if problems else 0
+
+
+def _environ_for(args):
+    """The environment the settings are read from: a sweep never contacts Hermes, so a
+    malformed HERMES_API_URL cannot stop it (the full run and --watch still refuse it)."""
+    if args.sweep_only:
+        return {name: value for name, value in os.environ.items() if name != "HERMES_API_URL"}
+    return os.environ
 
 
 STOP_GRACE_S = 3.0
