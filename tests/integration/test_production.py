@@ -87,21 +87,23 @@ def worker_pids(arbiter):
     return children
 
 
-def what_workers_hold(app, tmp_path):
-    """Serve `app` with gunicorn.conf.py (two workers, the shipped request threads), post and
-    poll, ask each emulator path, then read each worker's threads, descriptors and mappings."""
+def what_workers_hold(app, tmp_path, *, chat=True):
+    """Serve `app` with gunicorn.conf.py (two workers, the shipped request threads); when it
+    serves the `chat`, post and poll and ask each emulator path; then read each worker's
+    threads, descriptors and mappings."""
     env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"),
            "EMULATORS_DB": str(tmp_path / "emulators.sqlite3")}
     pidfile = tmp_path / "gunicorn.pid"
-    with gunicorn(app, env=env, workers=2, threads=None, ready_path=HEALTH_PATH,
-                  extra_args=("--pid", str(pidfile))) as url:
+    statuses = set()
+    with gunicorn(app, env=env, workers=2, threads=None, extra_args=("--pid", str(pidfile))) \
+            as url:
         token = {"X-Chat-Token": secrets.token_hex(32)}
-        for _ in range(4):  # more requests than workers: each worker answers some
+        for _ in range(4 if chat else 0):  # more requests than workers: each answers some
             assert requests.post(url + POST_PATH, json={"text": "hi"}, headers=token,
                                  timeout=10).status_code == 201
             assert requests.get(url + POLL_PATH, headers=token, timeout=10).status_code == 200
-            statuses = {requests.get(url + path, timeout=10).status_code
-                        for path in EMULATOR_PATHS}
+            statuses |= {requests.get(url + path, timeout=10).status_code
+                         for path in EMULATOR_PATHS}
         workers = worker_pids(int(pidfile.read_text()))
         assert len(workers) == 2
         held = []
@@ -119,13 +121,17 @@ def what_workers_hold(app, tmp_path):
 
 @pytest.mark.gunicorn
 def test_gunicorn_workers_of_the_production_entry_hold_no_emulator(tmp_path):
-    statuses, held = what_workers_hold(PRODUCTION, tmp_path)
+    (tmp_path / "chat").mkdir()
+    (tmp_path / "bare").mkdir()
+    statuses, held = what_workers_hold(PRODUCTION, tmp_path / "chat")
+    # The same worker and settings serving a bare Falcon app: the threads the worker has itself.
+    _, bare = what_workers_hold("bench.bare:application", tmp_path / "bare", chat=False)
     assert statuses == {404}  # no emulator behind it
     for worker in held:
         assert "_sqlite3" not in worker["maps"]  # the SQLite module was never even loaded
         assert sqlite_files(worker["files"]) == []
-        assert worker["threads"] <= 1 + 3  # main and the request threads of gunicorn.conf.py
-    assert not (tmp_path / "emulators.sqlite3").exists()
+        assert worker["threads"] <= min(b["threads"] for b in bare)  # none of the app's own
+    assert not (tmp_path / "chat" / "emulators.sqlite3").exists()
 
 
 @pytest.mark.gunicorn
