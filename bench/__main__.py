@@ -12,7 +12,7 @@ def main(argv):
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="Run benchmarks that print ratios measured side by side in one run "
-                    "(no nginx or PHP needed; ../shared/perf/bench.py compares with PHP).")
+                    "(no nginx or PHP needed).")
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"which to run (default: all): {', '.join(SCRIPTS)}")
     names = [name.removeprefix("bench_") for name in parser.parse_args(argv).names] or list(SCRIPTS)

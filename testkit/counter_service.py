@@ -280,6 +280,7 @@ def bearer(environ):
     return token.strip() or None if scheme.lower() == "bearer" else None
 
 
-# The same provider routes with credential routing (spec §3 step 3).
+# The same provider routes with credential routing (a request naming no namespace
+# goes to the namespace `PUT /__admin/credentials` mapped its bearer token to).
 keyed_service = Service(name="counter", version="1.2.3", openapi=OPENAPI,
                         provider_app=provider_app, credential=bearer)

@@ -1,4 +1,5 @@
-"""Imports point down only (STYLE.md): walked with ast, so a wrong import fails here."""
+"""Imports point down only (each test names a layer order; emulators/README.md, "Runtime layout"):
+walked with ast, so a wrong import fails here."""
 import ast
 from pathlib import Path
 

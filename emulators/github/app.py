@@ -52,7 +52,7 @@ class MediaType:
 
 
 class EmptySegments:
-    """Treat an empty path parameter (`/pulls/`, `/git/ref/`) as an unknown route (§1.1).
+    """Treat an empty path parameter (`/pulls/`, `/git/ref/`) as an unknown route.
 
     Only matching-refs takes an empty tail (`/git/matching-refs/` lists every ref).
     """
@@ -71,7 +71,7 @@ def _github_error(req, resp, exc, params):
 
 
 def _not_found(req, resp, exc, params):
-    # No 405 on GitHub's surface here: any unknown path or method is the generic 404 (§1.1).
+    # No 405 on GitHub's surface here: any unknown path or method is the generic 404.
     _github_error(req, resp, errors.NotFound("repos/get"), params)
 
 

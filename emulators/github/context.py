@@ -14,7 +14,7 @@ def public_base(instance):
 
 
 def _link_base(instance, req):
-    # §6.10.6: a namespace chosen by header is written into links as a path carrier, so a client
+    # A namespace chosen by header is written into links as a path carrier, so a client
     # following `next` without the header stays in its namespace.
     base = public_base(instance)
     carrier = instance.admin_prefix + "/ns/"
@@ -32,7 +32,7 @@ def form_encode(pairs):
 
 
 def link_header(instance, req, pairs, page, last):
-    """Build `Link` for a page of `pulls/list` (§6.10.5) or `git/refs`, or None when no relation
+    """Build `Link` for a page of `pulls/list` or `git/refs`, or None when no relation
     applies."""
     relations = []
     if page < last:

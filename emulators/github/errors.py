@@ -94,7 +94,7 @@ class PayloadTooLarge(GitHubError):
 
 class MockOnlyError(GitHubError):
     """An answer only the emulator gives: `{message, code}`, or `{code, message}` where the
-    reference orders the keys so (spec github.md, error shapes)."""
+    reference GitHub emulator orders the keys so."""
 
     code = None
     code_first = False

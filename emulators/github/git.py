@@ -1,4 +1,5 @@
-"""Git's rules the emulator applies: ref names (spec `github.md` §6.6) and commit ancestry.
+"""Git's rules the emulator applies: ref names (a subset of `git check-ref-format`) and
+commit ancestry.
 
 Pure functions over a commit graph `{sha: [parent shas]}`; no storage, no HTTP.
 """
@@ -8,12 +9,13 @@ from collections import deque
 SHA_ANY_CASE = re.compile(r"^[a-fA-F0-9]{40}\Z")
 SHA_LOWER = re.compile(r"^[a-f0-9]{40}\Z")
 
-# §6.6: characters Git refuses anywhere in a ref name
+# Characters Git refuses anywhere in a ref name
 _BAD_REF_CHARS = set("~^:?*[\\") | {chr(c) for c in range(33)} | {chr(127)}
 
 
 def valid_ref_name(name):
-    """Apply the Git ref-format subset of §6.6."""
+    """Tell whether `name` is `refs/<a>/<b>...`: no empty component, none starting with `.` or
+    ending in `.lock`, no `..`, `@{`, trailing `.` or refused character."""
     if not isinstance(name, str) or not name.startswith("refs/"):
         return False
     parts = name.split("/")

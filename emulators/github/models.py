@@ -1,8 +1,8 @@
 """GitHub rules: `GitHubBackend` over one namespace's records, its JSON shapes and seeding.
 
-No HTTP here: `GitHubBackend` takes parsed input, applies the reference's precedence (spec
-`github.md` §5–§6) and returns wire-shaped dicts or raises `errors.GitHubError`s. Its ref and
-pull request operations live in `refs.py` and `pulls.py`.
+No HTTP here: `GitHubBackend` takes parsed input, applies the reference GitHub emulator's order of
+checks (the first that fails answers) and returns wire-shaped dicts or raises
+`errors.GitHubError`s. Its ref and pull request operations live in `refs.py` and `pulls.py`.
 """
 import re
 
@@ -52,7 +52,7 @@ class GitHubBackend(RefRules, PullRules):
         return shapes.reference(repo_url or self._repo_url(repo), ref)
 
     def pull_json(self, repo, pull, *, tips=None, repo_json=None, full=True, fresh=False):
-        """Shape a PR; an open PR shows the current branch tips (§4.4 tip projection).
+        """Shape a PR; an open PR shows the current branch tips.
 
         `full` adds what only `pulls/get` and the writes carry (commit count, mergeability);
         `fresh` marks a PR just created, whose mergeability GitHub has not computed yet.
@@ -98,7 +98,7 @@ class GitHubBackend(RefRules, PullRules):
                 tips[branch] = ref["sha"]
         return tips
 
-    # seeding (§5) ------------------------------------------------------------------------
+    # seeding (`POST /__admin/github/repositories`) ----------------------------------------
 
     def seed(self, body):
         """Create one synthetic repository after validating the whole fixture (all or nothing)."""

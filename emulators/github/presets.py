@@ -1,4 +1,4 @@
-"""The seven GitHub fault presets (spec `github.md` §8.2), exact statuses, bodies and headers."""
+"""The seven GitHub fault presets (`/__admin/faults/presets`): exact statuses, bodies, headers."""
 from .errors import TROUBLESHOOTING
 
 MUTATIONS = ("git/create-ref", "git/update-ref", "pulls/create", "pulls/update")

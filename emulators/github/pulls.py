@@ -1,4 +1,4 @@
-"""Pull requests (spec `github.md` §6.8–§6.11): open, read, list, update, and their events.
+"""Pull requests: open, read, list, update, and their events.
 
 A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and shapes.
 """
@@ -21,7 +21,7 @@ def parse_pull_number(raw):
 class PullRules:
     """The pull request operations of `GitHubBackend`."""
 
-    # pull requests (§6.8–§6.11) ----------------------------------------------------------
+    # pull requests ------------------------------------------------------------------------
 
     def create_pull(self, owner, name, parsed):
         """Open a PR; `parsed` is `schemas.parse_pull_body(...)` output (kind, value)."""
@@ -100,7 +100,7 @@ class PullRules:
     def list_pulls(self, owner, name, params):
         """Return (items, page, last) for the raw query pairs of a `pulls/list` request."""
         repo = self._repo(owner, name, "pulls/list")
-        query = schemas.pull_list_query(params)  # validated after the repository check (§6.10.1)
+        query = schemas.pull_list_query(params)  # validated after the repository check
         key = repo["key"]
         where = {"repo": key}
         if query.state != "all":
@@ -191,7 +191,8 @@ def _nonblank(value):
 
 
 def _pull_body(parsed, op):
-    """Turn a classified request body into the PR field dict, per §6.8 steps 2–4."""
+    """Turn a classified request body into the PR field dict: invalid JSON is 400, a non-object
+    422, a form, text or bytes body 501, an empty body `{}`."""
     kind, value = parsed
     if kind == "invalid":
         raise errors.ProblemsParsingJSON(op)

@@ -1,4 +1,4 @@
-"""Repositories and refs (spec `github.md` §6.1–§6.5): reads, writes, and their push events.
+"""Repositories and refs: reads, writes, and their push events.
 
 A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and shapes.
 """
@@ -106,7 +106,7 @@ class RefRules:
                                                       force=body.get("force") is True, op=op))
 
     def _fast_forward(self, key, ref_name, sha, *, force, op):
-        """Check-and-write a ref move atomically against the tip current right now (§6.5 6–9)."""
+        """Check-and-write a ref move atomically against the tip current right now."""
         with self.transaction():
             ref = self.store.ref(key, ref_name)
             if ref is None:

@@ -46,7 +46,7 @@ def _answer_pulls(resp, status, pulls, param):
 def _accepted(instance, **ids):
     """Journal a committed write as accepted (with its ids); under the effect, lose the answer.
 
-    Every successful write is accepted (spec §9.3: `accepted: true` and its checkpoint); the
+    Every successful write is accepted (journaled with `accepted: true` and its checkpoint); the
     runtime reuses that checkpoint for `x-mockingbird-checkpoint`.
     """
     instance.report_ids(**ids)

@@ -15,7 +15,7 @@ MAX_SAFE_INTEGER = 2 ** 53 - 1
 
 
 def classify_body(content_type, raw):
-    """Classify a request body by its content-type essence (§3.2): (kind, parsed value or None).
+    """Classify a request body by its content-type essence: (kind, parsed value or None).
 
     kind is `empty`, `json`, `invalid` (claims JSON, does not parse), `form`, `text` or `bytes`.
     """
@@ -37,7 +37,7 @@ def classify_body(content_type, raw):
 
 
 def json_object_or_empty(parsed):
-    """Ref writes treat anything but a JSON object as `{}` (§3.2)."""
+    """Ref writes treat anything but a JSON object as `{}` (so a missing sha is 422)."""
     kind, value = parsed
     return value if kind == "json" and isinstance(value, dict) else {}
 
@@ -64,7 +64,7 @@ def first_values(pairs):
 
 
 def pull_list_query(pairs):
-    """Validate `state`, `sort`, `direction`, `page`, `per_page` in the order of §6.10.1."""
+    """Validate `state`, `sort`, `direction`, `page`, `per_page`, in this order (first bad wins)."""
     q = first_values(pairs)
     op = "pulls/list"
     state = q.get("state", "open")

@@ -46,7 +46,7 @@ def _hermes_error(req, resp, error, params):
 
 
 def _not_found(req, resp, error, params):
-    # aiohttp answers unknown paths itself, in plain text, before auth (hermes-real-server.md §3).
+    # Hermes' aiohttp server answers unknown paths itself, in plain text, before auth.
     resp.status = 404
     resp.content_type = "text/plain; charset=utf-8"
     resp.text = "404: Not Found"
@@ -90,7 +90,7 @@ def create_provider_app(settings):
 
 def _runs(action):
     """A runs control over HermesBackend; a HermesError keeps its Hermes envelope (the admin
-    plane answers a service route's errors with their own body, hermes-runs.md §7)."""
+    plane answers a service route's errors with their own body)."""
     return lambda call: (200, action(HermesBackend(call.instance), call))
 
 

@@ -18,7 +18,8 @@ class LoneSurrogate(ValueError):
 
 
 def _reject_constant(name):
-    # Reference emulator (hermes-runs.md §3.1 step 6): NaN/Infinity literals are invalid JSON.
+    # Kept from the reference emulator: NaN/Infinity literals are invalid JSON (see
+    # emulators/hermes/README.md, "Deliberate differences from the reference emulator").
     raise InvalidJSONText(f"non-standard literal {name}")
 
 
@@ -54,5 +55,5 @@ def fingerprint(body, memory_key):
 
 
 def scope_hash(profile, identity):
-    """Return the scope hash of a synthetic (profile, identity) pair (hermes-runs.md §8.4)."""
+    """Return the scope hash of a synthetic (profile, identity) pair."""
     return hashlib.sha256((profile + "\0" + identity).encode("utf-8")).hexdigest()

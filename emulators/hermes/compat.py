@@ -23,13 +23,13 @@ from .upstream import (arguments_text, chat_usage, coerce_bool, derive_session_i
                        flatten, json_type, message_item, normalize, path_unsafe, result_text,
                        visible, words)
 
-HERMES_VERSION = "0.19.0"           # the observed release (hermes-real-server.md §5)
+HERMES_VERSION = "0.19.0"           # the Hermes release whose answers we copy
 DEFAULT_MODEL = "hermes-agent"
-MAX_STORED_RESPONSES = 100          # upstream ResponseStore max_size (§7)
-RESULT_CACHE_TTL = 300              # upstream _IdempotencyCache: 300 s, 1000 entries (§6)
+MAX_STORED_RESPONSES = 100          # upstream ResponseStore max_size
+RESULT_CACHE_TTL = 300              # upstream _IdempotencyCache: 300 s, 1000 entries
 RESULT_CACHE_SIZE = 1000
 MAX_SESSION_HEADER = 256
-# Upstream fingerprints only these body keys, as sha256(repr(subset)) (§6, §7 / api_server.py).
+# Upstream fingerprints only these body keys, as sha256(repr(subset)) (Hermes' api_server.py).
 CHAT_FINGERPRINT = ("model", "messages", "tools", "tool_choice", "stream")
 RESPONSES_FINGERPRINT = ("input", "instructions", "previous_response_id", "conversation", "model",
                          "tools")
@@ -106,7 +106,7 @@ class CompatBackend:
         return SessionBook(self.instance, model_name=self.model_name(), hex_digits=self.hex)
 
     def agent_turn(self, turn):
-        """Run the agent for a validated turn and store the exchange in its session (§11);
+        """Run the agent for a validated turn and store the exchange in its session;
         a replayed idempotent result is not run, so not stored again."""
         result = self.run_agent(turn.user_text, turn.prompt_words, turn.session_id)
         if result.exception is None and (result.text or not (result.failed or result.partial)):
@@ -115,7 +115,7 @@ class CompatBackend:
         return result
 
     def throttle(self):
-        """The concurrency cap as a fault effect: checked first, after auth (§1, §6 step 1)."""
+        """The concurrency cap as a fault effect: checked first, after auth."""
         params = self.instance.fault_effect(EFFECT_THROTTLE)
         if params is not None:
             raise Throttled(params.get("max", 10))
@@ -191,7 +191,7 @@ class CompatBackend:
                 "session_continuity_header": "X-Hermes-Session-Id",
                 "session_key_header": "X-Hermes-Session-Key",
                 "cors": bool(self.settings.cors_origins)},
-            # Newer source adds this block (hermes-real-server.md §5 [src-main]); the runs
+            # Hermes' newer source (after 0.19.0) adds this block; the runs
             # reservations are durable rows in the shared SQLite.
             "idempotency": {"supported": True, "durable": True, "retention_seconds": 86400},
             "endpoints": {
@@ -281,7 +281,7 @@ class CompatBackend:
                                              now=now)
         return result
 
-    # chat completions (§6)
+    # chat completions
     def chat_turn(self, raw, *, session_key_header, session_id_header):
         """Validate a chat completion in upstream order; return the Turn."""
         self.throttle()
@@ -320,7 +320,7 @@ class CompatBackend:
             first_user = next((m["content"] for m in conversation if m["role"] == "user"), "")
             session_id = derive_session_id(system_prompt, first_user)
         prompt = [system_prompt or ""] + [flatten(m["content"]) for m in conversation]
-        if provided:  # the stored session, not the request, is the history (§11)
+        if provided:  # the stored session, not the request, is the history
             prompt = [system_prompt or ""] + [
                 flatten(m["content"]) for m in self.sessions().history(session_id)] + [
                 flatten(user_message)]
@@ -363,7 +363,7 @@ class CompatBackend:
         result = self.agent_turn(turn)
         return self.chat_headers(turn), list(sse.chat_frames(turn, result)), result.delay_s
 
-    # responses (§7)
+    # responses
     def response_turn(self, raw, *, session_key_header):
         """Validate a Responses request in upstream order; return the Turn."""
         self.throttle()

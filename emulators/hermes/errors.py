@@ -1,6 +1,6 @@
 """Hermes domain errors: each carries its HTTP status and the Hermes wire envelope as data.
 
-The envelope is `{"error": {"message", "type", "param", "code"}}` (hermes-real-server.md §4);
+The envelope is `{"error": {"message", "type", "param", "code"}}` (as Hermes 0.19.0 answers);
 a few upstream errors omit `param`/`code`, which `fields` expresses. A leaf that is only data
 declares it in its class line (`class X(HermesError, status=409, code=…)`); one with behaviour
 keeps its attributes in its body.
@@ -146,7 +146,7 @@ class InternalError(HermesError, status=500, type="server_error", message="Inter
     ...
 
 
-# The OpenAI-compatible surface (hermes-real-server.md §6, §7). Upstream builds several of these
+# The OpenAI-compatible surface (chat completions, responses). Upstream builds several of these
 # errors inline with only `message` and `type` (oracle: chat_completions_missing_messages,
 # chat_completions_only_system, chat_completions_session_id_unsafe, responses_invalid_json).
 
@@ -180,7 +180,7 @@ class PreviousResponseNotFound(SubjectError, status=404, prefix="Previous respon
 
 
 class AgentIncomplete(HermesError):
-    """502 of a chat completion whose scripted run failed without any text (§6 Failures)."""
+    """502 of a chat completion whose scripted run failed without any text."""
 
     status = 502
     type = "server_error"
@@ -205,7 +205,7 @@ class AgentCrashed(InternalError):
         super().__init__(f"Internal server error: {detail}")
 
 
-# Sessions API (hermes-real-server.md §10): the full envelope with a code.
+# Sessions API (`/api/sessions…`): the full envelope with a code.
 
 
 class SessionNotFound(SubjectError, status=404, code="session_not_found",
@@ -245,11 +245,11 @@ class InvalidSystemMessage(HermesError, message="system_message must be a string
     ...
 
 
-# Jobs API and cron fire (§12.1, §13): a flat `{"error": "<text>"}` body.
+# Jobs API (`/api/jobs…`) and cron fire: a flat `{"error": "<text>"}` body.
 
 
 class JobError(HermesError):
-    """A jobs-API error; 0.19.0's 500s for client mistakes are answered as 400 (spec §12.1)."""
+    """A jobs-API error; 0.19.0's 500s for client mistakes are answered as 400 (never a 5xx)."""
 
     def body(self):
         return {"error": self.message}
@@ -267,7 +267,7 @@ class InvalidFireToken(JobError, status=401, message="invalid fire token"):
     ...
 
 
-# Platform events ingress (§13).
+# Platform events ingress (`/api/platforms/{platform}/events`).
 
 
 class InvalidPlatform(HermesError, message="Invalid platform name", code="invalid_platform"):

@@ -1,6 +1,6 @@
 """What clients send the runs API, checked before it touches any state.
 
-Submission bodies (hermes-runs.md §3.2), session and idempotency keys, approval and steer bodies.
+Submission bodies of `/v1/runs`, session and idempotency keys, approval and steer bodies.
 """
 import json
 
@@ -34,7 +34,7 @@ class Admission:
 
 
 def memory_key_of(header):
-    """Strip and check X-Hermes-Session-Key (hermes-real-server.md §6: 256 chars, no CR/LF/NUL)."""
+    """Strip and check X-Hermes-Session-Key (as Hermes does: 256 chars at most, no CR/LF/NUL)."""
     key = (header or "").strip()
     if any(ch in key for ch in "\r\n\0"):
         raise InvalidSessionKey("Invalid session key")
@@ -44,7 +44,7 @@ def memory_key_of(header):
 
 
 def validate_submission(body):
-    """Apply the body rules of hermes-runs.md §3.2 in order (Python truthiness)."""
+    """Apply the `/v1/runs` body rules in order (Python truthiness)."""
     if not isinstance(body, dict):
         raise Unsupported("non-object submission roots are outside the verified subset")
     if "hosted_room_dispatch" in body or "_room_execution_policy" in body:

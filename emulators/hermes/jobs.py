@@ -1,4 +1,4 @@
-"""JobBoard: the cron jobs API of the real server (hermes-real-server.md §12) on the emulator's
+"""JobBoard: the cron jobs API of the real server (Hermes 0.19.0) on the emulator's
 clock. Jobs are rows of the instance records; a job becomes due when the namespace clock says so
 and runs at the next tick of a 60-second ticker (upstream's period), lazily, when any jobs or
 sessions route is served. A run is one agent turn (the scripted-reply queue) in a `cron_…`
@@ -32,7 +32,7 @@ CRON_PREAMBLE = (
     " content \u2014 either report your findings normally, or say [SILENT] and nothing more.]"
     "\n\n")
 # Upstream's cron prompt scanner (tools/cronjob_tools.py): the pattern ids are upstream's, the
-# expressions our reading of their descriptions (spec §12.4).
+# expressions our reading of their descriptions.
 SECRET_VAR = r"\$\{?\w*(?:KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|API)"
 THREATS = (
     ("prompt_injection",
@@ -148,7 +148,7 @@ class JobBoard:
         return {"jobs": jobs}
 
     def create(self, raw, origin):
-        """POST /api/jobs (§12.4): checks in upstream order, then the job."""
+        """POST /api/jobs: checks in upstream order, then the job."""
         body = parse_body(raw)
         for field in ("name", "schedule"):
             if body.get(field) is not None and not isinstance(body[field], str):
@@ -196,7 +196,7 @@ class JobBoard:
         return {"job": job}
 
     def patch(self, job_id, raw):
-        """PATCH /api/jobs/{id} (§12.5): refusals first, then the lookup, then the changes."""
+        """PATCH /api/jobs/{id}: refusals first, then the lookup, then the changes."""
         self.check_id(job_id)
         body = parse_body(raw)
         updates = {key: body[key] for key in PATCHABLE if key in body}
@@ -247,7 +247,7 @@ class JobBoard:
         return {"job": job}
 
     def pause(self, job_id):
-        """Paused: hidden from the default list, `next_run_at` kept (§12.6)."""
+        """Paused: hidden from the default list, `next_run_at` kept."""
         def change(job, now):
             job.update(enabled=False, state="paused", paused_at=schedules.iso(now),
                        paused_reason=None)
@@ -264,7 +264,7 @@ class JobBoard:
         return self._change(job_id, change)
 
     def run_now(self, job_id):
-        """Due now; nothing runs inside the request (§12.7): the next tick runs it."""
+        """Due now; nothing runs inside the request: the next tick runs it."""
         def change(job, now):
             job.update(enabled=True, state="scheduled", paused_at=None, paused_reason=None,
                        next_run_at=schedules.iso(now))

@@ -47,7 +47,7 @@ def _mix(text):
 
 
 def run_id_for(namespace, counter):
-    """Return the deterministic run id of the `counter`-th admission in a namespace (§4.2)."""
+    """Return the deterministic run id of the `counter`-th admission in a namespace."""
     storage = "hermes" if namespace == "default" else f"hermes:{namespace}"
     seed = f"hermes-runs:{storage}:run_:{counter}"
     token, round_ = "", 0
@@ -99,7 +99,7 @@ class HermesBackend:
         return removed
 
     def _tick(self):
-        """Evaluate the lazy 60-second sweep schedule (§10.2)."""
+        """Evaluate the lazy 60-second sweep schedule."""
         now = self.now_s()
         due = self.store.next_sweep()
         if due is None:
@@ -110,13 +110,13 @@ class HermesBackend:
             self.store.put_next_sweep(tick + SWEEP_EVERY)
 
     def _prune(self):
-        """Delete terminal reservations older than 24 hours (§10.3)."""
+        """Delete terminal reservations older than 24 hours."""
         horizon = self.now_s() - RESERVATION_TTL
         for reservation in self.store.reservations():
             if reservation["status"]["status"] in TERMINAL and reservation["updatedAt"] < horizon:
                 self.store.delete_reservation(reservation)
 
-    # hydration (§5.2)
+    # hydration
     def _hydrate(self, run_id, scope):
         record, owner = self.store.run(run_id), self.store.owner(run_id)
         if record is not None and owner is not None and owner["scope"] == scope:
@@ -151,7 +151,7 @@ class HermesBackend:
         self.store.append_event(stream, sse.frame(payload), terminal=terminal)
 
     def _observe(self, record, owner, fields, events=()):
-        """Apply one observation (§7 step 4-5) and publish the matching events."""
+        """Apply one observation and publish the matching events."""
         run_id, previous = record["run_id"], record["status"]
         status = fields["status"]
         new = {**record, **fields, "updated_at": self.now_s()}
@@ -192,7 +192,7 @@ class HermesBackend:
         return new
 
     def _store_turn(self, record, owner):
-        """The agent appends (input, output) to the run's session when it settles (§11)."""
+        """The agent appends (input, output) to the run's session when it settles."""
         if "input" in owner and (record["status"] == "completed" or "output" in record):
             result = StoredResult(record.get("output") or "", record.get("usage"))
             SessionBook(self.instance).append(
@@ -206,7 +206,7 @@ class HermesBackend:
 
     # operations
     def submit(self, submission):
-        """Admit a run or replay one (hermes-runs.md §3.1); return an Admission."""
+        """Admit a run or replay one; return an Admission."""
         memory_key = inputs.memory_key_of(submission.memory_header)
         key = (submission.key_header or "").strip()
         if not submission.raw:
@@ -215,11 +215,11 @@ class HermesBackend:
             body, fingerprint = self._validated(submission.raw, key, memory_key)
         except HermesError:
             with self.instance.transaction():
-                self._tick()  # the sweep tick happens even when validation then fails (§3.1)
+                self._tick()  # the sweep tick happens even when validation then fails
             raise
         scope = self.scope()
         if key:
-            with self.instance.transaction():  # committed on its own: survives a 409 (§10.3)
+            with self.instance.transaction():  # committed on its own: survives a 409
                 self._tick()
                 self._prune()
         with self.instance.transaction():
@@ -241,7 +241,7 @@ class HermesBackend:
 
     @staticmethod
     def _validated(raw, key, memory_key):
-        """Steps 6-9 of §3.1: parse, key rules, body rules, fingerprint; no side effects."""
+        """Parse, key rules, body rules, fingerprint, in this order; no side effects."""
         try:
             body = canonical.parse_strict(canonical.decode_body(raw))
         except canonical.InvalidJSONText:
@@ -278,7 +278,7 @@ class HermesBackend:
         return record
 
     def get(self, run_id):
-        """Return the visible run record (§5)."""
+        """Return the visible run record."""
         due = self.store.next_sweep()
         if due is not None and self.now_s() < due:
             # Fast path without the write lock: nothing to sweep and the run is cached here.
@@ -291,7 +291,7 @@ class HermesBackend:
         return ordered(record)
 
     def stop(self, run_id):
-        """Request a stop (§6); return (body, accepted)."""
+        """Request a stop; return (body, accepted)."""
         with self.instance.transaction():
             self._tick()
             record, owner = self._hydrate(run_id, self.scope())
@@ -303,7 +303,7 @@ class HermesBackend:
         return {"run_id": run_id, "status": "stopping"}, True
 
     def observe(self, run_id, body):
-        """Script a lifecycle observation (§7, plus scripted progress `events`)."""
+        """Script a lifecycle observation (plus scripted progress `events`)."""
         scope = self.scope()
         with self.instance.transaction():
             self._tick()
@@ -322,7 +322,7 @@ class HermesBackend:
         return {**setting, "simulated": True}
 
     def restart(self, body):
-        """Logical gateway restart (§9.2): cache and live transports go, reservations stay."""
+        """Logical gateway restart: cache and live transports go, reservations stay."""
         mode = schemas.restart(body)
         with self.instance.transaction():
             reservations = self.store.reservations()
@@ -347,7 +347,7 @@ class HermesBackend:
         return {"cacheRemoved": removed, "simulated": True}
 
     def approve(self, run_id, raw):
-        """Resolve a pending approval (hermes-real-server.md §8/§9 order of checks)."""
+        """Resolve a pending approval (checks in Hermes' order)."""
         scope = self.scope()
         with self.instance.transaction():
             self._hydrate(run_id, scope)
@@ -377,7 +377,7 @@ class HermesBackend:
                 **extra, "resolved": 1}
 
     def steer(self, run_id, raw):
-        """Accept steer text for a running run (hermes-real-server.md §9)."""
+        """Accept steer text for a running run (`/steer`, as Hermes' newer source has it)."""
         scope = self.scope()
         with self.instance.transaction():
             record, owner = self._hydrate(run_id, scope)

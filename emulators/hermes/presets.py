@@ -1,7 +1,7 @@
-"""The four Hermes fault presets (hermes-runs.md §11): one-shot rules matched by operationId.
+"""The four Hermes fault presets: one-shot rules matched by operationId.
 
 `hermes_throttled` is an effect rather than a canned answer: upstream checks its concurrency cap
-only for a genuinely new run, after the idempotent replay lookup (hermes-real-server.md §9), so a
+only for a genuinely new run, after the idempotent replay lookup (Hermes' source after 0.19.0), so a
 lost-acceptance replay still succeeds while the cap is full. Draining precedes the handler
 upstream, so it stays a canned 503.
 """
@@ -22,8 +22,8 @@ PRESETS = {
                        " Retry-After: 1 (replays of admitted keys still succeed)",
         "rules": [{"operationId": "RunCreate", "count": 1, "effect": EFFECT_THROTTLE}],
     },
-    # One cap is shared by chat, responses and runs upstream (hermes-real-server.md §1); the
-    # effect answers 429 after auth and before the body is parsed, as upstream orders it (§6).
+    # One cap is shared by chat, responses and runs upstream; the
+    # effect answers 429 after auth and before the body is parsed, as upstream orders it.
     # The cap stays full until the rules are deleted: a one-shot rule would be spent by any
     # matching request, even one that auth then refuses, which upstream never counts.
     "hermes_chat_throttled": {

@@ -17,7 +17,7 @@ from .errors import BodyTooLarge, InvalidContentLength, RunNotFound, Unauthorize
 from .inputs import Submission
 from .models import EFFECT_DROP, HermesBackend
 
-# Security headers of upstream JSON responses (hermes-real-server.md §2); never on SSE.
+# Security headers of upstream JSON responses (as Hermes 0.19.0 sends them); never on SSE.
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
     "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
@@ -38,7 +38,7 @@ def send_json(resp, status, body, headers=None):
 
 
 BARE = "x-hermes-bare"  # tells the app to send this answer without any Content-Type
-# Upstream _CORS_HEADERS plus Max-Age (hermes-real-server.md §3).
+# Upstream _CORS_HEADERS (Hermes' api_server.py) plus Max-Age.
 CORS_HEADERS = {"Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
                 "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key"}
 
@@ -229,7 +229,7 @@ class RunEvents(HermesResource):
 
 
 def open_stream(resp, headers, frames):
-    """Start an SSE answer; upstream flushes its headers without the security headers (§2)."""
+    """Start an SSE answer; upstream flushes its headers without the security headers."""
     resp.status = 200
     resp.content_type = "text/event-stream"
     resp.set_headers({**sse.HEADERS, **headers})

@@ -1,4 +1,4 @@
-"""The cron scheduler's schedule grammar (hermes-real-server.md §12.4): intervals, five-field cron
+"""The cron scheduler's schedule grammar (as Hermes 0.19.0 parses it): intervals, five-field cron
 expressions, one-shot timestamps and durations, and when each is next due. Pure functions of
 epoch seconds, so the emulator's clock decides everything."""
 import datetime

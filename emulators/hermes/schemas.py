@@ -1,6 +1,6 @@
 """Validation of the Hermes admin control bodies (observe, scope, restart) with exact messages.
 
-The messages and their order are part of the wire contract (hermes-runs.md §7, §9), so checks
+The messages and their order are part of the wire contract, so checks
 are written out in order; marshmallow covers the plain-shaped bodies (scope, restart).
 """
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
@@ -76,7 +76,7 @@ def _event(item):
 
 
 def observation(body):
-    """Validate an observe body; return `(fields, events)` or raise InvalidRequest (§7 step 2)."""
+    """Validate an observe body; return `(fields, events)` or raise InvalidRequest."""
     if not isinstance(body, dict) or body.get("status") not in STATUSES:
         raise _bad("expected a supported status")
     if set(body) - OBSERVE_FIELDS:
@@ -117,7 +117,7 @@ class _Restart(Schema):
 
 
 def scope(body):
-    """Validate a scope control body (§9.1): exactly a nonempty profile and identity."""
+    """Validate a scope control body: exactly a nonempty profile and identity."""
     try:
         if not isinstance(body, dict):
             raise ValidationError("not an object")
@@ -128,7 +128,7 @@ def scope(body):
 
 
 def restart(body):
-    """Validate a restart control body (§9.2); return "stale" or "alive"."""
+    """Validate a restart control body; return "stale" or "alive"."""
     try:
         if not isinstance(body, dict):
             raise ValidationError("not an object")

@@ -1,4 +1,4 @@
-"""Falcon resources of the real server's management routes (hermes-real-server.md §10-§13):
+"""Falcon resources of the real server's management routes (Hermes 0.19.0):
 sessions, session chat, jobs, skills, toolsets, cron fire and the platform events ingress.
 
 Thin responders over SessionBook, SessionChat and JobBoard; auth first, as on every route.
@@ -198,7 +198,7 @@ class Toolsets(HermesResource):
 
 class CronFire(HermesResource):
     """POST /api/cron/fire: authenticated by NAS-minted fire tokens, never by the API key; the
-    emulator mints none, so every call is 401 `invalid fire token` (spec §13)."""
+    emulator mints none, so every call is 401 `invalid fire token`."""
 
     def on_post(self, req, resp):
         raise InvalidFireToken()

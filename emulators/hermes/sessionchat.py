@@ -1,4 +1,4 @@
-"""Chatting inside a session (hermes-real-server.md §10.10-§10.11): one agent turn over the stored
+"""Chatting inside a session (`/api/sessions/{id}/chat[/stream]`): one agent turn over the stored
 transcript, answered as JSON or as a stream of named events, and stored in the session.
 """
 from .errors import AgentCrashed, InvalidSystemMessage, MissingMessage
@@ -80,7 +80,7 @@ class SessionChat:
             result.delay_s)
 
     def frames(self, turn, result, run_id, message_id):
-        """Named SSE events (§10.11), each ending with session_id, run_id, seq and ts."""
+        """Named SSE events, each ending with session_id, run_id, seq and ts."""
         seq = 0
 
         def event(name, payload):

@@ -1,4 +1,4 @@
-"""SessionBook: the sessions the real server keeps (hermes-real-server.md §10-§11), as rows in the
+"""SessionBook: the sessions the real server keeps (Hermes 0.19.0), as rows in the
 instance records. Chat completions, responses, runs, session chat and jobs record their turns
 here; `/api/sessions…` reads and edits them. No agent runs in this module.
 """
@@ -12,7 +12,7 @@ from .upstream import arguments_text, result_text
 
 SESSIONS = "hermes-sessions"          # id -> session row (public fields + system_prompt, ...)
 MESSAGES = "hermes-messages"          # "<session id>:<message id>" -> message object
-MESSAGE_SEQUENCE = "session-message"  # one integer sequence for the whole server (§10.8)
+MESSAGE_SEQUENCE = "session-message"  # one integer sequence for the whole server
 SESSION_FIELDS = (
     "id", "source", "user_id", "model", "title", "started_at", "ended_at", "end_reason",
     "message_count", "tool_call_count", "input_tokens", "output_tokens", "cache_read_tokens",
@@ -49,7 +49,7 @@ TRAILING_NUMBER = re.compile(r" #\d+\Z")
 
 
 def public(row):
-    """The session object of §10.2, in wire order."""
+    """The session object, in wire order."""
     return {name: row[name] for name in SESSION_FIELDS}
 
 
@@ -96,7 +96,7 @@ def _int_param(raw, default, maximum):
 
 
 def json_object(raw):
-    """The JSON rules shared by the sessions routes (§10.1)."""
+    """The JSON rules shared by the sessions routes."""
     try:
         body = canonical.parse_strict(canonical.decode_body(raw or b""))
     except canonical.InvalidJSONText:
@@ -152,7 +152,7 @@ class SessionBook:
         return row
 
     def open_for_run(self, session_id, *, model):
-        """A run's agent creates its session when it starts (§11); an existing one is kept.
+        """A run's agent creates its session when it starts; an existing one is kept.
         The caller holds the transaction."""
         if self.records.get(SESSIONS, session_id) is None:
             row = self._blank(session_id, model=model)
@@ -167,7 +167,7 @@ class SessionBook:
 
     # --- /api/sessions ---------------------------------------------------------------------
     def create(self, raw):
-        """POST /api/sessions (§10.4); return the session object."""
+        """POST /api/sessions; return the session object."""
         body = json_object(raw)
         # upstream: `id or session_id`, turned into a string (12345 -> "12345") and stripped
         given = body.get("id") or body.get("session_id")
@@ -200,7 +200,7 @@ class SessionBook:
         return public(self._row(session_id))
 
     def patch(self, session_id, raw):
-        """PATCH /api/sessions/{id} (§10.6)."""
+        """PATCH /api/sessions/{id}."""
         self.require(session_id)
         body = json_object(raw)
         unknown = sorted(key for key in body if key not in PATCHABLE)
@@ -222,7 +222,7 @@ class SessionBook:
         return public(row)
 
     def delete(self, session_id):
-        """DELETE /api/sessions/{id} (§10.7): messages go; forks are orphaned."""
+        """DELETE /api/sessions/{id}: messages go; forks are orphaned."""
         with self.instance.transaction():
             self._row(session_id)
             for message in self.records.list(MESSAGES, where={"session_id": session_id}):
@@ -233,7 +233,7 @@ class SessionBook:
         return {"object": "hermes.session.deleted", "id": session_id, "deleted": True}
 
     def messages(self, session_id):
-        """GET /api/sessions/{id}/messages (§10.8): the transcript, oldest first."""
+        """GET /api/sessions/{id}/messages: the transcript, oldest first."""
         self._row(session_id)
         rows = self.records.list(MESSAGES, where={"session_id": session_id}, order_by="id")
         return {"object": "list", "session_id": session_id,
@@ -245,7 +245,7 @@ class SessionBook:
         return [{"role": row["role"], "content": row["content"]} for row in rows]
 
     def page(self, params):
-        """GET /api/sessions (§10.3): newest activity first, `has_more` = a full page."""
+        """GET /api/sessions: newest activity first, `has_more` = a full page."""
         limit = _int_param(params.get("limit"), DEFAULT_LIMIT, MAX_LIMIT)
         offset = _int_param(params.get("offset"), 0, MAX_OFFSET)
         source = params.get("source") or None
@@ -258,7 +258,7 @@ class SessionBook:
                 "has_more": len(data) == limit}
 
     def fork(self, session_id, raw):
-        """POST /api/sessions/{id}/fork (§10.9); return the new session object."""
+        """POST /api/sessions/{id}/fork; return the new session object."""
         self.require(session_id)
         body = json_object(raw)
         given = body.get("id") or body.get("session_id")
@@ -266,8 +266,8 @@ class SessionBook:
         if not new_id:
             new_id = self.new_id()
         elif LINE_BREAKS.search(new_id) or path_unsafe(new_id) or len(new_id) > MAX_ID:
-            # 0.19.0 accepts "../x" here (oracle sessions_fork_path_unsafe); the spec prefers the
-            # same refusal as create, so no session id can name a path.
+            # 0.19.0 accepts "../x" here (oracle sessions_fork_path_unsafe); we refuse it as
+            # create does, so no session id can name a path.
             raise InvalidSessionIdCode("Invalid session ID")
         with self.instance.transaction():
             source = self._row(session_id)
@@ -314,7 +314,7 @@ class SessionBook:
                 numbers.append(int(other[len(base) + 2:]))
         return base if not numbers else f"{base} #{max(numbers) + 1}"
 
-    # --- turns from the agent endpoints (§11) ---------------------------------------------
+    # --- turns from the agent endpoints ---------------------------------------------------
     def _put_message(self, message):
         self.records.put(MESSAGES, f"{message['session_id']}:{message['id']:012d}", message)
 
@@ -327,7 +327,7 @@ class SessionBook:
 
     def record(self, session_id, turn, *, source="api_server", title=None, ended=None):
         """Append one turn (user text, tool exchanges, reply) to a session, creating it with
-        the after-turn flags of §10.2 when it does not exist yet; return the session row."""
+        the flags a session has after a turn when it does not exist yet; return the session row."""
         with self.instance.transaction():
             return self.append(session_id, turn, source=source, title=title, ended=ended)
 

@@ -1,5 +1,5 @@
 """Server-Sent Events as upstream frames them: one frame, the comment lines, and the frames of a
-streamed chat completion (§6) and Responses turn (§7). Plain Python; resources.py sends them.
+streamed chat completion and Responses turn. Plain Python; resources.py sends them.
 """
 import json
 import time
@@ -28,7 +28,7 @@ def paced(frames, delay_s):
 
 
 def chat_frames(turn, result):
-    """The chat SSE frames (§6 Stream): role chunk, deltas, tool progress, finish, [DONE]."""
+    """The chat SSE frames: role chunk, deltas, tool progress, finish, [DONE]."""
     def chunk(delta, finish=None):
         return {"id": turn.completion_id, "object": "chat.completion.chunk",
                 "created": turn.created, "model": turn.model,
@@ -65,7 +65,7 @@ def chat_frames(turn, result):
 
 
 def response_events(turn, result):
-    """The Responses SSE events (§7 Stream) as (type, data) pairs, without sequence numbers."""
+    """The Responses SSE events as (type, data) pairs, without sequence numbers."""
     def envelope(status):
         return {"id": turn.response_id, "object": "response", "status": status,
                 "created_at": turn.created, "model": turn.model}

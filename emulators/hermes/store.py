@@ -1,6 +1,6 @@
 """HermesStore: the Hermes collections inside one instance's records (shared SQLite).
 
-Collection names follow the reference (hermes-runs.md §1) so checkpoints, reset and the state
+Collection names follow the reference emulator's so checkpoints, reset and the state
 API see the same layout; the event buffers are ours (the reference has no events).
 """
 

@@ -1,5 +1,5 @@
 """Upstream-compatible helpers of the OpenAI-compatible surface: how the real server coerces
-flags, flattens content, fingerprints requests and names sessions (hermes-real-server.md §6, §7).
+flags, flattens content, fingerprints requests and names sessions (as Hermes 0.19.0 does).
 
 Plain functions over parsed JSON, beside `canonical.py` (the runs API's JSON rules).
 """

@@ -1,4 +1,4 @@
-"""The admin plane under the admin prefix (spec §5/§6): a falcon app with one route table
+"""The admin plane under the admin prefix: a falcon app with one route table
 (the route parts of controls/state/credentials/snapshots/ui/webhooks, then the service's own
 routes), the admin key and the namespace check as middleware, and one serializer for every answer.
 """
@@ -181,7 +181,7 @@ class Admin:
         code, payload = result[0], result[1]
         headers = list((result[2] if len(result) > 2 else {}).items())
         if request.method in MUTATING and 200 <= code < 400:
-            # Every successful control is a point on the timeline (hermes-runs.md §7, §12.6),
+            # Every successful control is a point on the timeline,
             # written or not; the handler's own `instance.checkpoint()` is reused when nothing
             # was written since.
             headers.append(("x-mockingbird-checkpoint", instance.checkpoint()))

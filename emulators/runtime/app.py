@@ -1,4 +1,4 @@
-"""The runtime WSGI app: wraps a service's provider app in the request pipeline (spec §2).
+"""The runtime WSGI app: wraps a service's provider app in the request pipeline.
 
 carrier → namespace → branch/at → admin plane → operation → validation → storage → faults →
 dispatch → automatic checkpoint → journal/metrics → stamp.
@@ -89,7 +89,7 @@ class Runtime:
         if self.webhooks is not None and not self.webhooks.resumed:
             self.webhooks.resume()  # this process's first request: send what others left
         plane, namespace, path, carrier = self._locate(environ)
-        if carrier is not None:  # the path carrier moves into SCRIPT_NAME (spec §3)
+        if carrier is not None:  # the path carrier moves into SCRIPT_NAME
             environ = dict(environ)
             environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + \
                 f"{self.admin_prefix}/ns/{carrier}"
@@ -149,7 +149,7 @@ class Runtime:
                     key = scratch
                 elif at:
                     # New branch: forked at `at`. Existing branch: 409 unless its head is `at`
-                    # (the reference silently re-pointed it, spec §19.13).
+                    # (never silently re-pointed, which would lose its commits).
                     self.timeline.branch(namespace, branch, at)
                 elif not self.timeline.has_branch(namespace, branch):
                     self.timeline.branch(namespace, branch)

@@ -1,5 +1,5 @@
-"""Command line (spec §14): `python -m emulators serve hermes|github [options]`, or a fleet of
-them with `serve --config FILE` (spec §15); strict parsing (an unknown command or flag exits 2),
+"""Command line: `python -m emulators serve hermes|github [options]`, or a fleet of
+them with `serve --config FILE`; strict parsing (an unknown command or flag exits 2),
 start-up errors exit 1, SIGINT/SIGTERM exit 0."""
 import argparse
 import json

@@ -1,6 +1,7 @@
-"""The standard admin controls (spec §6) as route parts, one per feature, like state.py,
-credentials.py, snapshots.py and ui.py: each part's `routes()` gives (method, path, handler),
-and a handler takes the admin Request and returns (status, body[, headers])."""
+"""The standard admin controls (emulators/README.md, "Standard admin routes") as route parts,
+one per feature, like state.py, credentials.py, snapshots.py and ui.py: each part's `routes()`
+gives (method, path, handler), and a handler takes the admin Request and returns
+(status, body[, headers])."""
 import json
 import re
 import time
@@ -76,7 +77,7 @@ class ClockControls:
         return 200, self.emulator.clocks.state(request.namespace)
 
     def set_clock(self, request):
-        body = request.body  # an empty body too: the contract asks for an object (spec §6)
+        body = request.body  # an empty body too: the clock takes a JSON object
         if not isinstance(body, dict):
             raise AdminError("expected a JSON object")
         unknown = sorted(set(body) - {"reset", "set", "advance", "freeze", "resume"})
@@ -142,7 +143,7 @@ class FaultControls:
         count = faults.delete(request.namespace, rule_id, everywhere=every)
         if rule_id is not None and not count:
             raise AdminError(f"no fault {rule_id}", status=404)
-        return 200, {"status": "ok"}  # exactly (spec §6): the count is GET /faults' business
+        return 200, {"status": "ok"}  # exactly this: the count is GET /faults' business
 
     def delete_fault(self, request):
         request.query["id"] = request.params["id"]
@@ -185,7 +186,7 @@ class FaultControls:
         return 201, answer
 
     def _webhook_fault(self, request, webhook, overrides):
-        """Arm a preset's `webhook: {mode, count?}` part (spec §8.3): an override `count` and
+        """Arm a preset's `webhook: {mode, count?}` part: an override `count` and
         `namespace` apply to it too."""
         namespace = overrides.get("namespace", request.namespace)
         if not (isinstance(namespace, str) and NAME.match(namespace)):

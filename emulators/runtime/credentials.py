@@ -1,4 +1,4 @@
-"""The credential map (spec §3 step 3, §6.5): a vendor credential selects a namespace.
+"""The credential map (`/__admin/credentials`): a vendor credential selects a namespace.
 
 A service that declares `credential(environ)` gets requests without a namespace header or
 carrier routed by the credential they carry; `/credentials` admin routes manage the map.
@@ -86,8 +86,10 @@ class Credentials:
 def parse_pairs(body, namespace):
     """Return the (credential, namespace) pairs of a `PUT /credentials` body, all validated.
 
-    Every form of spec §6.5; unlike the reference, nothing is stored when any entry is bad
-    (spec §19.2), and a non-string namespace in a list entry is refused, not defaulted.
+    The forms: a list of credential strings or `{credential, namespace?}` objects (bare or under
+    `credentials`), a `{credential: namespace}` map under `credentials`, or one such object.
+    Nothing is stored when any entry is bad (validation comes first), and a non-string
+    namespace in a list entry is refused, not defaulted.
     """
     entries = body if isinstance(body, list) else \
         body.get("credentials") if isinstance(body, dict) else None

@@ -58,7 +58,7 @@ class Emulator:
         self._known = set()
 
     def locate(self, environ):
-        """Return (plane, namespace, path, carrier) of a request (spec §3).
+        """Return (plane, namespace, path, carrier) of a request.
 
         `plane` is PROVIDER or ADMIN; `path` is what follows the `/__admin/ns/<name>` carrier
         (when there is one: `carrier` is its name, else None). The namespace, unchecked: on
@@ -82,7 +82,7 @@ class Emulator:
             return PROVIDER, header, path, carrier
         if carrier:
             return PROVIDER, carrier, path, carrier
-        if self._credential is not None:  # spec §3 step 3: the credential map
+        if self._credential is not None:  # the credential map
             return PROVIDER, self.credentials.resolve(self._credential, environ), path, carrier
         return PROVIDER, "default", path, carrier
 

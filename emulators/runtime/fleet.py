@@ -1,4 +1,4 @@
-"""A fleet (spec §15): several services served from one process, each on its own port, and a
+"""A fleet: several services served from one process, each on its own port, and a
 control listener that resets, snapshots, restores and moves the clock of a namespace across them.
 
 Every service of a fleet shares one `Database` (one SQLite file), so a fleet operation is one
@@ -46,7 +46,7 @@ class FleetError(RuntimeError):
 
 
 class FleetStartError(FleetError):
-    """One service did not start (spec §15); `cause` says why."""
+    """One service did not start; `cause` says why."""
 
     def __init__(self, name, cause):
         super().__init__(f"service {name} failed to start; all started listeners were closed")
@@ -71,7 +71,7 @@ class Child:
         return _probe(self.health_url)
 
     def diagnostics(self, namespace):
-        """Return the quiescence counters of a namespace (spec §15 `/fleet/metrics`)."""
+        """Return the quiescence counters of a namespace (`<prefix>/fleet/metrics`)."""
         unmatched = self.runtime.journal.metrics(namespace)["unmatched"]
         hub = self.runtime.webhooks
         return {"activeRequests": self.guard.active(namespace), "activeConnections": 0,
@@ -247,7 +247,7 @@ class Fleet:
                 return idle, services
             time.sleep(0.005)
 
-    # -- operations (spec §15 transaction semantics) ------------------------------------------
+    # -- operations (each one transaction: all selected services or none) ---------------------
     def set_clock(self, namespace, names, *, instant=None, advance=None, freeze=None):
         """Move every selected service's clock and the fleet's own to one instant."""
         current = self.clocks.state(namespace)
@@ -379,8 +379,8 @@ def start_fleet(config, *, loader, admin_key=None, admin_prefix="/__admin", log=
 
     `loader(name)` returns the Service of a name (`emulators.start_fleet` passes the registry).
 
-    `admin_key`, `admin_prefix`, `log` and `db` apply where the config does not set them (spec
-    §15 precedence). Without any db the state lives in a temporary file removed on close.
+    `admin_key`, `admin_prefix`, `log` and `db` apply where the config does not set them (precedence
+    as in fleetconfig.py). Without any db the state lives in a temporary file removed on close.
     A ready or connections file left by an earlier run is deleted before anything starts.
     Raises ConfigError (nothing started) or FleetError (everything started was closed).
     """

@@ -1,4 +1,4 @@
-"""The fleet's `--config` file (spec §15): checked whole before anything starts, then resolved into
+"""The fleet's `--config` file: checked whole before anything starts, then resolved into
 a plan with the precedence of admin key, admin prefix, log and database settled."""
 import json
 import re
@@ -58,7 +58,7 @@ def read_config(path):
 def plan(config, *, admin_key=None, admin_prefix="/__admin", log="pretty", db=None):
     """Check `config` and resolve it over the caller's settings (command line over environment).
 
-    Precedence (spec §15): a service's adminKey, then the config's, then `admin_key`; the config's
+    Precedence: a service's adminKey, then the config's, then `admin_key`; the config's
     adminPrefix, then `admin_prefix`, a service entry overriding it; the config's log, then `log`;
     the config's db, then `db`.
     """

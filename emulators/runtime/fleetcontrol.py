@@ -1,4 +1,4 @@
-"""The fleet control listener (spec §15): `GET <prefix>/health` and the `<prefix>/fleet/*`
+"""The fleet control listener: `GET <prefix>/health` and the `<prefix>/fleet/*`
 controls, with the reference's statuses and `{"error": ...}` bodies, over a running Fleet.
 
 GET /health                                       200 ready / 503 failed (HEAD too)
@@ -253,7 +253,7 @@ def _internal(req, resp, error, params):
 
 
 def _clock_changes(body, fleet, namespace):
-    """Validate `{set?, advance?, freeze?}` before anything changes (spec §19.2)."""
+    """Validate `{set?, advance?, freeze?}` before anything changes (nothing half-applied)."""
     changes = {}
     if "set" in body:
         changes["instant"] = parse_instant(body["set"])

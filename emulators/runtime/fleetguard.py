@@ -1,4 +1,4 @@
-"""The fleet's guard around each child runtime (spec §15): a namespace a fleet operation holds
+"""The fleet's guard around each child runtime: a namespace a fleet operation holds
 answers 409, and the requests in flight are counted per namespace (quiescence)."""
 import json
 import threading

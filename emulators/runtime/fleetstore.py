@@ -9,7 +9,7 @@ SAVE = ("INSERT INTO fleet_snapshots (id, service, namespace, label, at_ms, stat
         " fleet_frozen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
 # The hub's rows of a namespace (webhooks.py), ids and sequence numbers kept: a restored
 # endpoint keeps its X-GitHub-Hook-ID and the delivery log its order. A snapshot is taken only
-# when nothing is pending (spec §15), so the restored log holds no delivery to send again.
+# when nothing is pending (quiescence), so the restored log holds no delivery to send again.
 WEBHOOK_TABLES = {
     "webhook_endpoints": ("id", "url", "secret", "events"),
     "webhook_deliveries": ("seq", "id", "endpoint", "url", "secret", "event", "action",

@@ -1,5 +1,5 @@
 """Mount WSGI apps under path prefixes (`/emulators/<name>`), and rebase the local URLs a mounted
-app answers with (spec §13): `Location`, `Link`, `Set-Cookie` paths and links in HTML bodies."""
+app answers with: `Location`, `Link`, `Set-Cookie` paths and links in HTML bodies."""
 import re
 import zlib
 

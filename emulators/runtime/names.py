@@ -1,4 +1,4 @@
-"""The one pattern of namespace and branch names (spec §3), and the messages that quote it."""
+"""The one pattern of namespace and branch names, and the messages that quote it."""
 import re
 
 SHOWN = "^[A-Za-z0-9_.-]{1,64}$"  # as the reference's messages quote it

@@ -1,5 +1,6 @@
-"""Request log sinks (spec §9, §14): each finished vendor request's journal entry (no `at`), as a
-`pretty` line or a `json` RequestLog object; metadata only, like the journal."""
+"""Request log sinks (`--log`, `--log-requests`, `Settings.on_log`): each finished vendor
+request's journal entry (no `at`), as a `pretty` line or a `json` RequestLog object; metadata
+only, like the journal."""
 import json
 import logging
 import sys
@@ -53,7 +54,7 @@ def pretty(entry):
 
 
 def as_json(entry):
-    """Format an entry as one compact JSON object (the RequestLog of spec §9)."""
+    """Format an entry as one compact JSON object (a RequestLog record)."""
     return json.dumps(entry, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -20,7 +20,7 @@ class Service:
 
     # Optional `credential(environ) -> str | None`: the vendor credential of a request (bearer
     # token, API key...). Declared, it routes requests that name no namespace through the
-    # credential map (`PUT /__admin/credentials`, spec §3); None keeps that lookup off.
+    # credential map (`PUT /__admin/credentials`); None keeps that lookup off.
     credential = None
     # Webhooks: `webhooks=True` gives the service a hub (webhooks.py) and its admin routes;
     # `webhook_ping(instance, endpoint) -> (event, payload)` is sent to each new endpoint;

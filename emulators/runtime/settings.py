@@ -15,7 +15,7 @@ class Settings:
     """What every emulator runtime needs: where state lives and who may steer it.
 
     `on_log(entry)`, when set, is called with each finished vendor request's journal entry
-    (spec §9, without `at`); an exception it raises is logged and the request goes on.
+    (without `at`); an exception it raises is logged and the request goes on.
     """
 
     db: str = DEFAULT_DB

@@ -1,8 +1,8 @@
-"""Legacy snapshots (spec §6, §7.5): `snap_<n>` aliases of pinned main checkpoints.
+"""Legacy snapshots (`/__admin/snapshots`): `snap_<n>` aliases of pinned main checkpoints.
 
 The timeline owns the state; a snapshot row only names a checkpoint and its namespace. Numbers
-come from an AUTOINCREMENT column, so they are unique for the life of the database (the
-reference counted per process, spec §19.14). A namespace reset takes its checkpoints with it:
+come from an AUTOINCREMENT column, so they are unique for the life of the database (a per-process
+counter would repeat numbers after a restart). A namespace reset takes its checkpoints with it:
 a snapshot left without its checkpoint answers 404, as if deleted, instead of dangling.
 """
 import re

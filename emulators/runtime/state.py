@@ -1,4 +1,4 @@
-"""The state API under `/state` (spec §6.6): browse and edit a namespace's main records.
+"""The state API under `/state`: browse and edit a namespace's main records.
 
 Every successful write commits a main checkpoint (`x-mockingbird-checkpoint`), as controls do.
 """
@@ -12,7 +12,7 @@ from .errors import AdminError
 COLLECTION = re.compile(r"[A-Za-z0-9_.@:-]{1,200}")
 RECORD_ID = re.compile(r"[^\s/]{1,256}")
 INTEGER = re.compile(r"-?[0-9]+")
-SAMPLE = 25      # rows the field shapes are inferred from, newest first (spec §6.6)
+SAMPLE = 25      # rows the field shapes are inferred from, newest first
 MAX_DEPTH = 8    # nested object levels described; deeper values are reported as `object`
 BODY = 'expected {"id?": "<id>", "value": <json>}'
 VALUE_BODY = 'expected {"value": <json>}'

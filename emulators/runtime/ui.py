@@ -1,4 +1,4 @@
-"""The admin UI shell (spec §5, §6): `GET /ui` is a small self-contained HTML page (open even
+"""The admin UI shell: `GET /ui` is a small self-contained HTML page (open even
 with an admin key: it holds no data) that reads `GET /ui/manifest` and other admin routes.
 """
 import base64

@@ -1,4 +1,4 @@
-"""Webhook hub (spec §6.7): endpoints per namespace, a delivery queue in SQLite, signed POSTs.
+"""Webhook hub: endpoints per namespace, a delivery queue in SQLite, signed POSTs.
 
 A service emits `(event, payload)` inside its request; the hub queues one delivery per
 subscribed endpoint in the same transaction (a rolled-back write sends nothing). A dispatcher
@@ -221,7 +221,8 @@ class WebhookHub:
 
     def clear(self, namespace=None):
         """Reset: forget one namespace's queue, deliveries and faults (its endpoints stay, as
-        configuration), or everything, endpoints included, when `namespace` is None (§6.2)."""
+        configuration), or everything, endpoints included, when `namespace` is None
+        (`reset?all=1`)."""
         tables = ["webhook_deliveries", "webhook_faults"]
         if namespace is None:
             tables.append("webhook_endpoints")
@@ -390,7 +391,7 @@ def _forked(hub_ref):
 
 
 class WebhookRoutes:
-    """The admin routes of §6.7, present only when the service has a hub."""
+    """The admin routes `/webhook-endpoints` and `/webhooks*`, present only with a hub."""
 
     def __init__(self, emulator):
         self.emulator = emulator

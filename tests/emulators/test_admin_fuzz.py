@@ -346,7 +346,7 @@ BODY_ROUTES = [(service, method, template, body)
                for service in sorted(SERVICES)
                for method, template, body in ROUTES["shared"] + ROUTES[service]
                if body is not None]
-# The query parameters each standard route reads (emulator-runtime.md), one test per pair.
+# The query parameters each standard route reads, one test per pair.
 QUERY_KEYS = {("GET", "/requests"): ("limit", "after", "since", "status", "operationId", "all"),
               ("POST", "/reset"): ("keep", "all"), ("DELETE", "/faults"): ("id", "all"),
               ("GET", "/faults"): ("all",), ("DELETE", "/requests"): ("all",),

@@ -1,4 +1,5 @@
-"""Every row of the frozen contract and every decision of spec/chat.md, over the WSGI app."""
+"""Every row of the frozen chat contract and every decision where it was silent (README.md,
+"The chat service"), over the WSGI app."""
 import json
 import re
 

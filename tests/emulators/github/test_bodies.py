@@ -23,7 +23,7 @@ def test_deeply_nested_pull_body_is_problems_parsing_json(seeded, body):
 
 @pytest.mark.parametrize("body", [DEEP, DEEP_OBJECT])
 def test_deeply_nested_ref_body_is_an_empty_object(seeded, body):
-    # Ref writes read anything but a JSON object as {} (§3.2), so the sha is missing: 422.
+    # Ref writes read anything but a JSON object as {}, so the sha is missing: 422.
     for method, path in (("POST", f"{REPO}/git/refs"), ("PATCH", f"{REPO}/git/refs/heads/main")):
         res = seeded.raw(method, path, body, "application/json")
         assert res.status_int == 422, res.text

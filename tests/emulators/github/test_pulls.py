@@ -1,7 +1,4 @@
-"""Pull requests over the wire: create, get, list (filters, sort, paging, Link), update.
-
-Spec github.md §6.8–§6.11.
-"""
+"""Pull requests over the wire: create, get, list (filters, sort, paging, Link), update."""
 import re
 
 import pytest

@@ -1,4 +1,4 @@
-"""Repositories, refs, seeding over the wire, version rule, generic 404 (spec github.md §3–§7)."""
+"""Repositories, refs, seeding over the wire, version rule, generic 404."""
 import pytest
 
 from .conftest import A, B, BASE, C, D, E, graph_body

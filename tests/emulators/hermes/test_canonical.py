@@ -1,4 +1,4 @@
-"""The fingerprint reference vectors of hermes-runs.md §8.3, and the strict parser's edges."""
+"""The fingerprint reference vectors (the reference emulator's), and the strict parser's edges."""
 import hashlib
 
 import pytest

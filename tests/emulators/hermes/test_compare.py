@@ -1,10 +1,10 @@
 """Replay the OpenAI-compatible surface side by side with what the real server answers.
 
-Each case is a request and the answer hermes-real-server.md records for it (the oracle case
-named in brackets there): status, the headers that matter, and the body's exact shape (key order
+Each case is a request and the answer Hermes 0.19.0 gave to it (named after that recorded
+exchange): status, the headers that matter, and the body's exact shape (key order
 included), with ids, times and model text matched by pattern. The cases run against the
-emulator; with HERMES_ORACLE_URL set (a running ../shared/oracle) they also run against the real
-server, which is how these expectations were checked.
+emulator; with HERMES_ORACLE_URL set (a real Hermes Agent API server on loopback) they also run
+against the real server, which is how these expectations were checked.
 """
 import json
 import os
@@ -43,7 +43,7 @@ RESP = Like(r"resp_[0-9a-f]{28}")
 MSG = Like(r"msg_[0-9a-f]{24}")
 UUID = Like(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 ABSENT = object()
-SECURITY = {  # hermes-real-server.md §2
+SECURITY = {  # on every JSON answer a Hermes 0.19.0 handler sends
     "Content-Type": "application/json; charset=utf-8",
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
@@ -237,7 +237,7 @@ CASES = [
 
 
 def chat_frames(frames):
-    """The chat stream's frames (§6 Stream), as (event, data) pairs."""
+    """The chat stream's frames, as (event, data) pairs."""
     chunk = {"id": CHATCMPL, "object": "chat.completion.chunk", "created": INT,
              "model": "hermes-agent"}
     expected = [(None, {**chunk, "choices": [{"index": 0, "delta": {"role": "assistant"},
@@ -254,7 +254,7 @@ def chat_frames(frames):
 
 
 def responses_frames(frames):
-    """The Responses stream's events (§7 Stream) with sequence numbers from 0."""
+    """The Responses stream's events with sequence numbers from 0."""
     head = {"id": RESP, "object": "response"}
     item = {"id": MSG, "type": "message"}
     text = [{"type": "output_text", "text": TEXT}]
@@ -352,7 +352,7 @@ def oracle_target(saved):
     """(base URL, key, saved values) of the real server named by HERMES_ORACLE_URL, else skip."""
     url = os.environ.get("HERMES_ORACLE_URL")
     if not url:
-        pytest.skip("HERMES_ORACLE_URL is not set (start ../shared/oracle to compare)")
+        pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server to compare with)")
     return url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), saved
 
 

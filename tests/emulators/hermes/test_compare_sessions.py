@@ -1,12 +1,12 @@
 """Replay the sessions, jobs, skills, toolsets and cron routes side by side with what the real
-server answers (hermes-real-server.md §10-§13; oracle case names in the spec's brackets).
+server (Hermes 0.19.0) answers; each case is named after the recorded exchange it checks.
 
 As in test_compare.py: each case is a request and the recorded answer's status, headers and
 exact body shape (key order included), with ids, times and model text matched by pattern. The
 cases form one chain (later ones use what earlier ones made) and run against the emulator; with
-HERMES_ORACLE_URL set (a running ../shared/oracle) they also run against the real server, with
-every client-chosen id made unique by `{u}`. Cases where the spec lets the emulator answer the
-documented 4xx instead of 0.19.0's 500 are tested in test_sessions.py / test_jobs.py only.
+HERMES_ORACLE_URL set (a real Hermes Agent API server on loopback) they also run against the real
+server, with every client-chosen id made unique by `{u}`. Cases where the emulator answers a 4xx
+instead of 0.19.0's 500 (a client's mistake) are tested in test_sessions.py / test_jobs.py only.
 """
 import re
 import uuid
@@ -82,7 +82,7 @@ def error(message, code=None):
 
 
 def session(**fields):
-    """The session object of §10.2 with a fresh session's values, overridden by `fields`."""
+    """The session object with a fresh session's values, overridden by `fields`."""
     base = {"id": TEXT, "source": "api_server", "user_id": None, "model": "hermes-agent",
             "title": None, "started_at": FLOAT, "ended_at": None, "end_reason": None,
             "message_count": 0, "tool_call_count": 0, "input_tokens": 0, "output_tokens": 0,
@@ -92,14 +92,14 @@ def session(**fields):
     return {"object": "hermes.session", "session": {**base, **fields}}
 
 
-# what a turn leaves on a session (§10.2): counters moved, the agent's model and flags
+# what a turn leaves on a session: counters moved, the agent's model and flags
 AFTER_TURN = dict(model=AnyOf("hermes-agent", "fake-model"), message_count=2,
                   input_tokens=INT, output_tokens=INT, estimated_cost_usd=0.0,
                   api_call_count=1, has_system_prompt=True, has_model_config=True)
 
 
 def list_row_keys():
-    """A list row's keys in order: `last_active` and `preview` after the parent id (§10.3)."""
+    """A list row's keys in order: `last_active` and `preview` after the parent id."""
     row = {}
     for key, value in session()["session"].items():
         row[key] = value
@@ -149,7 +149,7 @@ S = "/api/sessions/cmp-{u}-1"
 CHAT_EVENTS = ["run.started", "message.started", "assistant.delta", "tool.progress",
                "assistant.completed", "run.completed", "done"]
 CASES = [
-    # §10.1 routing and auth
+    # routing and auth
     case("sessions_create_no_auth", "POST", "/api/sessions", auth=False, body={"id": "x"},
          status=401, json_body=UNAUTHORIZED),
     case("sessions_list_wrong_bearer", "GET", "/api/sessions", auth="Bearer nope", status=401,
@@ -162,7 +162,7 @@ CASES = [
          expect_headers={"Allow": "POST"}),
     case("sessions_trailing_slash", "GET", "/api/sessions/", status=404, text="404: Not Found",
          expect_headers=TEXT_PLAIN),
-    # §10.4-§10.8 CRUD
+    # create, read, update, delete, messages
     case("sessions_create_full", "POST", "/api/sessions", status=201,
          body={"id": "cmp-{u}-1", "title": "Cmp {u}", "model": "custom-model",
                "system_prompt": "Be brief."},
@@ -208,7 +208,7 @@ CASES = [
                            has_system_prompt=True, ended_at=FLOAT, end_reason="user_closed")),
     case("sessions_get_unknown_id", "GET", "/api/sessions/cmp-{u}-never", status=404,
          json_body=error("Session not found: cmp-{u}-never", "session_not_found")),
-    # §10.10-§10.11 session chat
+    # session chat
     case("sessions_chat", "POST", S + "/chat", body={"message": "Hi cmp"},
          json_body={"object": "hermes.session.chat.completion", "session_id": "cmp-{u}-1",
                     "message": {"role": "assistant", "content": TEXT},
@@ -237,7 +237,7 @@ CASES = [
          json_body=session(id="cmp-{u}-1", title="Cmp {u}", ended_at=FLOAT,
                            end_reason="user_closed",
                            **{**AFTER_TURN, "message_count": 4, "api_call_count": 2})),
-    # §10.9 fork
+    # fork
     case("sessions_fork_auto_title", "POST", S + "/fork", body={"id": "cmp-{u}-f"},
          status=201, json_body=session(id="cmp-{u}-f", title="Cmp {u} #2",
                                        model=AnyOf("hermes-agent", "fake-model"),
@@ -270,7 +270,7 @@ CASES = [
                            has_system_prompt=True)),
     case("sessions_patch_after_delete", "PATCH", S, raw=b"nope", status=404,
          json_body=error("Session not found: cmp-{u}-1", "session_not_found")),
-    # §11 sessions made by chat completions and responses
+    # sessions made by chat completions and responses
     case("chat_header_turn1", "POST", "/v1/chat/completions",
          headers={"X-Hermes-Session-Id": "cmp-{u}-chat"},
          body={"messages": [{"role": "user", "content": "First cmp"}]},
@@ -295,7 +295,7 @@ CASES = [
          json_body=session(id=UUID, **AFTER_TURN)),
     case("sessions_messages_responses", "GET", "/api/sessions/{resp}/messages",
          json_body={"object": "list", "session_id": UUID, "data": transcript("Resp cmp {u}")}),
-    # §12 jobs
+    # jobs
     case("jobs_create_no_auth", "POST", "/api/jobs", auth=False,
          body={"name": "x", "schedule": "every 1h"}, status=401, json_body=UNAUTHORIZED),
     case("jobs_create", "POST", "/api/jobs", headers={"User-Agent": "compare/1.0"},
@@ -350,7 +350,7 @@ CASES = [
          json_body={"error": "Job not found"}),
     case("jobs_wrong_method_delete", "DELETE", "/api/jobs", status=405,
          expect_headers={"Allow": "GET,POST"}),
-    # §13
+    # skills, toolsets, cron fire, platform events
     case("skills_no_auth", "GET", "/v1/skills", auth=False, status=401, json_body=UNAUTHORIZED),
     case("skills", "GET", "/v1/skills", json_body={"object": "list", "data": []}),
     case("toolsets_wrong_method", "POST", "/v1/toolsets", status=405,
@@ -420,7 +420,7 @@ def replay(base, key, spec, saved):
 
 
 def stream_problems(names, frames):
-    """Session chat events (§10.11): names in order (deltas collapsed), common fields last."""
+    """Session chat events: names in order (deltas collapsed), common fields last."""
     seen = [event for event, _ in frames]
     collapsed = [name for i, name in enumerate(seen) if i == 0 or name != seen[i - 1]]
     problems = [] if collapsed == names else [f"events {collapsed} != {names}"]

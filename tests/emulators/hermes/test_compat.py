@@ -1,5 +1,5 @@
 """The OpenAI-compatible surface in-process: scripted replies, failures, idempotency, the
-responses store, CORS and the concurrency preset (hermes-real-server.md §1-§7)."""
+responses store, CORS and the concurrency preset, as Hermes 0.19.0 answers."""
 import json
 
 import pytest

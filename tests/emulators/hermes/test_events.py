@@ -1,4 +1,4 @@
-"""Events (SSE), approval and steer, in-process (hermes-real-server.md §8-§9)."""
+"""Events (SSE), approval and steer, in-process."""
 import json
 
 import pytest

@@ -1,4 +1,4 @@
-"""Idempotency on the wire: trimming, key rules, replay, conflict, order of checks (§3.1, §8)."""
+"""Idempotency on the wire: trimming, key rules, replay, conflict, order of checks."""
 import pytest
 
 from .conftest import FIRST_RUN, T0

@@ -1,5 +1,5 @@
-"""The jobs API on the emulator's clock (hermes-real-server.md §12), skills, toolsets, cron fire
-and the platform events ingress (§13)."""
+"""The jobs API on the emulator's clock (as Hermes 0.19.0 serves it), skills, toolsets, cron fire
+and the platform events ingress."""
 import pytest
 import webtest
 

@@ -1,4 +1,4 @@
-"""Observe, restart, retention, sweep and presets (hermes-runs.md §7, §9.2, §10, §11)."""
+"""Observe, restart, retention, sweep and presets."""
 import pytest
 
 from emulators.runtime import DroppedByFault

@@ -72,7 +72,7 @@ def test_chat_completion_synthetic_reply(served):
 def test_chat_completion_session_header(served):
     raw = served.client().chat.completions.with_raw_response.create(
         model="hermes-agent", messages=[{"role": "user", "content": "Say hello."}])
-    # hermes-real-server.md §6: the oracle's derived id for this exact first message
+    # the id Hermes 0.19.0 derives for this exact first message
     assert raw.headers["X-Hermes-Session-Id"] == "api-a46d5df2789d4c01"
     assert raw.parse().choices[0].message.role == "assistant"
 

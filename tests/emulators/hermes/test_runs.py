@@ -1,4 +1,4 @@
-"""RunCreate, RunGet and RunStop on the wire (hermes-runs.md §3-§6)."""
+"""RunCreate, RunGet and RunStop on the wire."""
 from .conftest import FIRST_RUN, SECOND_RUN, T0_S
 
 

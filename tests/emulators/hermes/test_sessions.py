@@ -1,4 +1,4 @@
-"""The sessions API in-process (hermes-real-server.md §10-§11): CRUD, paging, fork, session chat
+"""The sessions API in-process (as Hermes 0.19.0 serves it): CRUD, paging, fork, session chat
 and its stream, and sessions filled by chat completions, responses and runs."""
 import json
 

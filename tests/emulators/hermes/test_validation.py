@@ -1,4 +1,4 @@
-"""Submission body rules and headers (hermes-runs.md §3.1-§3.2, hermes-real-server.md §1/§6)."""
+"""Submission body rules and headers of `/v1/runs`."""
 import pytest
 
 ENV = {"type": "invalid_request_error", "param": None, "code": None}

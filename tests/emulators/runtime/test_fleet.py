@@ -1,4 +1,4 @@
-"""The fleet (spec §15): real listeners on loopback driven over HTTP — start-up and its files,
+"""The fleet: real listeners on loopback driven over HTTP — start-up and its files,
 the control routes and their errors, namespace holds, quiescence, and operations that commit
 across every service or not at all; the CLI as a real process."""
 import json
@@ -698,7 +698,7 @@ def test_cli_start_failure_exits_1_after_deleting_stale_files(tmp_path):
 
 
 def test_pending_webhooks_keep_the_namespace_busy_and_snapshots_keep_the_hub(fleet):
-    """Spec §15: `pendingWebhooks` counts queued deliveries, which refuse an operation and
+    """`pendingWebhooks` counts queued deliveries, which refuse an operation and
     hold wait-until-idle; a fleet snapshot brings the namespace's endpoints and log back."""
     github = fleet.children["github"].admin_url
     seed_repo(fleet)

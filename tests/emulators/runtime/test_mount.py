@@ -42,7 +42,7 @@ def test_mount_prefix_is_validated():
             PathDispatcher(fallback, {bad: fallback})
 
 
-# -- response rewriting (spec §13): Link, Set-Cookie, HTML --------------------------------------
+# -- response rewriting: Link, Set-Cookie, HTML -----------------------------------------------
 HERE = "http://localhost:80"
 
 

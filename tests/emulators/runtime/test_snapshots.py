@@ -1,4 +1,4 @@
-"""Legacy snapshots (spec §6, §7.5): aliases of pinned main checkpoints."""
+"""Legacy snapshots: aliases of pinned main checkpoints."""
 import pytest
 
 from emulators.runtime.testing import test_app

@@ -1,4 +1,4 @@
-"""The state API (spec §6.6): overview, pages, records, writes that commit main checkpoints."""
+"""The state API: overview, pages, records, writes that commit main checkpoints."""
 import pytest
 
 from tests.emulators.runtime.conftest import ns

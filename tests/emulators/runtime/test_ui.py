@@ -1,4 +1,4 @@
-"""The admin UI shell (spec §5, §6): an open HTML page and its locked manifest."""
+"""The admin UI shell: an open HTML page and its locked manifest."""
 import base64
 import hashlib
 import json

@@ -203,7 +203,7 @@ def hooked_counter(**extra):
 
 
 def test_a_preset_with_a_webhook_part_also_arms_a_delivery_fault(tmp_path, receiver):
-    """Spec §8.3: applying the preset sets its rules and the namespace's webhook fault (an
+    """Applying the preset sets its rules and the namespace's webhook fault (an
     override `count` counts for both); GET /faults/presets shows the part."""
     app = test_app(hooked_counter(webhooks=True), tmp_path / "e.sqlite3")
     listed = app.get("/__admin/faults/presets").json["presets"]
