@@ -401,12 +401,14 @@ def test_choices_are_the_offered_ones_only_on_the_latest_message_and_work_by_key
     hermes_says(site, token, approval("once", "deny"))
     buttons = choice_buttons(page)
     expect(buttons).to_have_text(["Allow once", "Deny"], timeout=WAIT_MS)
+    expect(page.get_by_role("status")).to_have_text("Hermes is waiting for your decision.")
 
     # Anything later (here the person's own words) answers the request: the buttons go.
     box = page.get_by_role("textbox", name="Message")
     box.fill("what would that do?")
     box.press("Enter")
     expect(buttons).to_have_count(0)
+    expect(page.get_by_role("status")).to_have_text("Hermes is working on an answer…")
     hermes_says(site, token, approval("once", "session", "deny"))
     expect(buttons).to_have_text(["Allow once", "Allow for this conversation", "Deny"],
                                  timeout=WAIT_MS)

@@ -298,7 +298,8 @@
       overdueDelay.reset();
     }
     state.awaiting = awaiting;
-    say(ui.status, !awaiting ? ""
+    const asking = ui.log.lastElementChild && ui.log.lastElementChild.choices;
+    say(ui.status, !awaiting ? (asking ? "Hermes is waiting for your decision." : "")
       : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
       : "Hermes is working on an answer…");
   }
