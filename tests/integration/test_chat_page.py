@@ -81,11 +81,14 @@ def site(tmp_path_factory):
 
 @contextlib.contextmanager
 def open_page(browser, url):
-    """The chat page in a fresh browser profile (so a new token); fails on any script error."""
+    """The chat page in a fresh browser profile (so a new token); fails on any script error and
+    on anything the Content-Security-Policy refused (the page must need nothing it forbids)."""
     context = browser.new_context(viewport={"width": 1024, "height": 768})
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(exc))
+    page.on("console", lambda message: errors.append(message.text)
+            if "Content Security Policy" in message.text else None)
     page.goto(url + PAGE)
     yield page
     context.close()
