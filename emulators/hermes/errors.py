@@ -98,11 +98,6 @@ class InvalidApprovalChoice(HermesError, code="invalid_approval_choice"):
     ...
 
 
-class InvalidApprovalRequest(HermesError, message="Approval request_id is invalid.",
-                             code="invalid_approval_request"):
-    ...
-
-
 class SteerNotAccepting(SubjectError, status=409, code="run_not_accepting_steer",
                         prefix="Run is not currently accepting steer input: "):
     ...

@@ -7,8 +7,6 @@ import json
 from . import canonical
 from .errors import InvalidRequest, InvalidSessionKey, Unsupported
 
-TRUTHY_STRINGS = {"1", "true", "yes", "on"}
-
 
 class Submission:
     """What the HTTP layer hands to admission: raw bytes and the two raw header values."""
@@ -111,10 +109,3 @@ def py_str(value):
     if isinstance(value, bool):
         return str(value)
     return value if isinstance(value, str) else json.dumps(value)
-
-
-def request_bool(value):
-    """Tell whether a JSON value is true or a true-ish string (upstream approval flags)."""
-    if isinstance(value, bool):
-        return value
-    return isinstance(value, str) and value.strip().lower() in TRUTHY_STRINGS

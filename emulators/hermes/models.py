@@ -5,12 +5,10 @@ one `instance.transaction()`, so all gunicorn workers see one consistent set of 
 """
 import math
 
-from . import canonical, inputs, schemas, sse
+from . import approvals, canonical, inputs, schemas, sse
 from .errors import (
-    ApprovalNotActive, HermesError, ApprovalNotPending, IdempotencyConflict, InvalidApprovalChoice,
-    InvalidApprovalRequest, InvalidIdempotencyKey, InvalidRequest,
-    InvalidSteerInput, RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun, Throttled,
-    Unsupported)
+    HermesError, IdempotencyConflict, InvalidIdempotencyKey, InvalidRequest, InvalidSteerInput,
+    RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun, Throttled, Unsupported)
 from .schemas import TERMINAL
 from .sessions import SessionBook, StoredResult, Turn, input_text
 from .store import HermesStore
@@ -23,11 +21,10 @@ RESERVATION_TTL = 86400    # durable idempotency rows: 24 hours
 SWEEP_EVERY = 60
 STREAM_TTL = 300           # unsubscribed event buffers expire after five minutes (upstream)
 EVICTABLE = frozenset({"completed", "failed", "cancelled"})
+# What a client sees of a run. The pending approval (`approval`, `approval_due`) is kept beside
+# these but never shown: upstream carries the command and choices only in the event stream.
 RECORD_ORDER = ("object", "run_id", "status", "updated_at", "created_at", "session_id", "model",
-                "last_event", "output", "usage", "error", "approval", "pending_steer")
-APPROVAL_CHOICES = ("once", "session", "always", "deny")
-# Source: hermes-agent api_server_runs.py `_APPROVAL_CHOICE_ALIASES`.
-APPROVAL_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
+                "last_event", "output", "usage", "error", "pending_steer")
 ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 EFFECT_DROP = "hermes.accepted_drop"
 EFFECT_THROTTLE = "hermes.throttled"
@@ -67,7 +64,7 @@ def ordered(record):
     return {key: record[key] for key in RECORD_ORDER if key in record}
 
 
-class HermesBackend:
+class HermesBackend(approvals.ApprovalSteps):
     """The runs rules over one emulator instance (namespace or branch)."""
 
     def __init__(self, instance):
@@ -118,6 +115,10 @@ class HermesBackend:
 
     # hydration
     def _hydrate(self, run_id, scope):
+        """Return the run's (record, owner), loaded back if need be, its timeouts applied."""
+        return self._lapse(*self._load(run_id, scope))
+
+    def _load(self, run_id, scope):
         record, owner = self.store.run(run_id), self.store.owner(run_id)
         if record is not None and owner is not None and owner["scope"] == scope:
             return record, owner
@@ -143,25 +144,37 @@ class HermesBackend:
         return reservation is not None and reservation["scope"] == scope
 
     # observations, persistence and events
-    def _emit(self, run_id, name, fields, *, terminal=False):
+    def _emit(self, run_id, name, fields, *, terminal=False, at=None, due=None, lead=None):
+        """Queue one event: `lead` keys, then the envelope (event, run_id, timestamp), then
+        `fields` (upstream adds the envelope to an approval payload, after its keys)."""
         stream = self.store.stream(run_id)
         if stream is None:
             return  # nobody will ever read it (consumed, expired or lost on restart)
-        payload = {"event": name, "run_id": run_id, "timestamp": self.now_s(), **fields}
+        if due is not None:
+            stream["approval_due"] = due  # lets the stream's poll notice the timeout
+        payload = {**(lead or {}), "event": name, "run_id": run_id,
+                   "timestamp": self.now_s() if at is None else at, **fields}
         self.store.append_event(stream, sse.frame(payload), terminal=terminal)
 
-    def _observe(self, record, owner, fields, events=()):
+    def _observe(self, record, owner, fields, events=(), at=None):
         """Apply one observation and publish the matching events."""
         run_id, previous = record["run_id"], record["status"]
+        fields = dict(fields)
+        timeout_s = fields.pop("approval_timeout_s", approvals.DEFAULT_TIMEOUT_S)
         status = fields["status"]
-        new = {**record, **fields, "updated_at": self.now_s()}
+        now = self.now_s() if at is None else at
+        new = {**record, **fields, "updated_at": now}
         progress = [name for name, _ in events if name != "message.delta"]
         if progress and "last_event" not in fields:
             new["last_event"] = progress[-1]  # upstream tool progress updates last_event
-        if status != "waiting_for_approval":
-            new.pop("approval", None)
-        else:
+        asks = status == "waiting_for_approval" and (previous != status or "approval" in fields)
+        if asks:
+            new["approval"] = approvals.guard_payload(fields.get("approval", {}))
+            new["approval_due"] = now + timeout_s
             new["last_event"] = fields.get("last_event", "approval.request")
+        elif status != "waiting_for_approval":
+            for key in approvals.STATE:
+                new.pop(key, None)
         if status in TERMINAL or status == "stopping":
             new["last_event"] = fields.get("last_event", f"run.{status}")
         if status == "completed":
@@ -174,14 +187,11 @@ class HermesBackend:
         elif status == "interrupted":
             new.setdefault("error", INTERRUPTED_ERROR)
         for name, payload in events:
-            self._emit(run_id, name, payload)
-            if name.startswith("tool.") and owner.get("steer"):
-                owner = {**owner, "steer": []}  # steer text reaches the agent after a tool call
-                self.store.put_owner(run_id, owner)
-        if status == "waiting_for_approval" and (previous != status or "approval" in fields):
-            approval = new.get("approval", {})
-            self._emit(run_id, "approval.request",
-                       {**approval, "choices": approval_choices(approval)})
+            self._emit(run_id, name, payload, at=at)
+            owner = self._track_tool(run_id, owner, name, payload, now)
+        if asks:
+            self._emit(run_id, "approval.request", {"choices": approvals.choices(new["approval"])},
+                       lead=new["approval"], due=new["approval_due"])
         if status in TERMINAL and previous not in TERMINAL:
             self._emit(run_id, f"run.{status}", terminal_fields(new), terminal=True)
             self._store_turn(new, owner)
@@ -283,7 +293,8 @@ class HermesBackend:
         if due is not None and self.now_s() < due:
             # Fast path without the write lock: nothing to sweep and the run is cached here.
             record, owner = self.store.run(run_id), self.store.owner(run_id)
-            if record is not None and owner is not None and owner["scope"] == self.scope():
+            if (record is not None and owner is not None and owner["scope"] == self.scope()
+                    and not self._lapse_due(record)):
                 return ordered(record)
         with self.instance.transaction():
             self._tick()
@@ -346,36 +357,6 @@ class HermesBackend:
             removed = self._sweep_cache(self.now_s())
         return {"cacheRemoved": removed, "simulated": True}
 
-    def approve(self, run_id, raw):
-        """Resolve a pending approval (checks in Hermes' order)."""
-        scope = self.scope()
-        with self.instance.transaction():
-            self._hydrate(run_id, scope)
-        body = inputs.json_object(raw, "Invalid JSON")
-        raw_choice = inputs.py_str(body.get("choice", "")).strip().lower()
-        choice = APPROVAL_ALIASES.get(raw_choice, raw_choice)
-        raw_request_id = body.get("request_id")
-        request_id = raw_request_id.strip() if isinstance(raw_request_id, str) else ""
-        if raw_request_id is not None and (not request_id or len(request_id) > 256):
-            raise InvalidApprovalRequest()
-        if choice not in APPROVAL_CHOICES:
-            raise InvalidApprovalChoice(
-                "Invalid approval choice; expected one of: " + ", ".join(sorted(APPROVAL_CHOICES)))
-        resolve_all = any(inputs.request_bool(body.get(name)) for name in ("all", "resolve_all"))
-        with self.instance.transaction():
-            record, owner = self._hydrate(run_id, scope)
-            if record["status"] in TERMINAL or not owner["local"]:
-                raise ApprovalNotActive(run_id)
-            pending = record["status"] == "waiting_for_approval"
-            wanted = record.get("approval", {}).get("request_id")
-            if not pending or (request_id and not resolve_all and wanted not in (None, request_id)):
-                raise ApprovalNotPending(run_id)
-            extra = {"request_id": request_id} if request_id else {}
-            self._mark(record, owner, "approval.responded",
-                       {"choice": choice, **extra, "resolved": 1})
-        return {"object": "hermes.run.approval_response", "run_id": run_id, "choice": choice,
-                **extra, "resolved": 1}
-
     def steer(self, run_id, raw):
         """Accept steer text for a running run (`/steer`, as Hermes' newer source has it)."""
         scope = self.scope()
@@ -398,8 +379,9 @@ class HermesBackend:
 
     def _mark(self, record, owner, name, fields):
         """Upstream `_mark_run_event`: the run is running again, last_event set, event queued."""
-        self._observe(record, owner, {"status": "running", "last_event": name})
+        record = self._observe(record, owner, {"status": "running", "last_event": name})
         self._emit(record["run_id"], name, fields)
+        return record
 
     # event streams
     def open_stream(self, run_id):
@@ -410,16 +392,28 @@ class HermesBackend:
             stream = self.store.stream(run_id)
             if stream is None:
                 return None
-            if not stream["subscribed"] and self.now_s() - stream["created_at"] > STREAM_TTL:
+            if stream["subscribed"]:
+                # Upstream hands a second subscriber the same queue, whose events the first
+                # subscriber's handler still takes (and loses, when its client is gone): the
+                # newcomer hears nothing but keepalives and is never closed.
+                return {**stream, "orphan": True}
+            if self.now_s() - stream["created_at"] > STREAM_TTL:
                 self.store.drop_stream(run_id)
                 return None
             stream["subscribed"] = True
             self.store.put_stream(stream)
-            return stream
+        # The stream outlives its request, whose clock reading the runtime keeps: from now on
+        # read the clock afresh, or a moved emulator clock would never time an approval out.
+        self.instance.version = None
+        return stream
 
     def take_events(self, run_id):
         """Return undelivered frames and the stream state: "open", "terminal" or "gone"."""
         peek = self.store.stream(run_id)  # cheap unlocked look first: most polls find nothing
+        if peek is not None and peek.get("approval_due") is not None:
+            if self.now_s() >= peek["approval_due"]:
+                self._lapse_for_stream(run_id)
+                peek = None
         if peek is not None and peek["last_seq"] == peek["delivered"]:
             return [], "open"
         with self.instance.transaction():
@@ -437,15 +431,6 @@ class HermesBackend:
         """Drop the run's transport once its subscriber is gone (upstream behaviour)."""
         with self.instance.transaction():
             self.store.drop_stream(run_id)
-
-
-def approval_choices(approval):
-    """Upstream `_approval_event_choices` from the approval payload's flags."""
-    if approval.get("smart_denied") or approval.get("allow_session") is False:
-        return ["once", "deny"]
-    if approval.get("allow_permanent") is False:
-        return ["once", "session", "deny"]
-    return ["once", "session", "always", "deny"]
 
 
 def terminal_fields(record):

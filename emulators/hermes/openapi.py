@@ -101,8 +101,7 @@ DOCUMENT = {
             "parameters": [_RUN_ID],
             "requestBody": {"required": True, "content": {"application/json": {"schema": {
                 "type": "object", "properties": {
-                    "choice": {"type": "string"}, "request_id": {"type": "string"},
-                    "all": {}, "resolve_all": {}}}}}},
+                    "choice": {"type": "string"}, "all": {}, "resolve_all": {}}}}}},
             "responses": {"200": _json({"type": "object"}, "hermes.run.approval_response"),
                           **_errors(400, 401, 404, 409)}}},
         "/v1/runs/{run_id}/steer": {"post": {
@@ -131,7 +130,6 @@ DOCUMENT = {
                                "session_id": {"type": "string"}, "model": {},
                                "last_event": {"type": "string"}, "output": {"type": "string"},
                                "usage": {"type": "object"}, "error": {"type": "string"},
-                               "approval": {"type": "object"},
                                "pending_steer": {"type": "string"}}},
     }},
 }

@@ -191,7 +191,8 @@ class RunEvents(HermesResource):
     """GET /v1/runs/{run_id}/events: the run's buffered and live events as SSE.
 
     The stream polls the shared store, so any worker can serve it; it sends keepalive comments
-    while idle (which also detects a vanished client), and ends after a terminal event.
+    while idle (which also detects a vanished client), and ends after a terminal event. A
+    subscriber that comes while another still holds the stream gets only keepalives, as upstream.
     """
 
     def on_get(self, req, resp, run_id):
@@ -202,7 +203,16 @@ class RunEvents(HermesResource):
             if time.monotonic() >= deadline:
                 raise RunNotFound(run_id)
             time.sleep(min(self.settings.poll_s, 0.05))
-        open_stream(resp, {}, self.frames(backend, stream["run_id"]))
+        if stream.get("orphan"):
+            open_stream(resp, {}, self.keepalives())
+        else:
+            open_stream(resp, {}, self.frames(backend, stream["run_id"]))
+
+    def keepalives(self):
+        """Yield only keepalive comments, until the client leaves."""
+        while True:
+            time.sleep(self.settings.keepalive_s)
+            yield sse.KEEPALIVE
 
     def frames(self, backend, run_id):
         """Yield SSE frames until the terminal event, a dropped transport, or a gone client."""

@@ -11,7 +11,7 @@ STATUSES = ("queued", "running", "waiting_for_approval", "stopping",
             "completed", "failed", "cancelled", "interrupted")
 TERMINAL = frozenset({"completed", "failed", "cancelled", "interrupted"})
 OBSERVE_FIELDS = frozenset({"status", "last_event", "output", "usage", "error", "approval",
-                            "pending_steer", "events"})
+                            "approval_timeout_s", "pending_steer", "events"})
 MAX_SAFE = 2 ** 53 - 1
 # Progress events a test may script; lifecycle events (approval.*, run.*) follow from `status`.
 PROGRESS_EVENTS = ("message.delta", "reasoning.available", "tool.started", "tool.completed",
@@ -92,6 +92,11 @@ def observation(body):
     if "approval" in body and (status != "waiting_for_approval"
                                or not isinstance(body["approval"], dict)):
         raise _bad("approval requires waiting_for_approval and an object")
+    if "approval_timeout_s" in body:
+        timeout = body["approval_timeout_s"]
+        if (status != "waiting_for_approval" or isinstance(timeout, bool)
+                or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_SAFE):
+            raise _bad("approval_timeout_s requires waiting_for_approval and a positive number")
     result = {k: v for k, v in body.items() if k != "events"}
     if "usage" in body:
         result["usage"] = _usage(body["usage"])

@@ -118,9 +118,13 @@ def test_approval_flow(client):
     again = client.approval(run_id, {"choice": "once"})
     assert again.json["error"]["code"] == "approval_not_pending"
     client.observe(run_id, {"status": "completed"}, status=200)
-    assert frames(events(client, run_id).text)[:2] == [
-        ("data", {"event": "approval.request", "run_id": run_id, "timestamp": T0_S,
-                  "command": "rm -rf /tmp/x", "allow_permanent": False,
+    body = frames(events(client, run_id).text)
+    assert list(body[0][1]) == ["command", "pattern_key", "pattern_keys", "description",
+                                "allow_permanent", "event", "run_id", "timestamp", "choices"]
+    assert body[:2] == [
+        ("data", {"command": "rm -rf /tmp/x", "pattern_key": "", "pattern_keys": [""],
+                  "description": "", "allow_permanent": False,
+                  "event": "approval.request", "run_id": run_id, "timestamp": T0_S,
                   "choices": ["once", "session", "deny"]}),
         ("data", {"event": "approval.responded", "run_id": run_id, "timestamp": T0_S,
                   "choice": "once", "resolved": 1})]
@@ -128,8 +132,12 @@ def test_approval_flow(client):
 
 @pytest.mark.parametrize("approval,choices", [
     ({}, ["once", "session", "always", "deny"]),
+    ({"allow_permanent": False}, ["once", "session", "deny"]),
+    ({"allow_permanent": 0}, ["once", "session", "always", "deny"]),  # only false removes it
     ({"smart_denied": True}, ["once", "deny"]),
-    ({"allow_session": False}, ["once", "deny"]),
+    ({"smart_denied": True, "allow_permanent": False}, ["once", "deny"]),
+    ({"smart_denied": 0, "allow_permanent": False}, ["once", "session", "deny"]),
+    ({"allow_session": False}, ["once", "session", "always", "deny"]),  # newer than 0.19.0
 ])
 def test_approval_choices_follow_the_flags(client, approval, choices):
     run_id = client.submit().json["run_id"]
@@ -146,10 +154,8 @@ def test_approval_errors_in_upstream_order(client):
     res = client.approval(run_id, {"choice": "maybe"})
     assert res.status_int == 400
     assert res.json["error"] == {
-        "message": "Invalid approval choice; expected one of: always, deny, once, session",
+        "message": "Invalid approval choice; expected one of: once, session, always, deny",
         "type": "invalid_request_error", "param": None, "code": "invalid_approval_choice"}
-    res = client.approval(run_id, {"choice": "once", "request_id": " "})
-    assert res.json["error"]["code"] == "invalid_approval_request"
     res = client.approval(run_id, {"choice": "deny"})
     assert res.status_int == 409
     assert res.json["error"]["message"] == f"Run has no pending approval: {run_id}"
@@ -161,14 +167,13 @@ def test_approval_errors_in_upstream_order(client):
                                  "code": "approval_not_active"}
 
 
-def test_approval_request_id_must_match_the_pending_one(client):
+def test_approval_ignores_request_id_as_0_19_0_does(client):
     run_id = client.submit().json["run_id"]
-    client.observe(run_id, {"status": "waiting_for_approval", "approval": {"request_id": "r1"}},
+    client.observe(run_id, {"status": "waiting_for_approval", "approval": {"command": "rm"}},
                    status=200)
-    assert client.approval(run_id, {"choice": "once", "request_id": "r2"}).status_int == 409
-    res = client.approval(run_id, {"choice": "always", "request_id": "r1"})
+    res = client.approval(run_id, {"choice": "always", "request_id": " ", "all": "yes"})
     assert res.json == {"object": "hermes.run.approval_response", "run_id": run_id,
-                        "choice": "always", "request_id": "r1", "resolved": 1}
+                        "choice": "always", "resolved": 1}
 
 
 def test_steer_only_while_running(client):

@@ -1,4 +1,4 @@
-"""The emulator README's `openai` SDK snippet runs as written and prints what the README says."""
+"""The emulator README's Python snippets run as written and print what the README says."""
 import re
 import subprocess
 import sys
@@ -13,9 +13,10 @@ REPO = README.parents[2]
 
 
 @pytest.mark.timeout(60)
-def test_openai_sdk_snippet_prints_what_the_readme_shows():
+@pytest.mark.parametrize("heading", ["## With the `openai` SDK", "## Approvals"])
+def test_readme_snippet_prints_what_the_readme_shows(heading):
     text = README.read_text()
-    section = text[text.index("## With the `openai` SDK"):]
+    section = text[text.index(heading):]
     snippet = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     shown = re.search(r"prints\n\n```\n(.*?)```", section, re.S).group(1)
     done = subprocess.run([sys.executable, "-c", snippet], cwd=REPO, capture_output=True,
