@@ -7,8 +7,10 @@ Override any setting on the command line (`--bind`, `--workers`) or with GUNICOR
 Figures: the chat service as shipped beside a PHP build of the same contract (16 php-fpm
 children) behind the same nginx, on a 2-core machine, `-w 2`, medians of interleaved 1-s slices.
 """
+import errno
 import multiprocessing
 import os
+import socket
 import sys
 
 from spaces.worker import AcceptingThreadsWorker
@@ -67,3 +69,30 @@ def on_starting(server):
         if server.pidfile is not None:
             server.pidfile.unlink()
         raise SystemExit(4)  # gunicorn's "App failed to load"
+    _refuse_a_taken_address(server)
+
+
+def _refuse_a_taken_address(server):
+    """Say in one line that the port is taken and exit 1, instead of gunicorn's five retries
+    that print `Connection in use` about a dozen times. A listener handed over by a re-exec
+    (USR2) or by systemd is already ours: not probed."""
+    if os.environ.get("GUNICORN_FD") or os.environ.get("LISTEN_FDS"):
+        return
+    for address in server.cfg.address:
+        if not isinstance(address, tuple):
+            continue  # a unix socket: gunicorn replaces a stale one itself
+        host, port = address[:2]
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn binds
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    return  # gunicorn reports other failures (an address not on this host)
+                where = f"[{host}]:{port}" if family == socket.AF_INET6 else f"{host}:{port}"
+                sys.stderr.write(f"gunicorn: {where} is already in use (another server?); "
+                                 "choose another with --bind or GUNICORN_CMD_ARGS\n")
+                if server.pidfile is not None:
+                    server.pidfile.unlink()
+                raise SystemExit(1)

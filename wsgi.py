@@ -9,7 +9,7 @@ import sys
 from emulators import load
 from emulators.runtime import PathDispatcher, build_wsgi
 from emulators.runtime import Settings as EmulatorSettings
-from spaces.newos4.app import create_app
+from spaces.newos4.app import PAGE_PATH, create_app
 from spaces.newos4.settings import Settings
 
 try:
@@ -27,4 +27,20 @@ except ValueError as exc:  # every from_env names the variable and the value it 
 hermes = build_wsgi(hermes_service, _emulator_settings)
 github = build_wsgi(github_service, _emulator_settings)
 chat = create_app(_chat_settings)
-application = PathDispatcher(chat, {"/emulators/hermes": hermes, "/emulators/github": github})
+
+
+def root_to_the_page(app):
+    """`make serve` announces the server's root: a GET there goes on to the chat page (302)
+    instead of the chat app's JSON 404. Every other path, and any other method, is `app`'s."""
+    def serve(environ, start_response):
+        if environ.get("PATH_INFO", "/") in ("", "/") and \
+                environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            start_response("302 Found", [("Location", PAGE_PATH), ("Content-Length", "0"),
+                                         ("Cache-Control", "no-store")])
+            return [b""]
+        return app(environ, start_response)
+    return serve
+
+
+application = root_to_the_page(
+    PathDispatcher(chat, {"/emulators/hermes": hermes, "/emulators/github": github}))

@@ -77,7 +77,7 @@ def main(argv=None):
         print(line, file=sys.stderr if problem else sys.stdout, flush=True)
 
     try:
-        settings = Settings.from_env(os.environ)
+        settings = Settings.from_env(_environ_for(args))
         settings.check_data_dir()
         client = HermesClient(settings.hermes_api_url, api_key=settings.hermes_api_key,
                               timeout_s=settings.relay_http_timeout_s) \
@@ -93,6 +93,14 @@ def main(argv=None):
         print(f"relay: {exc}", file=sys.stderr)
         return 1
     return 1 if problems else 0
+
+
+def _environ_for(args):
+    """The environment the settings are read from: a sweep never contacts Hermes, so a
+    malformed HERMES_API_URL cannot stop it (the full run and --watch still refuse it)."""
+    if args.sweep_only:
+        return {name: value for name, value in os.environ.items() if name != "HERMES_API_URL"}
+    return os.environ
 
 
 STOP_GRACE_S = 3.0

@@ -50,7 +50,9 @@ class IpWindows:
         Calling `record()` counts one hit; the window is saved on exit (even by an exception)
         only then.
         """
-        fd = _lock_fd(f"{self._prefix}{self._hash(address)}.json")
+        path = f"{self._prefix}{self._hash(address)}.json"
+        fd = _lock_fd(path)
+        recorded, raw = [], None
         try:
             raw = _read_window(fd)
             hits = _hits_of(raw)
@@ -59,7 +61,6 @@ class IpWindows:
                 raise errors.RateLimited(
                     f"rate limit: at most {self.limit} messages per IP per "
                     f"{describe_window(self.window_ms)}", wait)
-            recorded = []
             try:
                 yield lambda: recorded.append(now_ms)
             finally:  # a hit recorded before a refusal (a 507) counts too
@@ -70,6 +71,11 @@ class IpWindows:
                     _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]}).encode(),
                              len(raw))
         finally:
+            if not recorded and raw == b"":
+                # A window this request created and left empty (a refused post from a new
+                # address): removed while locked, so a refusal leaves no file. A waiter on it
+                # opens the path again (see _lock_fd).
+                os.unlink(path)
             os.close(fd)  # closing the only descriptor releases the flock
 
     def sweep(self, now_ms):

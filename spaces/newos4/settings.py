@@ -86,13 +86,15 @@ class Settings:
         return cls(**values)
 
     def check_data_dir(self, *, writable=True):
-        """Prove the data directory usable: listed, and when `writable` created if missing and
-        a file written and removed in it; raise SettingsError naming NEWOS4_DATA_DIR otherwise."""
+        """Prove the data directory usable: there and listed (a reader is told when it is
+        missing: a misspelled NEWOS4_DATA_DIR would otherwise look like an empty chat), and when
+        `writable` created if missing and a file written and removed in it; its `chat/` a
+        folder if it exists. Raise SettingsError naming NEWOS4_DATA_DIR otherwise."""
         path = self.data_dir
         if os.path.lexists(path) and not path.is_dir():
             raise SettingsError(f"NEWOS4_DATA_DIR: {path} is not a directory")
-        if not writable and not path.exists():
-            return  # nothing stored yet: readers see no threads
+        if not writable and not os.path.lexists(path):
+            raise SettingsError(f"NEWOS4_DATA_DIR: {path} {_why_missing(path)}")
         probe = path / f".probe-{os.getpid()}-{secrets.token_hex(4)}"
         steps = [("cannot be created", lambda: path.mkdir(parents=True, exist_ok=True)),
                  ("cannot be read", lambda: os.listdir(path)),
@@ -102,6 +104,19 @@ class Settings:
                 step()
             except OSError as exc:
                 raise SettingsError(f"NEWOS4_DATA_DIR: {path} {what} ({exc.strerror or exc})")
+        if os.path.lexists(self.chat_dir) and not self.chat_dir.is_dir():
+            raise SettingsError(f"NEWOS4_DATA_DIR: {self.chat_dir} is not a directory (the "
+                                "threads' folder)")
+
+
+def _why_missing(path):
+    """Why `path` is not there: a file in its way, or nothing stored there yet."""
+    for parent in path.parents:
+        if os.path.lexists(parent):
+            if parent.is_dir():
+                break
+            return f"cannot exist: {parent} is a file"
+    return "does not exist (nothing was ever stored there: is the variable right?)"
 
 
 def _http_url(name, raw):

@@ -86,30 +86,46 @@ class ThreadStore:
         path = self.path(thread)
         try:
             with self._locks(f"{path}.lock"):
+                kept = False  # whether a thread file is there when the lock is let go
                 try:
-                    current = _parse(read_bytes(path), path)
-                except FileNotFoundError:
-                    current = None
-                except OSError as exc:
-                    raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
-                new = change(current if current is not None
-                             else {"thread": thread, "messages": []})
-                if new is None:
-                    return current
-                if not new["messages"]:
-                    if current is not None:
-                        os.unlink(path)
-                    return None
-                data = _encode(new).encode()
-                tmp = write_tmp(path, data)
-                if current is None:
-                    self._create(tmp, path, max_threads)
-                else:
-                    replace(tmp, path)
-                fsync_dir(self.chat_dir)
-                return new
+                    try:
+                        current = _parse(read_bytes(path), path)
+                    except FileNotFoundError:
+                        current = None
+                    except OSError as exc:
+                        raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
+                    kept = current is not None
+                    new = change(current if current is not None
+                                 else {"thread": thread, "messages": []})
+                    if new is None:
+                        return current
+                    if not new["messages"]:
+                        if current is not None:
+                            os.unlink(path)
+                            kept = False
+                        return None
+                    data = _encode(new).encode()
+                    tmp = write_tmp(path, data)
+                    if current is None:
+                        self._create(tmp, path, max_threads)
+                        kept = True
+                    else:
+                        replace(tmp, path)
+                    fsync_dir(self.chat_dir)
+                    return new
+                finally:
+                    if not kept:
+                        self._drop_held_lock(path)
         except LockTimeout:
             raise errors.StoreBusy()
+
+    def _drop_held_lock(self, path):
+        """Remove the lock file of a thread that has no file, while we hold that lock: a refused
+        creation (a 507, a failed change), a deleted thread or a mistyped name leaves nothing in
+        the folder. Safe beside waiters for the same reason the sweep's removal is (see
+        remove_orphan_locks); a thread file that is still there (a corrupt one) keeps its lock."""
+        if not os.path.lexists(path):
+            discard(f"{path}.lock")
 
     def _create(self, tmp, path, max_threads):
         """Rename a new thread's written file into place unless the cap is reached. Only the
@@ -195,6 +211,7 @@ class ThreadStore:
                     with open(path, "rb") as handle:
                         data = handle.read()
                 except FileNotFoundError:
+                    self._drop_held_lock(path)
                     raise errors.ThreadNotFound(f"no such thread: {thread}")
                 except OSError as exc:
                     raise errors.ThreadCorrupt(
@@ -241,8 +258,8 @@ class ThreadStore:
         return found
 
     def remove_orphan_locks(self, older_than_s, now_s=None):
-        """Delete `<thread>.json.lock` files whose thread has no file (a 507, a deleted thread),
-        untouched for `older_than_s`; return how many.
+        """Delete `<thread>.json.lock` files whose thread has no file (left by a writer killed
+        while it held one, or put there by hand), untouched for `older_than_s`; return how many.
 
         Safe beside live writers: a lock is removed only while we hold it ourselves and no thread
         file exists, and a writer re-opens the path when the inode it waited on was unlinked

@@ -182,15 +182,19 @@ def test_more_streams_than_request_threads_leave_chat_requests_answered(tmp_path
            "HERMES_SSE_KEEPALIVE_SECONDS": "0.5", "HERMES_SSE_POLL_SECONDS": "0.05"}
     hermes = "/emulators/hermes"
     with gunicorn(env=env, workers=2, threads=None, ready_path=POLL_PATH) as url:
+        def open_stream(_):
+            run = requests.post(f"{url}{hermes}/v1/runs", json={"input": "x"},
+                                headers={"Connection": "close"}, timeout=10).json()
+            return requests.get(f"{url}{hermes}/v1/runs/{run['run_id']}/events", stream=True,
+                                timeout=10)
+
         streams = []
         try:
-            for _ in range(streams_wanted):
-                run = requests.post(f"{url}{hermes}/v1/runs", json={"input": "x"},
-                                    headers={"Connection": "close"}, timeout=10).json()
-                stream = requests.get(f"{url}{hermes}/v1/runs/{run['run_id']}/events",
-                                      stream=True, timeout=10)
-                assert stream.status_code == 200
-                streams.append(stream)
+            # Opened side by side: a stream's head leaves with its first frame (a keepalive
+            # after 0.5 s), and one after another they took 6 s.
+            with concurrent.futures.ThreadPoolExecutor(streams_wanted) as pool:
+                streams = list(pool.map(open_stream, range(streams_wanted)))
+            assert [stream.status_code for stream in streams] == [200] * streams_wanted
             token = secrets.token_hex(32)
             for _ in range(6):
                 answer = requests.get(url + POLL_PATH, headers={"X-Chat-Token": token,

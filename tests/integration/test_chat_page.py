@@ -36,6 +36,7 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync"]
 RATE_THREAD = 3  # small, so the 429 test needs only a few posts
+T_PAGE = 1_893_456_000_000  # 2030-01-01T00:00:00Z: the paused page clock's start
 WAIT_MS = 15000  # generous: the machine is shared, and an answer arrives within a few polls
 
 
@@ -270,33 +271,59 @@ def test_a_busy_server_is_an_alert_and_the_text_stays(page):
     refused_with_text_kept(page, "busy, try again (HTTP 503)")
 
 
-def test_polling_backs_off_on_errors_and_when_idle_and_recovers(page):
-    polls = []
-    failing = {"on": True}
+# Records, on the page's own clock, when each poll starts (an init script: it runs before the
+# page's script, whatever the Content-Security-Policy says).
+RECORD_POLLS = """
+window.__polls = [];
+const fetchFirst = window.fetch;
+window.fetch = function (resource, options) {
+  if (String(resource).includes("poll.php")) window.__polls.push(Date.now());
+  return fetchFirst.call(this, resource, options);
+};
+"""
+STEP_MS = 250
 
-    def handle(route):
-        polls.append(time.monotonic())
-        if failing["on"]:
-            route.abort()
-        else:
-            route.continue_()
-    page.route("**/poll.php*", handle)
+
+def advance(page, ms):
+    """Move the page's paused clock on by `ms`, a step at a time, with a moment of real time
+    after each step for a poll it started to be answered before the clock moves on (so a delay
+    measured on that clock is at most one step long)."""
+    for _ in range(ms // STEP_MS):
+        page.clock.run_for(STEP_MS)
+        page.wait_for_timeout(25)
+
+
+def gaps_ms(polls):
+    return [b - a for a, b in zip(polls, polls[1:])]
+
+
+def test_polling_backs_off_on_errors_and_when_idle_and_recovers(page):
+    """On the page's clock (Playwright's, paused and moved on by the test): the back-off's
+    seconds cost no wall time, and each delay is measured within its +-10% jitter."""
+    failing = {"on": True}
+    page.route("**/poll.php*",
+               lambda route: route.abort() if failing["on"] else route.continue_())
+    page.add_init_script(RECORD_POLLS)
+    page.clock.install(time=T_PAGE)
+    page.clock.pause_at(T_PAGE + 1000)
     page.reload()
+    advance(page, 250)
     shows_something(page.get_by_role("alert"))
     assert "Cannot reach the chat server" in page.get_by_role("alert").text_content()
-    page.wait_for_timeout(7500)  # failing polls back off: 2 s, then 4 s
+    advance(page, 7500)  # failing polls back off: 2 s, then 4 s
     failing["on"] = False
-    gaps = [b - a for a, b in zip(polls, polls[1:])]
-    # Delays of 2 s then 4 s (±10% jitter); the margin is for a loaded machine's late timers.
-    assert len(polls) <= 4 and gaps[0] > 1.5 and gaps[1] > gaps[0] * 1.3, gaps
+    polls = page.evaluate("window.__polls")
+    gaps = gaps_ms(polls)
+    assert len(polls) == 3, gaps
+    assert 1800 <= gaps[0] <= 2200 + STEP_MS + 500 and 3600 <= gaps[1] <= 4400 + STEP_MS + 500
 
-    recovered = len(polls)
     page.evaluate("window.dispatchEvent(new Event('online'))")  # back online: look at once
     expect(page.get_by_role("alert")).to_have_text("")
-    page.wait_for_timeout(7500)  # an idle conversation backs off too: 2 s, then 4 s
-    idle = polls[recovered:]
-    gaps = [b - a for a, b in zip(idle, idle[1:])]
-    assert 2 <= len(idle) <= 4 and gaps[0] > 1.5 and gaps[-1] > gaps[0] * 1.3, gaps
+    advance(page, 7500)  # an idle conversation backs off too: 2 s, then 4 s
+    idle = page.evaluate("window.__polls")[len(polls):]
+    gaps = gaps_ms(idle)
+    assert len(idle) == 3, gaps
+    assert 1800 <= gaps[0] <= 2200 + STEP_MS + 500 and 3600 <= gaps[1] <= 4400 + STEP_MS + 500
 
 
 @pytest.mark.parametrize("width, height", [(390, 780), (1280, 800)])

@@ -1,8 +1,10 @@
 """deploy/ works as shipped: the nginx site in front of real gunicorn, the systemd unit through
 systemd-analyze, logrotate rotating the relay log, the cron lines run as written. Each tool
 missing on the machine skips its test with the reason."""
+import contextlib
 import os
 import re
+import socket
 import secrets
 import shutil
 import subprocess
@@ -34,44 +36,54 @@ def behind_nginx(tmp_path):
     Only the ports change, and nginx reaches gunicorn from 127.0.0.2 (the one address listed in
     NEWOS4_TRUSTED_PROXIES), so the test client on 127.0.0.1 is an untrusted client as on the
     internet."""
-    nginx = needs("nginx")
+    needs("nginx")
     env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db"),
            "NEWOS4_TRUSTED_PROXIES": "127.0.0.2", "NEWOS4_RATE_IP": "2"}
     with gunicorn(env=env, workers=2) as upstream:
-        site = (DEPLOY / "nginx" / "newos4.conf").read_text()
-        port = unused_port()
-        site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
-        site = site.replace("/var/log/nginx/newos4.access.log", str(tmp_path / "access.log"))
-        site = site.replace("server 127.0.0.1:8000;", f"server {upstream[len('http://'):]};")
-        site = site.replace("proxy_pass http://newos4;",
-                            "proxy_pass http://newos4;\n        proxy_bind 127.0.0.2;")
-        (tmp_path / "site.conf").write_text(site)
-        temp = {name: tmp_path / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
-        (tmp_path / "nginx.conf").write_text(
-            f"worker_processes 1;\npid {tmp_path / 'nginx.pid'};\nerror_log stderr;\n"
-            "events {}\nhttp {\n    access_log off;\n"
-            + "".join(f"    {name}_temp_path {path};\n" if name != "body" else
-                      f"    client_body_temp_path {path};\n" for name, path in temp.items())
-            + f"    include {tmp_path / 'site.conf'};\n}}\n")
-        conf = ["-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")]
-        checked = subprocess.run([nginx, *conf, "-t"], capture_output=True, text=True)
-        assert checked.returncode == 0, checked.stderr
-        proc = subprocess.Popen([nginx, *conf, "-g", "daemon off;"], stderr=subprocess.PIPE)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    requests.get(url + HEALTH_PATH, timeout=1)
-                    break
-                except requests.ConnectionError:
-                    assert proc.poll() is None and time.monotonic() < deadline, \
-                        proc.stderr.read().decode()
-                    time.sleep(0.1)
+        with nginx_site(tmp_path, upstream) as url:
             yield url
-        finally:
-            proc.terminate()
-            proc.wait(10)
+
+
+@contextlib.contextmanager
+def nginx_site(tmp_path, upstream, *, read_timeout=None):
+    """nginx serving deploy/nginx/newos4.conf on an unused port in front of `upstream`
+    (http://host:port), with `proxy_read_timeout` shortened when given; yields its URL."""
+    nginx = needs("nginx")
+    site = (DEPLOY / "nginx" / "newos4.conf").read_text()
+    port = unused_port()
+    site = site.replace("listen 80;", f"listen 127.0.0.1:{port};")
+    site = site.replace("/var/log/nginx/newos4.access.log", str(tmp_path / "access.log"))
+    site = site.replace("server 127.0.0.1:8000;", f"server {upstream[len('http://'):]};")
+    site = site.replace("proxy_pass http://newos4;", "proxy_pass http://newos4;\n"
+                        "        proxy_bind 127.0.0.2;" + (
+                            f"\n        proxy_read_timeout {read_timeout};" if read_timeout
+                            else ""))
+    (tmp_path / "site.conf").write_text(site)
+    temp = {name: tmp_path / name for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi")}
+    (tmp_path / "nginx.conf").write_text(
+        f"worker_processes 1;\npid {tmp_path / 'nginx.pid'};\nerror_log stderr;\n"
+        "events {}\nhttp {\n    access_log off;\n"
+        + "".join(f"    {name}_temp_path {path};\n" if name != "body" else
+                  f"    client_body_temp_path {path};\n" for name, path in temp.items())
+        + f"    include {tmp_path / 'site.conf'};\n}}\n")
+    conf = ["-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")]
+    checked = subprocess.run([nginx, *conf, "-t"], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    proc = subprocess.Popen([nginx, *conf, "-g", "daemon off;"], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                requests.get(url + "/spaces/newos4/data/", timeout=1)
+                break
+            except requests.ConnectionError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def test_the_nginx_site_serves_the_chat_and_hides_the_rest(behind_nginx):
@@ -86,11 +98,54 @@ def test_the_nginx_site_serves_the_chat_and_hides_the_rest(behind_nginx):
     assert polled["messages"][0]["text"] == "via nginx"
     for path in ("/spaces/newos4/data/chat/", f"/spaces/newos4/data/chat/{posted.json()['thread']}"
                  ".json", "/emulators/hermes/v1/models", "/emulators/github/__admin/health"):
-        assert requests.get(url + path, timeout=10).status_code == 404, path
+        hidden = requests.get(url + path, timeout=10)
+        assert hidden.status_code == 404, path
+        assert hidden.headers["Content-Type"] == "application/json", path
+        assert hidden.json() == {"success": False, "error": "not found"}, path
     huge = requests.post(url + POST_PATH, data=b"x" * 100_000, timeout=10,
                          headers={"X-Chat-Token": token})
     assert huge.status_code == 413
     assert huge.json() == {"success": False, "error": "text too long (max 4000 chars)"}
+
+
+PAGE_PATHS = ["/spaces/newos4/", "/spaces/newos4/chat.js", HEALTH_PATH, POLL_PATH]
+
+
+def assert_json_error(answer, status, words):
+    assert answer.status_code == status, answer.text
+    assert answer.headers["Content-Type"] == "application/json"
+    assert answer.json() == {"success": False, "error": words}
+    assert answer.headers["Retry-After"] == "10"
+
+
+def test_with_gunicorn_down_the_nginx_site_answers_the_chats_json_502(tmp_path):
+    """And so does every answer nginx makes itself on the page's paths."""
+    with nginx_site(tmp_path, f"http://127.0.0.1:{unused_port()}") as url:
+        for path in PAGE_PATHS:
+            assert_json_error(requests.get(url + path, timeout=10), 502,
+                              "the chat service is not running; try again in a minute")
+        assert_json_error(requests.post(url + POST_PATH, json={"text": "hi"}, timeout=10,
+                                        headers={"X-Chat-Token": secrets.token_hex(32)}),
+                          502, "the chat service is not running; try again in a minute")
+        # What nginx refuses before any location: the same JSON shape, no Retry-After.
+        for answer, status, words in [
+                (requests.get(url + POLL_PATH + "?since=" + "1" * 20000, timeout=10), 414,
+                 "URI too long"),
+                (requests.get(url + POLL_PATH, headers={"X-Big": "x" * 20000}, timeout=10), 400,
+                 "bad request")]:
+            assert answer.status_code == status
+            assert answer.headers["Content-Type"] == "application/json"
+            assert answer.json() == {"success": False, "error": words}
+
+
+def test_a_silent_gunicorn_behind_the_nginx_site_is_the_chats_json_504(tmp_path):
+    with socket.socket() as silent:  # accepts (the kernel does), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        upstream = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with nginx_site(tmp_path, upstream, read_timeout="1s") as url:
+            assert_json_error(requests.get(url + POLL_PATH, timeout=10), 504,
+                              "the chat service did not answer in time; try again")
 
 
 def test_behind_the_nginx_site_a_forged_forwarded_for_does_not_escape_the_ip_window(
@@ -170,6 +225,7 @@ def test_console_scripts_run_the_programs_from_anywhere(tmp_path):
                               capture_output=True, text=True, timeout=60)
 
     assert "clear-rate" in run("newos4-chat", "--help").stdout
+    (tmp_path / "data").mkdir()  # as the server's start creates it
     listed = run("newos4-chat", "list")
     assert listed.returncode == 0 and listed.stdout == ""
     swept = run("newos4-relay", "--sweep-only")

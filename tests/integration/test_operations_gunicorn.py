@@ -47,6 +47,23 @@ def test_a_bad_configuration_is_one_line_however_many_workers(tmp_path, env, lin
         assert lines[0] == f"gunicorn: configuration error: {line.format(file=a_file)}"
 
 
+def test_a_port_in_use_is_one_line_and_exit_1(tmp_path):
+    """Not gunicorn's five retries with `Connection in use` printed about a dozen times."""
+    import socket
+    port = unused_port()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", port))
+        taken.listen()
+        done = subprocess.run(
+            [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "--bind",
+             f"127.0.0.1:{port}", "wsgi:application"], cwd=REPO, capture_output=True, text=True,
+            env={**os.environ, "NEWOS4_DATA_DIR": str(tmp_path / "data")}, timeout=60)
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if "[INFO]" not in line]
+    assert done.returncode == 1
+    assert lines == [f"gunicorn: 127.0.0.1:{port} is already in use (another server?); choose "
+                     "another with --bind or GUNICORN_CMD_ARGS"]
+
+
 def test_health_follows_the_data_directory(tmp_path):
     data = tmp_path / "data"
     with gunicorn(env={"NEWOS4_DATA_DIR": str(data)}, workers=3) as url:

@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run(settings, *args, stdin=None, env=None):
-    environ = {**os.environ, "NEWOS4_DATA_DIR": str(settings.data_dir), **(env or {})}
+    data_dir = {} if settings is None else {"NEWOS4_DATA_DIR": str(settings.data_dir)}
+    environ = {**os.environ, **data_dir, **(env or {})}
     return subprocess.run([sys.executable, *args], cwd=REPO, env=environ, input=stdin,
                           capture_output=True, text=True, timeout=60)
 
@@ -84,6 +85,7 @@ def test_show_prints_messages_and_honours_since(client, settings, clock):
 
 
 def test_show_unknown_thread_and_bad_since_are_errors(settings):
+    settings.data_dir.mkdir(parents=True)
     missing = chat(settings, "show", "0123456789abcdef")
     assert missing.returncode == 1 and "no such thread" in missing.stderr
     bad = chat(settings, "show", "0123456789abcdef", "--since", "-5")
@@ -103,6 +105,27 @@ def test_bad_configuration_is_a_clear_error(settings):
     done = chat(settings, "list", env={"NEWOS4_MAX_TEXT": "lots"})
     assert done.returncode == 1
     assert "NEWOS4_MAX_TEXT: expected an integer >= 1, got 'lots'" in done.stderr
+
+
+@pytest.mark.parametrize("command", [["list"], ["list", "--awaiting"], ["check"],
+                                     ["show", "0123456789abcdef"]])
+@pytest.mark.parametrize("layout, why", [
+    ("missing", "does not exist (nothing was ever stored there: is the variable right?)"),
+    ("under a file", "cannot exist: {tmp}/file is a file"),
+    ("a file", "is not a directory"),
+    ("chat is a file", "is not a directory (the threads' folder)")])
+def test_an_unusable_data_dir_is_one_line_and_exit_1(tmp_path, command, layout, why):
+    """A misspelled or broken NEWOS4_DATA_DIR is named, never a traceback or an empty listing."""
+    (tmp_path / "file").write_text("x")
+    data_dir = {"missing": tmp_path / "misspelled", "under a file": tmp_path / "file" / "data",
+                "a file": tmp_path / "file", "chat is a file": tmp_path / "data"}[layout]
+    if layout == "chat is a file":
+        data_dir.mkdir()
+        (data_dir / "chat").write_text("x")
+    done = run(None, "scripts/chat.py", *command, env={"NEWOS4_DATA_DIR": str(data_dir)})
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.startswith("chat.py: NEWOS4_DATA_DIR: ") and done.stderr.count("\n") == 1
+    assert why.format(tmp=tmp_path) in done.stderr, done.stderr
 
 
 def test_relay_sweep_only_applies_retention_by_the_real_clock(testapp, settings, clock):
@@ -131,3 +154,25 @@ def test_relay_help_and_overlapping_runs(settings):
 def test_relay_without_hermes_url_says_it_only_swept(settings):
     done = run(settings, "cron/relay.py", env={"HERMES_API_URL": ""})
     assert done.returncode == 0 and "HERMES_API_URL is not set: swept only" in done.stdout
+
+
+@pytest.mark.parametrize("command", [["reply", "0123456789abcdef", "x"],
+                                     ["delete", "0123456789abcdef"], ["clear-rate", "::1"]])
+def test_writers_name_a_blocked_data_dir_or_chat_folder_too(tmp_path, command):
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "chat").write_text("x")
+    for data_dir, why in [(tmp_path / "file" / "data", "cannot be created (Not a directory)"),
+                          (tmp_path / "data", "chat is not a directory (the threads' folder)")]:
+        done = run(None, "scripts/chat.py", *command, env={"NEWOS4_DATA_DIR": str(data_dir)})
+        assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith("chat.py: NEWOS4_DATA_DIR: ") and why in done.stderr
+
+
+def test_sweep_only_ignores_a_malformed_hermes_url_that_a_full_run_refuses(settings):
+    bad = {"HERMES_API_URL": "http//127.0.0.1:8642"}
+    swept = run(settings, "cron/relay.py", "--sweep-only", env=bad)
+    assert swept.returncode == 0 and "relay: sweep" in swept.stdout, swept.stderr
+    refused = run(settings, "cron/relay.py", env=bad)
+    assert refused.returncode == 1 and "relay: HERMES_API_URL: expected an http(s) URL" \
+        in refused.stderr

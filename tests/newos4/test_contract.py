@@ -337,3 +337,30 @@ def test_distinct_tokens_have_distinct_threads(testapp):
     a.say("for a")
     assert b.poll().json["messages"] == []
     assert new_token() != new_token()
+
+
+def test_a_refused_request_creates_no_file(make_app, settings, service):
+    """Twenty refused new threads (507) leave chat/ as it was; so do the other refusals, even
+    from an address the server has never seen (no empty IP window is left behind)."""
+    testapp, _ = make_app(max_threads=1, rate_thread=1, rate_ip=1000)
+    first = ChatClient(testapp, remote_addr="198.51.100.1")
+    first.say("the one thread allowed")
+    before = files_under(settings.data_dir)
+    for i in range(20):
+        ChatClient(testapp, remote_addr=f"198.51.100.{100 + i}").post(status=507)
+    assert [p for p in files_under(settings.data_dir) if p.startswith("chat/")] == \
+        [p for p in before if p.startswith("chat/")]
+    stranger = ChatClient(testapp, token=first.token, remote_addr="203.0.113.99")
+    stranger.post({"text": "over the thread window"}, status=429)
+    ChatClient(testapp, remote_addr="203.0.113.98").post({"text": "x" * 5000}, status=413)
+    ChatClient(testapp, remote_addr="203.0.113.97").post(raw=b"{", status=400)
+    ChatClient(testapp, token="bad", remote_addr="203.0.113.96").post(status=401)
+    ChatClient(testapp, remote_addr="203.0.113.95").poll(since=0)
+    with pytest.raises(Exception, match="no such thread"):
+        service.reply("00000000000000aa", "to nobody")
+    assert service.deliver("00000000000000ab", "MSG-1", ["an answer"]) == "superseded"
+    after = files_under(settings.data_dir)
+    ip_windows = [p for p in after if p.startswith("ratelimit/ip/") and p.endswith(".json")]
+    assert len(ip_windows) == 21  # the accepted post's and the twenty 507s' addresses
+    assert [p for p in after if not p.startswith("ratelimit/")] == \
+        [p for p in before if not p.startswith("ratelimit/")]

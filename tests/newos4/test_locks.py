@@ -47,17 +47,15 @@ def test_the_sweep_removes_old_orphan_locks_only(make_app, settings, clock):
     testapp, _ = make_app(max_threads=1)
     kept = ChatClient(testapp)
     kept.say("the one thread allowed")
-    refused = ChatClient(testapp)
-    refused.post(status=507)  # leaves <thread>.json.lock without its .json
     chat = settings.chat_dir
-    orphan_507 = chat / f"{refused.thread}.json.lock"
-    deleted = chat / "00000000000000d1.json.lock"     # a thread the sweep deleted earlier
+    crashed = chat / "00000000000000d0.json.lock"     # a writer killed while creating a thread
+    deleted = chat / "00000000000000d1.json.lock"     # deleted by hand, or by an older version
     young = chat / "00000000000000d2.json.lock"       # inside the grace period
     held = chat / "00000000000000d3.json.lock"        # old, but a process holds it
-    for path in (deleted, young, held):
+    for path in (crashed, deleted, young, held):
         path.touch()
     live = chat / f"{kept.thread}.json.lock"          # its thread exists
-    for path in (orphan_507, deleted, held, live):
+    for path in (crashed, deleted, held, live):
         age(path)
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(held)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -69,7 +67,7 @@ def test_the_sweep_removes_old_orphan_locks_only(make_app, settings, clock):
         holder.communicate("")
     assert done.returncode == 0, done.stderr
     assert '"locks_removed": 2' in done.stdout
-    assert not orphan_507.exists() and not deleted.exists()
+    assert not crashed.exists() and not deleted.exists()
     assert young.exists() and held.exists() and live.exists()
 
 

@@ -104,6 +104,8 @@ def test_delete_removes_a_thread_and_its_lock_and_refuses_corrupt_files_without_
     missing = chat(settings.data_dir, "delete", client.thread)
     assert missing.returncode == 1
     assert missing.stderr == f"chat.py: no such thread: {client.thread}\n"
+    assert list(settings.chat_dir.iterdir()) == []  # no lock file left behind
+    assert "0 leftover" in chat(settings.data_dir, "check").stdout
     write_thread(settings.chat_dir, "00000000000000b1.json", b"not json")
     refused = chat(settings.data_dir, "delete", "00000000000000b1")
     assert refused.returncode == 1 and "not valid JSON" in refused.stderr

@@ -14,7 +14,13 @@ from spaces.newos4.service import DAY_MS, STALE_FILE_S
 
 from .conftest import T0, ChatClient
 
-freezegun.configure(extend_ignore_list=["filelock"])
+# freezegun's first freeze looks through every loaded module for the clock's functions: 2 s
+# once the other tests' client libraries are loaded (openai alone is 500 modules). None of them
+# runs here; an ignored module also reads the real clock, so nothing on these tests' call
+# stacks (falcon, webtest) is listed.
+freezegun.configure(extend_ignore_list=[
+    "filelock", "openai", "github", "playwright", "hypothesis", "pydantic", "cryptography",
+    "nacl", "httpx", "httpcore", "jsonschema", "referencing"])
 
 
 def test_append_keeps_only_the_newest_200(make_app, service, clock):

@@ -1,4 +1,5 @@
-"""The README's PyGithub and curl examples run as written (curl against a served emulator)."""
+"""The README's PyGithub and shell examples run as written."""
+import json
 import re
 import shutil
 import subprocess
@@ -6,9 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import requests
 
-from emulators.github import serve
+from testkit.servers import unused_port
+from testkit.shell import run_as_user, sh_blocks, user_env
 
 README = Path(__file__).resolve().parents[3] / "emulators" / "github" / "README.md"
 
@@ -26,14 +27,16 @@ def test_pygithub_example_runs():
 
 
 @pytest.mark.skipif(not shutil.which("curl"), reason="curl is not on this machine")
-def test_curl_example_runs():
-    with serve() as server:
-        script = block("sh").replace("http://127.0.0.1:8828", server.url)
-        done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-        assert "response dropped" in done.stdout
-        listed = requests.get(f"{server.url}/repos/synthetic-org/example/pulls", timeout=5).json()
-        assert [p["title"] for p in listed] == ["Add topic"]
-        assert done.stdout.rstrip().endswith("]")  # the last call printed the listing
-        assert '"title": "Add topic"' in done.stdout.splitlines()[-1] or \
-            '"title":"Add topic"' in done.stdout.splitlines()[-1]
+def test_the_shell_blocks_run_top_to_bottom_as_a_user_runs_them(tmp_path):
+    """The curl block starts the emulator (the venv's, from a shell with no venv activated);
+    the webhook block registers an endpoint and stops it."""
+    ports = {8828: unused_port(), 9000: unused_port()}
+    done = run_as_user("\n".join(sh_blocks("emulators/github/README.md")),
+                       user_env(TMPDIR=str(tmp_path)), ports)
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
+    assert '"full_name": "synthetic-org/example"' in out
+    listed = [line for line in out.splitlines() if line.startswith("[{")]
+    assert "response dropped" in out  # the create's answer was lost, yet the PR was made:
+    assert [pr["title"] for pr in json.loads(listed[0])] == ["Add topic"]
+    assert f'"url":"http://127.0.0.1:{ports[9000]}/hook"' in out

@@ -30,6 +30,7 @@ from testkit.counter_service import OPENAPI, provider_app
 from testkit.counter_service import service as counter
 from tests.emulators.runtime.test_cli import clean_env
 from testkit.servers import REPO, unused_port
+from testkit.shell import run_as_user, sh_blocks, user_env
 from tests.emulators.receiver import Receiver
 
 SHA = "1" * 40
@@ -554,22 +555,19 @@ def test_requests_in_flight_make_the_namespace_busy(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
-def test_the_readme_walk_through_works_as_written(tmp_path):
-    readme = (REPO / "emulators" / "README.md").read_text()
-    section = readme[readme.index("### A fleet: several emulators from one process"):]
-    config = json.loads(re.search(r"```json\n(.*?)```", section, re.S).group(1))
-    for entry in config["services"].values():
-        entry["port"] = 0
-    config["control"]["port"] = 0
-    config["log"] = "off"
-    script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
-    with start_fleet(config, db=str(tmp_path / "f.db")) as fleet:
-        script = script.replace("http://127.0.0.1:8829", fleet.url).replace(
-            "http://127.0.0.1:8828", fleet.children["github"].url)
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], capture_output=True,
-                              text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    health, clock, reset, gone, restored, back, final = done.stdout.splitlines()
+def test_the_readme_runs_top_to_bottom_as_a_user_runs_it(tmp_path):
+    """Both walk-throughs of emulators/README.md in one shell with no venv activated: the
+    first starts and stops its GitHub emulator, so the fleet then finds its ports free."""
+    ports = {8827: unused_port(), 8828: unused_port(), 8829: unused_port()}
+    done = run_as_user("\n".join(sh_blocks("emulators/README.md")),
+                       user_env(TMPDIR=str(tmp_path)), ports)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines()
+             if not line.startswith(("github ", "hermes ", "control ", "fleet "))]
+    codes = [line for line in lines if re.fullmatch(r"\d{3}", line)]
+    assert codes == ["200", "404", "503", "200", "200", "404", "404", "200"]
+    assert '"now":1893456900000' in done.stdout and '"requests":[' in done.stdout
+    health, clock, reset, gone, restored, back, final = lines[-7:]
     assert '"status":"ready"' in health and '"now":1893456000000' in clock
     assert (gone, back) == ("404", "200")
     for answer in (reset, restored):

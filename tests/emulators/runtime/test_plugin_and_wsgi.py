@@ -33,3 +33,16 @@ def test_wsgi_mounts_both_emulators_and_leaves_the_rest_to_chat(tmp_path, monkey
         assert alone.json["service"] == name
     assert wsgi.hermes.db.path == str(tmp_path / "wsgi.sqlite3")
     assert "x-mockingbird" not in app.get("/emulators", expect_errors=True).headers
+
+
+def test_the_monoliths_root_sends_a_browser_to_the_chat_page(tmp_path, monkeypatch):
+    """`make serve` announces http://127.0.0.1:8000: that root leads to the page."""
+    monkeypatch.setenv("EMULATORS_DB", str(tmp_path / "wsgi.sqlite3"))
+    monkeypatch.setenv("NEWOS4_DATA_DIR", str(tmp_path / "data"))
+    import wsgi
+    app = webtest.TestApp(importlib.reload(wsgi).application)
+    for answer in (app.get("/", status=302), app.head("/", status=302)):
+        assert answer.headers["Location"].endswith("/spaces/newos4/")
+    assert "Send" in app.get("/").follow().text
+    assert app.post("/", status=404).json == {"success": False, "error": "not found"}
+    assert app.get("/nope", status=404).json == {"success": False, "error": "not found"}

@@ -1,0 +1,50 @@
+"""Run a README's shell blocks as a user would on a fresh clone: one bash from the checkout,
+with no virtualenv activated (a bare `python` there has none of the dependencies)."""
+import os
+import re
+import signal
+import subprocess
+import sys
+
+from .servers import REPO
+
+VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
+
+
+def sh_blocks(readme_path, after=None):
+    """Every ```sh block of the README (a path from the repository root), in order; only those
+    after the line holding `after` when given."""
+    readme = (REPO / readme_path).read_text()
+    if after is not None:
+        readme = readme[readme.index(after):]
+    return re.findall(r"```sh\n(.*?)```", readme, re.S)
+
+
+def user_env(**extra):
+    """The environment of a user's shell: no virtualenv on PATH or in the variables."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME") and not k.startswith("PYTEST")}
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
+                                  if os.path.abspath(p) != VENV_BIN and ".venv" not in p)
+    return {**env, **extra}
+
+
+def run_as_user(script, env, ports=(), timeout=120):
+    """`bash -euo pipefail` over `script` from the checkout, each port number in `ports`
+    ({written: free}) replaced, so a test never takes a port a user's server may hold. It runs
+    in its own process group, ended afterwards: a block that failed half-way may have left a
+    server running."""
+    for written, free in dict(ports).items():
+        script = re.sub(rf"\b{written}\b", str(free), script)
+    proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
