@@ -1,8 +1,10 @@
 """Gunicorn settings for `gunicorn -c gunicorn.conf.py wsgi:application`, behind the README's nginx.
 
-Our own worker (spaces/worker.py): threads that each accept, answer and close one connection,
-and event streams (Hermes emulator) in threads of their own, so streams never hold a request
-thread; several workers because all shared state is on disk (thread files, SQLite).
+Our own worker (spaces/worker.py): threads that each accept, answer and close one connection
+once its whole request is in (a reader thread collects the requests of slow clients), and
+event streams (Hermes emulator) in threads of their own, so neither slow clients nor streams
+hold a request thread; several workers because all shared state is on disk (thread files,
+SQLite). Needs gunicorn 26 or later (setup.cfg).
 Override any setting on the command line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS.
 Figures: the chat service as shipped beside a PHP build of the same contract (16 php-fpm
 children) behind the same nginx, on a 2-core machine, `-w 2`, medians of interleaved 1-s slices.
@@ -28,18 +30,22 @@ worker_class = AcceptingThreadsWorker
 # 4 threads 0.80, 0.82, 0.66; 5 threads 0.80; 6 threads 0.72, 0.80; 8 threads 0.73 (noise
 # +-0.08). CPU per post behind nginx: 3 threads 730-760 us, 4 threads 860-870 us, 2 threads
 # 810-830 us (fewer posts in flight). Idle polls: 3 and 4 threads alike (0.45, 0.47).
+# As many late threads answer the requests of slow clients once they are whole.
 threads = 3
-# Event streams per worker process that get a thread of their own (past that, a request thread
-# streams): gunicorn's default. Streams never occupy the `threads`.
+# Per worker process: event streams that get a thread of their own (past that, the thread that
+# answered streams it; streams never occupy the `threads`), and slow clients' requests the
+# reader holds at once (past that, the oldest is closed). gunicorn's default.
 worker_connections = 1000
 # One request per connection: the answer closes it, nginx opens one per request (its default).
-# A kept-alive connection would hold a request thread while idle.
+# Our worker never keeps a connection alive, whatever this says (set it and the worker says at
+# start that it is ignored); 0 says what happens.
 keepalive = 0
 # gunicorn 27+ opens a control socket at one fixed path per user; several instances (tests,
 # emulators beside the service) would fight over it. Older gunicorns ignore this name.
 control_socket_disable = True
-# A worker silent this long is restarted; with our worker it is also how long a client may stay
-# silent while sending its request before its connection is closed.
+# A worker silent this long is restarted. With our worker it is also how long a client has,
+# from its connection, to send its request (head and body up to 64 KiB; a request thread never
+# waits for it), and how long a bigger body may pause between its parts.
 timeout = 60
 graceful_timeout = 10
 # Only the local reverse proxy may set X-Forwarded-Proto; the chat app reads X-Forwarded-For

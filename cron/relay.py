@@ -44,6 +44,12 @@ environment:
   NEWOS4_RELAY_WATCH_POLL_MS=500 --watch: how often it polls the runs in flight
   NEWOS4_DATA_DIR, NEWOS4_KEEP_DAYS, NEWOS4_KEEP_MESSAGES, NEWOS4_MAX_TEXT
 
+When Hermes asks before running a command (a run waiting for approval), the relay writes the
+request into the thread ("Hermes asks before running a command:", the command, why, the words
+to reply with); the person's next message decides (once/session/always/deny, approve/yes/no),
+and any other text refuses the command and becomes the next question. A cron run reads a
+waiting run's details only when no watcher runs (the watcher holds each run's event stream).
+
 Each thread is handled on its own: a thread file that cannot be read or an answer that cannot
 be written is reported once (relay: PROBLEM thread=... skipped: why) and skipped, and every
 other thread is still swept and relayed. When Hermes does not answer, one line says so.

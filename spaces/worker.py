@@ -1,13 +1,23 @@
 """The gunicorn worker the monolith ships with (`worker_class` in gunicorn.conf.py).
 
 Each worker process runs `threads` request threads. A request thread waits in a blocking
-accept(), reads one request, answers it and closes the connection (the reverse proxy opens one
-per request), with plain blocking calls: no selector, no thread pool, no futures queue. An
-answer that streams (a Hermes event stream: an iterator, not a list) is handed to a thread of
-its own, so streams never hold request threads and never starve chat requests, however many
-are open (up to `worker_connections` per process; past that the request thread streams it).
-A process whose request threads are all busy accepts nothing: the kernel gives new connections
-to a thread waiting elsewhere.
+accept(), takes what the client has sent so far without waiting, and when that is the whole
+request (as it is from a reverse proxy), answers it and closes the connection (the proxy opens
+one per request), with plain blocking calls: no selector, no thread pool, no futures queue.
+A request not yet whole goes to the process's reader: one thread with a selector that collects
+requests from slow or silent clients (each must be in within `timeout` seconds of its accept,
+else its connection is closed) and hands each whole one to the process's `threads` late
+threads. So a request thread never waits on a client, and a slow client costs a socket and
+its bytes so far, not a thread. A request bigger than REQUEST_BUFFER, or one whose client waits
+for `100 Continue`, is handed over as soon as its head is in, and a late thread reads its body
+as it arrives. An answer that streams (a Hermes event stream: an iterator, not a list) is
+handed to a thread of its own, so streams never hold request threads and never starve chat
+requests, however many are open (up to `worker_connections` per process; past that the thread
+that answered streams it). A process whose request threads are all busy accepts nothing: the
+kernel gives new connections to a thread waiting elsewhere.
+
+Connections are never kept alive: each is closed after its answer, whatever `keepalive` says
+(the worker says so at start when it is set).
 
 Why not gunicorn's `gthread`: behind nginx its selector, pool and queue cost more CPU per idle
 poll than the whole chat app, and each of its threads is one more to share the GIL with
@@ -17,7 +27,10 @@ hooks and logs are gunicorn's own.
 import errno
 import itertools
 import os
+import queue
+import re
 import select
+import selectors
 import socket
 import struct
 import sys
@@ -39,10 +52,23 @@ RETRY_ACCEPT = {errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED, errno.EPROT
                 errno.EINTR}
 SHORTAGES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 GONE = {errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN}  # the client left: nothing to report
+# The most of a request (head and body) the reader holds for a client; a bigger one is handed
+# to a late thread once its head is in. A chat post (32 KB body at most) fits with room.
+REQUEST_BUFFER = 65536
+# What decides where a request ends; any other header is gunicorn's parser's business.
+FRAMING = re.compile(rb"\r\n(content-length|transfer-encoding|expect)[ \t]*:[ \t]*([^\r\n]*)",
+                     re.IGNORECASE)
 
 
 class AcceptingThreadsWorker(Worker):
     """Request threads that each accept, answer and close one connection at a time."""
+
+    @classmethod
+    def check_config(cls, cfg, log):
+        """Called once by the arbiter, before any worker starts."""
+        if cfg.keepalive:
+            log.warning("keepalive = %s is ignored: %s closes each connection after its "
+                        "answer", cfg.keepalive, cls.__name__)
 
     def init_process(self):
         self.cfg = SettledConfig(self.cfg)
@@ -59,27 +85,38 @@ class AcceptingThreadsWorker(Worker):
         for listener in self.sockets:
             listener.setblocking(True)
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(IDLE_WAKE_S))
-        # An accepted socket inherits the listener's receive timeout: a client gets gunicorn's
-        # `timeout` instead to send its request (a client sending nothing frees its thread).
+            if listener.family in (socket.AF_INET, socket.AF_INET6):
+                # accept() only once the client's first bytes are in (after a second, a silent
+                # client is accepted all the same, and the reader closes it at its deadline):
+                # else most connections are accepted before their request and go to the reader
+                # (as on a unix socket, which has no such option: same answers, more CPU)
+                listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, 1)
+        # A late thread reading a body as it arrives waits up to gunicorn's `timeout` for each
+        # of the client's sends (an accepted socket inherits the listener's short one).
         self._client_timeout = _timeval(self.cfg.timeout)
         self._served = itertools.count(1)
         self._stream_slots = threading.BoundedSemaphore(max(1, self.cfg.worker_connections))
         self._stream_threads = set()
         self._lost = []
+        self._reader = Reader(max(1, self.cfg.worker_connections), self.cfg.threads, self.log)
         count = max(self.cfg.threads, len(self.sockets))  # listeners shared out, one each at least
         threads = [threading.Thread(target=self._serve, name=f"request-{n}", daemon=True,
                                     args=(self.sockets[n % len(self.sockets)],))
                    for n in range(count)]
+        threads += [threading.Thread(target=self._serve_late, name=f"late-{n}", daemon=True)
+                    for n in range(self.cfg.threads)]
+        threads.append(threading.Thread(target=self._read, name="reader", daemon=True))
         for thread in threads:
             thread.start()
         self._watch()
         self.alive = False
+        self._reader.stop()  # requests already whole are still answered
         deadline = time.monotonic() + self.cfg.graceful_timeout
         for thread in threads + list(self._stream_threads):
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def _watch(self):
-        """The main thread: heartbeat for the arbiter, signals, and a request thread's death."""
+        """The main thread: heartbeat for the arbiter, signals, and a thread's death."""
         beat = min(HEARTBEAT_S, self.timeout / 2) if self.timeout else HEARTBEAT_S
         while self.alive:
             self.notify()
@@ -96,7 +133,9 @@ class AcceptingThreadsWorker(Worker):
                 pass
 
     def _serve(self, listener):
+        """A request thread: answers a whole request at once, leaves any other to the reader."""
         server = listener.getsockname()
+        limit = self.cfg.timeout or None
         try:
             while self.alive:
                 try:
@@ -108,21 +147,51 @@ class AcceptingThreadsWorker(Worker):
                     elif exc.errno not in RETRY_ACCEPT:
                         raise
                     continue
-                client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, self._client_timeout)
-                self.handle(server, client, addr)
+                incoming = Incoming(client, addr, server, limit)
+                state = incoming.receive()
+                if state is WHOLE:
+                    self.handle(incoming, more=False)
+                elif state is PARTIAL:
+                    self._reader.add(incoming)
+                elif state is HANDOVER:
+                    self._reader.ready.put(incoming)
+                else:
+                    client.close()
         except BaseException as exc:  # a bug, not a request's error (those are answered)
-            self.log.exception("A request thread died")
-            self._lost.append(repr(exc))
+            self._died(exc)
 
-    def handle(self, server, client, addr):
-        """Read one request and answer it, here or, when it streams, in a thread of its own."""
-        conn = HeadWithBody(client)
+    def _read(self):
+        try:
+            self._reader.run()
+        except BaseException as exc:
+            self._died(exc)
+
+    def _serve_late(self):
+        """A late thread: answers the requests the reader hands over, one at a time."""
+        try:
+            while (incoming := self._reader.ready.get()) is not None:
+                incoming.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                                         self._client_timeout)
+                self.handle(incoming, more=True)
+        except BaseException as exc:
+            self._died(exc)
+
+    def _died(self, exc):
+        self.log.exception("A request thread died")
+        self._lost.append(repr(exc))
+
+    def handle(self, incoming, more):
+        """Answer one request, here or, when it streams, in a thread of its own. `more`: the
+        client may still be sending (a body read as it arrives); else its request is all in."""
+        conn = ClientConnection(incoming.sock, incoming.data, more)
+        addr, server = incoming.addr, incoming.server
         req = resp = None
         try:
             req = next(http.get_parser(self.cfg, conn, addr))
             self.cfg.pre_request(self, req)
             started = datetime.now()
             resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
+            environ["wsgi.multithread"] = True  # gunicorn's default is the sync worker's False
             resp.force_close()
             self._count_request()
             body = self.wsgi(environ, resp.start_response)
@@ -172,8 +241,8 @@ class AcceptingThreadsWorker(Worker):
         line; before the answer's head, an error page; after it, a log line (the head is out)."""
         if isinstance(exc, (http.errors.NoMoreData, StopIteration)):
             self.log.debug("Closing connection: %r", exc)
-        elif isinstance(exc, BlockingIOError):  # the receive timeout: the client sent nothing
-            self.log.debug("Client silent for %s s: closing", self.cfg.timeout)
+        elif isinstance(exc, BlockingIOError):  # the client sent no more in time
+            self.log.debug("Request not complete in time: closing")
         elif isinstance(exc, OSError) and exc.errno in GONE:
             self.log.debug("Client went away: %s", exc)
         elif isinstance(exc, OSError):
@@ -220,14 +289,24 @@ def _is_streamed(body, environ):
     return not isinstance(body, (list, tuple, environ["wsgi.file_wrapper"]))
 
 
-class HeadWithBody:
-    """A client socket that holds an answer's head until its first body bytes, so both leave in
-    one send (gunicorn writes them with two). Any other use of the socket sends the head first."""
+class ClientConnection:
+    """A client socket as gunicorn's parser and response use it: the request's bytes read
+    ahead come first (then the socket, without waiting when the request was all in), and an
+    answer's head is held until its first body bytes, so both leave in one send (gunicorn
+    writes them with two). Any other use of the socket sends the head first."""
 
-    __slots__ = ("_sock", "_head", "_holding")
+    __slots__ = ("_sock", "_head", "_holding", "_unread", "_recv_flags")
 
-    def __init__(self, sock):
+    def __init__(self, sock, received=b"", more=True):
         self._sock, self._head, self._holding = sock, None, True
+        self._unread = received
+        self._recv_flags = 0 if more else socket.MSG_DONTWAIT
+
+    def recv(self, size, flags=0):
+        if self._unread:
+            data, self._unread = self._unread[:size], self._unread[size:]
+            return bytes(data)
+        return self._sock.recv(size, flags | self._recv_flags)
 
     def sendall(self, data):
         if self._holding:
@@ -262,3 +341,213 @@ class HeadWithBody:
             util.close_graceful(self._sock)
         else:
             self._sock.close()
+
+
+# What the bytes received so far make of a request.
+WHOLE = "whole"  # all of it is in
+PARTIAL = "partial"  # more to come: the reader waits for it
+HANDOVER = "handover"  # a late thread takes it as it is and reads its body as it arrives
+CLOSED = "closed"  # the client closed or reset its connection before its request was in
+
+
+class Incoming:
+    """A client's connection and the bytes of its request received so far."""
+
+    __slots__ = ("sock", "addr", "server", "data", "deadline", "_scanned", "_body_at",
+                 "_end", "_chunk_at", "_expects")
+
+    def __init__(self, sock, addr, server, limit):
+        self.sock, self.addr, self.server = sock, addr, server
+        self.data = b""
+        self.deadline = time.monotonic() + limit if limit else None
+        self._scanned = 0  # where the search for the end of the head goes on
+        self._body_at = self._end = self._chunk_at = None
+        self._expects = False
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def receive(self):
+        """Take what the client has sent, without waiting; return what the request now is."""
+        try:
+            chunk = self.sock.recv(REQUEST_BUFFER, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return PARTIAL
+        except OSError:
+            return CLOSED
+        if not chunk:
+            return CLOSED
+        if not self.data:
+            self.data = chunk
+        else:
+            if not isinstance(self.data, bytearray):
+                self.data = bytearray(self.data)
+            self.data += chunk
+        state = self._state()
+        if state is PARTIAL and len(self.data) > REQUEST_BUFFER:
+            return HANDOVER
+        return state
+
+    def _state(self):
+        data = self.data
+        if self._body_at is None:
+            end = data.find(b"\r\n\r\n", max(0, self._scanned - 3))
+            if end < 0:
+                self._scanned = len(data)
+                return PARTIAL
+            self._body_at = end + 4
+            if not self._frame(data, end):
+                return HANDOVER  # framing the parser refuses (or reads to the end)
+        if self._end is None:
+            return self._chunks(data)
+        if len(data) >= self._end:
+            return WHOLE
+        if self._expects or self._end > REQUEST_BUFFER:
+            return HANDOVER
+        return PARTIAL
+
+    def _frame(self, data, head_end):
+        """Where the body ends (`_end`, or `_chunk_at` for a chunked one); False when the head
+        frames it in a way left to gunicorn's parser."""
+        lengths, codings = set(), []
+        for match in FRAMING.finditer(data, 0, head_end):
+            name, value = match.group(1).lower(), bytes(match.group(2)).strip()
+            if name == b"content-length":
+                lengths.add(value)
+            elif name == b"transfer-encoding":
+                codings.append(value.lower())
+            else:
+                self._expects = value.lower() == b"100-continue"
+        if codings:
+            if lengths or not b",".join(codings).rstrip().endswith(b"chunked"):
+                return False
+            self._chunk_at = self._body_at
+            return True
+        if len(lengths) > 1 or (lengths and not next(iter(lengths)).isdigit()):
+            return False
+        self._end = self._body_at + (int(lengths.pop()) if lengths else 0)
+        return True
+
+    def _chunks(self, data):
+        """Follow a chunked body's size lines as far as its bytes are in."""
+        while True:
+            line_end = data.find(b"\r\n", self._chunk_at)
+            if line_end < 0:
+                return HANDOVER if self._expects else PARTIAL
+            try:
+                size = int(bytes(data[self._chunk_at:line_end]).split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                return HANDOVER
+            if size == 0:  # the last chunk, then trailer fields up to an empty line
+                return WHOLE if data.find(b"\r\n\r\n", line_end) >= 0 else PARTIAL
+            self._chunk_at = line_end + 2 + size + 2
+            if self._chunk_at > len(data):
+                return HANDOVER if self._expects or self._chunk_at > REQUEST_BUFFER else PARTIAL
+
+
+class Reader:
+    """The process's reader: one thread with a selector that collects the requests not yet
+    whole and puts each whole one (or one to hand over) on `ready` for the late threads. A
+    client whose request is not in by its deadline is closed; past `capacity` held at once, the
+    oldest is closed to make room."""
+
+    def __init__(self, capacity, late_threads, log):
+        self.ready = queue.SimpleQueue()  # Incoming, then one None per late thread at the end
+        self._incoming = queue.SimpleQueue()
+        self._held = {}  # Incoming -> None, oldest (earliest deadline) first
+        self._capacity, self._late_threads, self._log = capacity, late_threads, log
+        self._running = True
+        self._full = False  # the capacity was reached (and not yet half freed)
+        self._selector = selectors.DefaultSelector()
+        self._wake_out, self._wake_in = os.pipe()
+        os.set_blocking(self._wake_in, False)
+        os.set_blocking(self._wake_out, False)
+        self._selector.register(self._wake_out, selectors.EVENT_READ)
+
+    def add(self, incoming):
+        """From any thread: collect this request."""
+        self._incoming.put(incoming)
+        self._wake()
+
+    def stop(self):
+        """From any thread: close what is held; the late threads answer what is ready."""
+        self._running = False
+        self._wake()
+
+    def _wake(self):
+        try:
+            os.write(self._wake_in, b"x")
+        except BlockingIOError:  # the pipe is full: a wake-up is pending already
+            pass
+
+    def run(self):
+        try:
+            while self._running:
+                for key, _ in self._selector.select(self._wait()):
+                    if key.data is None:
+                        os.read(self._wake_out, 4096)
+                    else:
+                        self._receive(key.data)
+                self._take_new()
+                self._expire()
+        finally:  # the wake-up pipe stays open: a request thread may still write to it
+            for incoming in self._held:
+                incoming.sock.close()
+            while True:
+                try:
+                    self._incoming.get_nowait().sock.close()
+                except queue.Empty:
+                    break
+            self._selector.close()
+            for _ in range(self._late_threads):
+                self.ready.put(None)
+
+    def _wait(self):
+        """Seconds until the oldest held request's deadline (None: no deadline to keep)."""
+        oldest = next(iter(self._held), None)
+        if oldest is None or oldest.deadline is None:
+            return None
+        return max(0.0, oldest.deadline - time.monotonic())
+
+    def _receive(self, incoming):
+        state = incoming.receive()
+        if state is PARTIAL:
+            return
+        self._release(incoming)
+        if state is CLOSED:
+            incoming.sock.close()
+        else:
+            self.ready.put(incoming)
+
+    def _take_new(self):
+        while True:
+            try:
+                incoming = self._incoming.get_nowait()
+            except queue.Empty:
+                return
+            if len(self._held) >= self._capacity:
+                if not self._full:  # said once each time it fills up, not per connection
+                    self._log.warning("%d incomplete requests held: closing the oldest to make "
+                                      "room for new ones", len(self._held))
+                self._full = True
+                oldest = next(iter(self._held))
+                self._release(oldest)
+                oldest.sock.close()
+            elif len(self._held) < self._capacity // 2:
+                self._full = False
+            self._held[incoming] = None
+            self._selector.register(incoming, selectors.EVENT_READ, incoming)
+
+    def _expire(self):
+        now = time.monotonic()
+        while self._held:
+            oldest = next(iter(self._held))
+            if oldest.deadline is None or oldest.deadline > now:
+                return
+            self._log.debug("Request not complete in time: closing")
+            self._release(oldest)
+            oldest.sock.close()
+
+    def _release(self, incoming):
+        del self._held[incoming]
+        self._selector.unregister(incoming)

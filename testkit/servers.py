@@ -27,16 +27,17 @@ class ServerFailed(RuntimeError):
 
 @contextlib.contextmanager
 def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_path="/__ready__",
-             ready_status=None, timeout=20.0, extra_args=()):
+             ready_status=None, timeout=20.0, extra_args=(), python=sys.executable):
     """Run `gunicorn APP` on an unused loopback port; yield its base URL; stop it afterwards.
 
-    `threads=None` keeps gunicorn.conf.py's request threads (as shipped).
+    `threads=None` keeps gunicorn.conf.py's request threads (as shipped); `python` is the
+    interpreter whose gunicorn runs.
     Readiness: any HTTP answer on `ready_path` (or exactly `ready_status` when given).
     """
     port = unused_port()
     log = tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False)
     sizing = [] if threads is None else ["--threads", str(threads)]
-    cmd = [sys.executable, "-m", "gunicorn", "-c", str(REPO / "gunicorn.conf.py"),
+    cmd = [str(python), "-m", "gunicorn", "-c", str(REPO / "gunicorn.conf.py"),
            "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *sizing,
            "--access-logfile", "-", *extra_args, app]
     proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})},

@@ -65,8 +65,9 @@ def test_only_app_and_resources_import_falcon_and_only_schemas_import_marshmallo
 
 
 def test_chat_layers_point_down():
-    order = ["app", "resources", "schemas", "watch", "relay", "service", "ratelimit", "store",
-             "hermes_client", "files", "errors", "settings", "clock"]
+    order = ["app", "resources", "schemas", "watch", "relay", "approvals", "lost_runs",
+             "run_events", "relay_state", "service", "ratelimit", "store", "hermes_client",
+             "files", "errors", "settings", "clock"]
     assert_layers_point_down("spaces/newos4", order)
 
 

@@ -7,7 +7,8 @@ import time
 import pytest
 from gunicorn.config import Config
 
-from spaces.worker import HeadWithBody, SettledConfig
+from spaces.worker import (CLOSED, HANDOVER, PARTIAL, REQUEST_BUFFER, WHOLE, ClientConnection,
+                           Incoming, SettledConfig)
 
 
 class Recording:
@@ -32,7 +33,7 @@ class Recording:
 
 def test_the_head_leaves_with_the_first_body_bytes_in_one_send():
     sock = Recording()
-    conn = HeadWithBody(sock)
+    conn = ClientConnection(sock)
     conn.sendall(b"HTTP/1.1 200 OK\r\n\r\n")
     assert sock.calls == []
     conn.sendall(b"first")
@@ -42,7 +43,7 @@ def test_the_head_leaves_with_the_first_body_bytes_in_one_send():
 
 def test_an_answer_without_a_body_is_sent_when_the_connection_closes():
     sock = Recording()
-    conn = HeadWithBody(sock)
+    conn = ClientConnection(sock)
     conn.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
     conn.close_connection()
     assert sock.calls == [("sendall", b"HTTP/1.1 204 No Content\r\n\r\n"), ("recv",), ("close",)]
@@ -50,7 +51,7 @@ def test_an_answer_without_a_body_is_sent_when_the_connection_closes():
 
 def test_any_other_use_of_the_socket_sends_the_head_first():
     sock = Recording()
-    conn = HeadWithBody(sock)
+    conn = ClientConnection(sock)
     conn.sendall(b"HEAD")
     conn.sendfile("a file")
     conn.sendall(b"after")
@@ -72,7 +73,7 @@ def test_a_request_read_to_its_end_is_closed_at_once(connection):
     server, client = connection
     client.sendall(b"GET / HTTP/1.1\r\n\r\n")
     server.recv(1024)
-    conn = HeadWithBody(server)
+    conn = ClientConnection(server)
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n")
     conn.sendall(b"ok")
     started = time.monotonic()
@@ -89,7 +90,7 @@ def test_unread_request_bytes_are_drained_so_the_close_is_a_fin_not_a_reset(conn
     client.sendall(b"POST / HTTP/1.1\r\nContent-Length: 20000\r\n\r\n" + b"x" * 20000)
     server.recv(64)  # the app refused the body after its first bytes (a 413)
     answer = b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-    conn = HeadWithBody(server)
+    conn = ClientConnection(server)
     conn.sendall(answer)
     closing = threading.Thread(target=conn.close_connection)
     closing.start()
@@ -113,3 +114,63 @@ def test_settled_config_answers_as_gunicorns_and_keeps_what_the_worker_started_w
     assert settled.forwarded_allow_networks() == cfg.forwarded_allow_networks()
     cfg.set("threads", 5)  # only the arbiter changes settings, and then starts new workers
     assert settled.threads == 3
+
+
+def arrivals(*parts):
+    """What the reader makes of a request sent in `parts`, after each part."""
+    server, client = socket.socketpair()
+    with server, client:
+        incoming = Incoming(server, None, None, 60)
+        states = []
+        for part in parts:
+            client.sendall(part)
+            states.append(incoming.receive())
+        return states
+
+
+@pytest.mark.parametrize("parts, states", [
+    ([b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"], [WHOLE]),
+    ([b"GET / HTTP/1.1\r\nHo", b"st: x\r", b"\n\r\n"], [PARTIAL, PARTIAL, WHOLE]),
+    ([b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab", b"cde"], [PARTIAL, WHOLE]),
+    ([b"POST / HTTP/1.1\r\ncontent-length:  5 \r\n\r\nabcde"], [WHOLE]),
+    ([b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n",
+      b"2;x=y\r\nde\r\n0\r\n", b"Trailer: 1\r\n\r\n"], [PARTIAL, PARTIAL, WHOLE]),
+    ([b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"], [WHOLE]),
+    # the client waits for `100 Continue` before its body: a late thread reads it
+    ([b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n"], [HANDOVER]),
+    ([b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nabcde"], [WHOLE]),
+    # too big to hold: handed over once its head is in
+    ([f"POST / HTTP/1.1\r\nContent-Length: {REQUEST_BUFFER}\r\n\r\n".encode()], [HANDOVER]),
+    # framing gunicorn refuses is its parser's to answer
+    ([b"POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"], [HANDOVER]),
+    ([b"POST / HTTP/1.1\r\nContent-Length: -5\r\n\r\n"], [HANDOVER]),
+    ([b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"], [HANDOVER]),
+    ([b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"], [HANDOVER]),
+])
+def test_the_reader_knows_when_a_request_is_whole(parts, states):
+    assert arrivals(*parts) == states
+
+
+def test_a_head_past_the_buffer_is_handed_over():
+    head = b"GET / HTTP/1.1\r\nX: " + b"y" * REQUEST_BUFFER
+    assert arrivals(head[:1000], head[1000:]) == [PARTIAL, HANDOVER]
+
+
+def test_a_client_that_closes_before_its_request_is_in_is_closed():
+    server, client = socket.socketpair()
+    with server:
+        incoming = Incoming(server, None, None, 60)
+        assert incoming.receive() is PARTIAL  # nothing yet
+        client.sendall(b"GET / HT")
+        client.close()
+        assert incoming.receive() is PARTIAL
+        assert incoming.receive() is CLOSED
+
+
+def test_the_parser_gets_the_bytes_read_ahead_first_and_never_waits_when_they_were_all():
+    server, client = socket.socketpair()
+    with server, client:
+        conn = ClientConnection(server, b"GET / HTTP/1.1\r\n\r\n", more=False)
+        assert conn.recv(5) + conn.recv(100) == b"GET / HTTP/1.1\r\n\r\n"
+        with pytest.raises(BlockingIOError):
+            conn.recv(100)

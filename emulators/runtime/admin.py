@@ -139,7 +139,8 @@ class Admin:
             raise self._missing(req)
         handler, is_service = entry
         _check_path_encoding(req.env.get("PATH_INFO", ""))  # falcon decoded with U+FFFD
-        body = _read_json(req.env) if req.method in MUTATING else None
+        body = (_read_json(req.env, self.emulator.settings.max_admin_body)
+                if req.method in MUTATING else None)
         pairs = parse_qs(req.env.get("QUERY_STRING", ""), keep_blank_values=True)
         query = {k: v[-1] for k, v in pairs.items()}
         request = Request(req.method, req.env[NAMESPACE_KEY], params, query, body,
@@ -235,8 +236,8 @@ def _check_path_encoding(raw):
         raise AdminError("invalid path encoding") from None
 
 
-def _read_json(environ):
-    raw = read_body(environ)
+def _read_json(environ, limit):
+    raw = read_body(environ, limit)
     if not raw.strip():
         return None
     try:

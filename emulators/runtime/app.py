@@ -228,7 +228,8 @@ class Runtime:
         """
         environ, start_response, entry, echo, started = call
         environ["emulators.instance"] = instance
-        guard(environ)  # a body past the limit is refused by the provider's first read
+        # a body past the limit is refused by the provider's first read
+        guard(environ, self.emulator.settings.max_body)
         captured = []
 
         def capture(status, headers, exc_info=None):

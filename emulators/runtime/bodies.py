@@ -1,29 +1,36 @@
-"""Request bodies: the one size limit and the one JSON nesting limit of every emulator route.
+"""Request bodies: the size limits and the one JSON nesting limit of every emulator route.
 
-The pipeline guards `wsgi.input` of every provider request (`guard`) and the admin planes read
-through `read_body`, so a declared 100 MB body is refused before a byte of it is read and no
-route can take more than `MAX_BODY` into memory or SQLite.
+The pipeline guards `wsgi.input` of every provider request (`guard`, with the provider limit)
+and the admin planes read through `read_body` (with the admin limit, which fits seeding a
+large history), so a declared body past its limit is refused before a byte of it is read and
+no route can take more than its limit into memory or SQLite. Settings (EMULATORS_MAX_BODY,
+EMULATORS_MAX_ADMIN_BODY) choose the limits; these are the defaults.
 """
 import json
 
 from .errors import AdminError
 
-# Hermes upstream's request-size middleware refuses bodies over 10,000,000 bytes; the same
-# bound serves GitHub (the largest body it models is a few kB) and the admin planes.
+# Provider routes: Hermes upstream's request-size middleware refuses bodies over 10,000,000
+# bytes; no GitHub request comes near it (the largest body it models is a few kB).
 MAX_BODY = 10_000_000
+# Admin planes: seeding a 100,000-commit history is about 11 MB of JSON; this leaves room for
+# several times that.
+MAX_ADMIN_BODY = 64_000_000
 # Ruby's JSON parser (GitHub) refuses nesting past 100 levels by default; Python's json gives up
 # with a RecursionError near 1000, and our recursive walks would fail long before that.
 MAX_DEPTH = 100
 
 
 class BodyTooLarge(AdminError):
-    """413: the declared or streamed body is larger than MAX_BODY.
+    """413: the declared or streamed body is larger than the route's limit.
 
     Services map it to their own envelope with `app.add_error_handler(BodyTooLarge, ...)`.
     """
 
     status = 413
-    message = f"request body is larger than {MAX_BODY} bytes"
+
+    def __init__(self, limit):
+        super().__init__(f"request body is larger than {limit} bytes")
 
 
 class BadLength(AdminError):
@@ -64,7 +71,8 @@ class LimitedInput:
 
     def read(self, size=-1):
         if self._left is not None and self._left + self._count > self._limit:
-            raise BodyTooLarge()  # before reading anything: the client may still be sending
+            # before reading anything: the client may still be sending
+            raise BodyTooLarge(self._limit)
         room = self._limit + 1 - self._count
         if self._left is not None:
             room = min(room, self._left)
@@ -75,7 +83,7 @@ class LimitedInput:
         if self._left is not None:
             self._left -= len(data)
         if self._count > self._limit:
-            raise BodyTooLarge()
+            raise BodyTooLarge(self._limit)
         return data
 
     def readline(self, size=-1):
@@ -88,14 +96,14 @@ class LimitedInput:
             chunk = self.read(65536)
 
 
-def guard(environ):
+def guard(environ, limit=MAX_BODY):
     """Replace `wsgi.input` by a LimitedInput when the request may carry a body."""
     declared = declared_length(environ)
     if declared or (declared is None and environ.get("wsgi.input_terminated")):
-        environ["wsgi.input"] = LimitedInput(environ["wsgi.input"], declared)
+        environ["wsgi.input"] = LimitedInput(environ["wsgi.input"], declared, limit)
 
 
-def read_body(environ, limit=MAX_BODY):
+def read_body(environ, limit=MAX_ADMIN_BODY):
     """Return the whole body (b"" when none), refusing one past `limit` before reading it."""
     declared = declared_length(environ)
     if declared is None and not environ.get("wsgi.input_terminated"):

@@ -197,7 +197,8 @@ def main(argv, *, environ, loader, services):
         print(f"error: {error}", file=sys.stderr)
         return 1
     options = {"db": args.db or base.db, "admin_key": args.admin_key or base.admin_key,
-               "admin_prefix": prefix or base.admin_prefix, "on_log": on_log}
+               "admin_prefix": prefix or base.admin_prefix, "on_log": on_log,
+               "max_body": base.max_body, "max_admin_body": base.max_admin_body}
     if args.seed is not None:
         options["seed"] = args.seed
     stop = threading.Event()  # set by SIGINT/SIGTERM, also one arriving during start-up

@@ -3,6 +3,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .bodies import MAX_ADMIN_BODY, MAX_BODY
 from .mount import PREFIX
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -25,15 +26,32 @@ class Settings:
     max_checkpoints: int = 1000
     seed: int | str = 0
     on_log: Callable[[dict], None] | None = None
+    max_body: int = MAX_BODY  # provider routes, bytes
+    max_admin_body: int = MAX_ADMIN_BODY  # the admin plane (seeding), bytes
 
     @classmethod
     def from_env(cls, environ):
         """Build settings from an environment mapping (EMULATORS_DB, EMULATORS_ADMIN_KEY,
-        EMULATORS_ADMIN_PREFIX); a bad value raises ValueError naming the variable."""
+        EMULATORS_ADMIN_PREFIX, EMULATORS_MAX_BODY, EMULATORS_MAX_ADMIN_BODY); a bad value
+        raises ValueError naming the variable."""
         prefix = environ.get("EMULATORS_ADMIN_PREFIX") or DEFAULT_ADMIN_PREFIX
         if not PREFIX.match(prefix):
             raise ValueError("EMULATORS_ADMIN_PREFIX must be an absolute path of plain segments"
                              f" without a trailing slash, like /__admin (got {prefix!r})")
         return cls(db=environ.get("EMULATORS_DB") or DEFAULT_DB,
                    admin_key=environ.get("EMULATORS_ADMIN_KEY") or None,
-                   admin_prefix=prefix)
+                   admin_prefix=prefix,
+                   max_body=_byte_count(environ, "EMULATORS_MAX_BODY", MAX_BODY),
+                   max_admin_body=_byte_count(environ, "EMULATORS_MAX_ADMIN_BODY",
+                                              MAX_ADMIN_BODY))
+
+
+def _byte_count(environ, name, default):
+    """A size in bytes: ASCII digits, 1 or more (unset or empty: `default`)."""
+    text = environ.get(name) or ""
+    if not text:
+        return default
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise ValueError(f"{name} must be a number of bytes, 1 or more, like {default} "
+                         f"(got {text!r})")
+    return int(text)

@@ -1,11 +1,20 @@
 """A small client of the Hermes Agent runs API (stdlib only, so cron needs nothing more)."""
 import http.client
 import json
+import socket
 import urllib.parse
 
 
 class HermesUnreachable(Exception):
-    """No HTTP answer: refused, reset, dropped or timed out. The request may have been applied."""
+    """No HTTP answer: refused, reset, dropped or timed out.
+
+    `sent` is False only when no connection was made (the request cannot have been applied);
+    otherwise the request may have been applied.
+    """
+
+    def __init__(self, message, *, sent=True):
+        super().__init__(message)
+        self.sent = sent
 
 
 class HermesAnswer:
@@ -29,8 +38,51 @@ class HermesAnswer:
         return f"HTTP {self.status}"
 
 
+class EventStream:
+    """One subscription to a run's event stream: `events()` yields each data frame's JSON
+    object; `close()` (from any thread) ends it. A read that waits longer than the idle timeout
+    ends it too (Hermes sends a keepalive comment every 30 s while a run is quiet)."""
+
+    def __init__(self, conn, response):
+        self._conn = conn
+        self._response = response
+
+    def events(self):
+        data = []
+        try:
+            while True:
+                line = self._response.readline()
+                if not line:
+                    return
+                line = line.rstrip(b"\r\n")
+                if line.startswith(b"data:"):
+                    data.append(line[5:].lstrip(b" "))
+                elif not line and data:
+                    try:
+                        event = json.loads(b"\n".join(data))
+                    except ValueError:
+                        event = None
+                    data = []
+                    if isinstance(event, dict):
+                        yield event
+        except (OSError, http.client.HTTPException, ValueError):
+            return  # closed, reset or timed out: the stream is over for us
+        finally:
+            self.close()
+
+    def close(self):
+        sock = self._conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in another thread
+            except OSError:
+                pass
+        self._conn.close()
+
+
 class HermesClient:
-    """POST /v1/runs, GET /v1/runs/{id}, POST /v1/runs/{id}/stop against `base_url`."""
+    """The runs API calls the relay makes against `base_url`: submit, poll, stop, approve,
+    the run's event stream, and the server's capabilities."""
 
     def __init__(self, base_url, *, api_key="", timeout_s=10.0):
         self.base_url = base_url
@@ -51,16 +103,68 @@ class HermesClient:
     def stop_run(self, run_id):
         return self._call("POST", f"/v1/runs/{urllib.parse.quote(run_id, safe='')}/stop", {})
 
-    def _call(self, method, path, body=None, headers=None):
+    def approve(self, run_id, choice):
+        return self._call("POST", f"/v1/runs/{urllib.parse.quote(run_id, safe='')}/approval",
+                          {"choice": choice})
+
+    def session_messages(self, session_id):
+        return self._call("GET", f"/api/sessions/{urllib.parse.quote(session_id, safe='')}"
+                                 "/messages")
+
+    def capabilities(self):
+        return self._call("GET", "/v1/capabilities")
+
+    def honours_idempotency_keys(self):
+        """True when the server says it replays a run for a repeated Idempotency-Key (newer
+        Hermes builds list `idempotency.supported` in their capabilities; 0.19.0 does not, and
+        ignores the header: a repeated submission there is a second run)."""
+        answer = self.capabilities()
+        body = answer.body if answer.status == 200 and isinstance(answer.body, dict) else {}
+        block = body.get("idempotency")
+        return isinstance(block, dict) and block.get("supported") is True
+
+    def events(self, run_id, *, idle_timeout_s):
+        """Subscribe to the run's event stream: an EventStream, or None when Hermes refuses.
+
+        Hermes gives a run's events to its first subscriber only; do not subscribe twice.
+        """
+        path = f"/v1/runs/{urllib.parse.quote(run_id, safe='')}/events"
+        conn = self._connection(idle_timeout_s)
+        try:
+            conn.request("GET", self._prefix + path, headers=self._headers(
+                {"Accept": "text/event-stream"}))
+            response = conn.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            conn.close()
+            raise HermesUnreachable(f"GET {path}: {exc.__class__.__name__}: {exc}") from exc
+        if response.status != 200:
+            conn.close()
+            return None
+        return EventStream(conn, response)
+
+    def _connection(self, timeout_s):
         cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        conn = cls(self._host, self._port, timeout=self._timeout_s)
-        all_headers = {"Accept": "application/json", **(headers or {})}
+        return cls(self._host, self._port, timeout=timeout_s)
+
+    def _headers(self, headers):
+        all_headers = {"Accept": "application/json", **headers}
         if self._api_key:
             all_headers["Authorization"] = f"Bearer {self._api_key}"
+        return all_headers
+
+    def _call(self, method, path, body=None, headers=None):
+        conn = self._connection(self._timeout_s)
+        all_headers = self._headers(headers or {})
         data = None
         if body is not None:
             data = json.dumps(body).encode()
             all_headers["Content-Type"] = "application/json"
+        try:
+            conn.connect()
+        except OSError as exc:
+            conn.close()
+            raise HermesUnreachable(f"{method} {path}: {exc.__class__.__name__}: {exc}",
+                                    sent=False) from exc
         try:
             conn.request(method, self._prefix + path, body=data, headers=all_headers)
             answer = conn.getresponse()

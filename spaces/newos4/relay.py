@@ -13,17 +13,16 @@ passes never interleave, and each one makes the same decisions cron's sequential
 """
 import concurrent.futures
 import json
-import os
-import shutil
 import time
 
 import filelock
 
 from . import errors
-from .files import atomic_write
+from .approvals import ApprovalSteps
 from .hermes_client import HermesUnreachable
+from .lost_runs import LostRuns
+from .relay_state import RelayState
 from .service import THREAD_FAULTS
-from .store import is_thread_name
 
 ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
 FAILED = {"failed", "cancelled", "interrupted"}
@@ -102,63 +101,7 @@ def repair_unicode(text):
         return fixed, fixed.count("\ufffd") - text.count("\ufffd")
 
 
-class RelayState:
-    """Per-thread relay records in one JSON file, replaced atomically after every change.
-
-    A file that cannot be used, or records that are not ours, are set aside (the file is kept
-    as `state.json.corrupt-<ms>`) and reported in `problems`: a damaged state never stops the
-    relay, and replaying a question with a fresh record reuses its generation-0 key.
-    """
-
-    def __init__(self, path, *, now_ms):
-        self.path = path
-        self.problems = []
-        try:
-            doc = json.loads(path.read_bytes())
-            threads = doc["threads"]
-            if not isinstance(threads, dict):
-                raise TypeError("threads is not an object")
-        except FileNotFoundError:
-            self.threads = {}
-            return
-        except (ValueError, KeyError, TypeError, RecursionError, OSError) as exc:
-            self.threads = {}
-            self._set_aside(now_ms, f"cannot be read ({exc.__class__.__name__}: "
-                                    f"{str(exc)[:120]})")
-            return
-        self.threads = {t: e for t, e in threads.items() if _valid_entry(t, e)}
-        bad = sorted(set(threads) - set(self.threads))
-        if bad:
-            self._set_aside(now_ms, f"has {len(bad)} malformed record(s) "
-                                    f"({', '.join(map(str, bad[:5]))}); they start over", copy=True)
-
-    def _set_aside(self, now_ms, why, *, copy=False):
-        """Keep the damaged file under a new name (an OSError here stops the relay: better
-        than writing over the only copy), then start from what could be read."""
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms}")
-        if copy:
-            shutil.copy2(self.path, aside)
-            self.save()
-        else:
-            os.replace(self.path, aside)
-        self.problems.append(f"relay state {self.path} {why}; kept as {aside.name}")
-
-    def save(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, json.dumps({"threads": self.threads}, indent=1,
-                                           sort_keys=True).encode())
-
-
-ENTRY_FIELDS = {"question": (str,), "generation": (int,), "attempts": (int,), "next_ms": (int,),
-                "run_id": (str, type(None)), "submitted_ms": (int, type(None))}
-
-
-def _valid_entry(thread, entry):
-    return is_thread_name(thread) and isinstance(entry, dict) and all(
-        type(entry.get(name)) in kinds for name, kinds in ENTRY_FIELDS.items())
-
-
-class Relay:
+class Relay(ApprovalSteps, LostRuns):
     """One relay invocation over `service` (the chat rules) and `client` (a HermesClient).
 
     Each thread is handled on its own: a thread or answer that cannot be handled is reported
@@ -167,12 +110,14 @@ class Relay:
     """
 
     def __init__(self, service, client, *, log, monotonic=time.monotonic, reported=(),
-                 poller=None, poll_wait_s=None):
+                 poller=None, poll_wait_s=None, events=None):
         self.service = service
         self.settings = service.settings
         self.client = client
         self.poller = poller  # shared across passes by the watcher; else one for this pass
         self.poll_wait_s = poll_wait_s
+        self.events = events  # the watcher's run event subscriptions (cron: None)
+        self._idempotent = None  # whether Hermes honours Idempotency-Key, once asked (LostRuns)
         self.log = log
         self.monotonic = monotonic
         self.state_path = self.settings.data_dir / "relay" / "state.json"
@@ -221,6 +166,8 @@ class Relay:
                 break
             if self._isolated(row["thread"], self._submit, row) is False or self.unreachable:
                 break
+        if self.events is not None:
+            self._subscribe_new_runs()
         if self.unreachable:
             pending = sum(1 for e in self.state.threads.values() if e.get("run_id"))
             waiting_now = len(self._waiting())
@@ -255,8 +202,8 @@ class Relay:
         poll (at most `poll_wait_s`), not for the sum of them. A thread whose poll has not
         answered yet is missing from the result: no news for it this pass."""
         wanted = {thread: entry["run_id"] for thread, entry in self.state.threads.items()
-                  if entry.get("run_id")
-                  and (waiting.get(thread) or {}).get("last_id") == entry["question"]}
+                  if entry.get("run_id") and (entry.get("asked") or (
+                      waiting.get(thread) or {}).get("last_id") == entry["question"])}
         if not wanted:
             return {}
         poller = self.poller or RunPoller(self.client, threads=len(wanted))
@@ -269,6 +216,11 @@ class Relay:
 
     def _follow(self, thread, waiting_row, answer):
         entry = self.state.threads[thread]
+        changed = (waiting_row or {}).get("last_id") != entry["question"]
+        if entry.get("run_id") and (entry.get("asked")
+                                    or changed and self._adopt_request(thread, entry)):
+            self._follow_asked(thread, entry, answer)
+            return
         if waiting_row is None:
             self._stop_quietly(entry)
             self._forget(thread, "answered or gone; dropping its relay record")
@@ -296,6 +248,8 @@ class Relay:
         elif status in FAILED:
             self._failed(thread, entry, f"run {entry['run_id']} {status}: "
                                         f"{run.get('error') or run.get('last_event')}")
+        elif status == "waiting_for_approval":
+            self._ask(thread, entry)
         elif self._now() - entry["submitted_ms"] > self.settings.relay_run_timeout_s * 1000:
             self._stop_quietly(entry)
             self._failed(thread, entry, f"run {entry['run_id']} still {status} after "
@@ -311,14 +265,17 @@ class Relay:
             self._say(f"thread={thread} run={entry['run_id']} answer held {repaired} lone "
                       "surrogate(s) (not valid Unicode); each was replaced by U+FFFD")
         parts = split_text(output, self.settings.max_text)
-        outcome = self.service.deliver(thread, entry["question"], parts)
+        # While an approval request is unanswered the answer follows it, not the question.
+        outcome = self.service.deliver(thread, entry.get("asked") or entry["question"], parts)
         if outcome == "superseded":
             self._forget(thread, f"run={entry['run_id']} answered {entry['question']} but a "
                                  "newer message came first; its output is discarded")
             return
         split = f" in {len(parts)} parts (over {self.settings.max_text} chars)" \
             if len(parts) > 1 else ""
-        self._forget(thread, f"run={entry['run_id']} {outcome}{split}")
+        unanswered = f" (its approval request {entry['asked']} went unanswered)" \
+            if entry.get("asked") else ""
+        self._forget(thread, f"run={entry['run_id']} {outcome}{split}{unanswered}")
 
     def _failed(self, thread, entry, why):
         entry["attempts"] += 1
@@ -373,22 +330,35 @@ class Relay:
         if body is None:  # the thread or its question went away meanwhile
             return True
         key = f"newos4-{thread}-{entry['question']}-{entry['generation']}"
-        entry["key"] = key
+        if entry.get("submitting") == key and not self._may_resubmit(thread, entry):
+            self._find_lost_run(thread, entry, body)
+            return not self.unreachable
+        entry["key"] = entry["submitting"] = key
+        entry["submitting_ms"] = self._now()
         self.state.threads[thread] = entry
         self.state.save()  # before submitting: a crash now replays with the same key
-        answer = None
+        answer, maybe_applied = None, False
         for attempt in (1, 2):  # one immediate replay recovers a lost response
             try:
                 answer = self.client.submit_run(body, idempotency_key=key)
                 break
             except HermesUnreachable as exc:
                 failure = exc
-                if attempt == 1:
+                maybe_applied = maybe_applied or exc.sent
+                if not exc.sent:
+                    continue  # no connection: nothing can have been applied
+                if attempt == 1 and self._may_resubmit(thread, entry):
                     self._say(f"thread={thread} submit key={key} got no answer ({exc}); "
                               "replaying with the same key", problem=False)
-        if answer is None:  # twice no answer: Hermes is down; the saved key replays next run
-            self.unreachable = str(failure)
+                else:
+                    break
+        if answer is None:  # no answer: Hermes is down; the saved key replays next run
+            if not maybe_applied:  # never applied: submitting again is safe
+                del entry["submitting"], entry["submitting_ms"]
+                self.state.save()
+            self.unreachable = self.unreachable or str(failure)
             return False
+        del entry["submitting"], entry["submitting_ms"]
         if answer.status == 202 and isinstance(answer.body, dict) and answer.body.get("run_id"):
             entry["run_id"] = answer.body["run_id"]
             entry["submitted_ms"] = self._now()

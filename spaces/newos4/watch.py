@@ -6,11 +6,13 @@ which moves the folder's mtime. Runs in flight are polled every `relay_watch_pol
 `Relay.run`, under the same state lock as cron's, so the two never act on one question twice.
 """
 import os
+import threading
 import time
 
 import filelock
 
 from .relay import Relay, RunPoller
+from .run_events import EventFollowers
 
 # A folder mtime this close to now may change again within the same timestamp tick (a coarse
 # filesystem clock) and still look the same, so it is not trusted: the next tick runs another
@@ -42,12 +44,21 @@ class Watcher:
         self._folders = (self.settings.chat_dir, self.settings.data_dir / "relay")
         self._seen = None
         self._due = 0.0
+        self._woken = threading.Event()
         self._failures = 0
         self._said = set()
         self.passes = 0
         # Polls outlive a pass: one that Hermes is slow to answer does not hold the pass up.
         # Each run has at most one poll out, and a few more threads cover runs just dropped.
         self.poller = RunPoller(client, threads=self.settings.relay_max_in_flight + 4)
+        # One event subscription per run in flight, for its whole life: the details of each
+        # approval request arrive there (and an arrival wakes the next tick for a pass).
+        self.events = EventFollowers(client, wake=self._wake)
+
+    def _wake(self, run_id):
+        """An approval request arrived on a run's stream: a pass now, not at the next tick."""
+        self._due = 0.0
+        self._woken.set()
 
     def watch(self, stop, *, alive=lambda: None):
         """Tick until `stop` (a threading.Event) is set; WatcherBusy if another one watches.
@@ -61,11 +72,13 @@ class Watcher:
                 while not stop.is_set():
                     self.step()
                     alive()
-                    stop.wait(self.tick_s)
+                    self._woken.wait(self.tick_s)  # a tick, or sooner when woken
+                    self._woken.clear()
         except filelock.Timeout:
             raise WatcherBusy(f"another watcher holds {self.lock_path}")
         finally:
             self.poller.close()
+            self.events.close()
 
     def step(self):
         """One tick: a pass when a folder changed or a pass is due; True when one ran."""
@@ -76,7 +89,7 @@ class Watcher:
         self._seen = None if self._racy(snapshot) else snapshot
         log = self._say_once()
         relay = Relay(self.service, self.client, log=log, poller=self.poller,
-                      poll_wait_s=self.poll_s)
+                      poll_wait_s=self.poll_s, events=self.events)
         try:
             problems = relay.run()
         except Exception as exc:  # a pass that broke must not end the watcher: retry later
@@ -84,6 +97,8 @@ class Watcher:
             problems = 1
         self.passes += 1
         self._schedule(relay.state, problems)
+        if relay.state is not None:
+            self.events.keep_only({e.get("run_id") for e in relay.state.threads.values()})
         return True
 
     def _say_once(self):
@@ -109,9 +124,17 @@ class Watcher:
         for entry in (state.threads.values() if state else ()):
             if entry.get("run_id"):
                 due = min(due, now + self.poll_s)
+                if self._unasked(entry):  # the poll lagged the event: look again soon
+                    due = min(due, now + self.tick_s)
             elif entry["attempts"] < self.settings.relay_max_attempts:
                 due = min(due, now + max(self.poll_s, (entry["next_ms"] - now_ms) / 1000))
         self._due = due
+
+    def _unasked(self, entry):
+        """True when the run's events hold an approval request its thread was not asked yet."""
+        follower = self.events.get(entry["run_id"])
+        return follower is not None and not entry.get("asked") \
+            and len(follower.requests) > entry.get("approvals", 0)
 
     def _snapshot(self):
         marks = []

@@ -1,7 +1,7 @@
 """The shipped worker (spaces/worker.py) under real gunicorn: event streams hold no request
 thread, a stop lets requests in flight finish, the heartbeat outlives slow requests, max
-requests, several listeners, slow and silent clients, a request thread's death, TLS settings
-refused."""
+requests, several listeners, slow and silent clients (they hold no request thread), a request
+thread's death, TLS settings refused, keepalive said to be ignored, the WSGI environ."""
 import concurrent.futures
 import os
 import secrets
@@ -234,3 +234,127 @@ def test_tls_settings_are_refused_at_start_in_one_line(tmp_path):
     lines = [line for line in (done.stdout + done.stderr).splitlines()
              if "serves plain HTTP" in line]
     assert lines and "--worker-class gthread" in lines[0]
+
+
+def half_requests(port, count):
+    """`count` connections, each with half a request sent: half of a head, or a whole head and
+    half of its body (alternately); return (socket, the rest of its request) pairs."""
+    body = b'{"text": "' + b"x" * 2000 + b'"}'
+    halves = []
+    for n in range(count):
+        request = (f"POST /spaces/newos4/api/chat/post.php HTTP/1.1\r\nHost: x\r\n"
+                   f"X-Chat-Token: {secrets.token_hex(32)}\r\nContent-Type: application/json\r\n"
+                   f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+        cut = len(request) - len(body) // 2 if n % 2 else len(request) // 4
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        sock.sendall(request[:cut])
+        halves.append((sock, request[cut:]))
+    return halves
+
+
+def test_slow_clients_cost_no_request_thread_under_the_shipped_config(env):
+    """Twenty clients that send half a request and wait: a poll is answered at once, as
+    shipped (gunicorn.conf.py's threads, two workers), and each slow client is answered when
+    its request is complete."""
+    with gunicorn(env=env, workers=2, threads=None, ready_path=POLL_PATH) as url:
+        halves = half_requests(int(url.rsplit(":", 1)[1]), 20)
+        try:
+            time.sleep(0.3)  # every half is in
+            took = []
+            for _ in range(5):
+                started = time.monotonic()
+                assert poll(url, timeout=10).status_code == 200
+                took.append(time.monotonic() - started)
+            print("poll beside 20 slow clients, s:", ", ".join(f"{t:.3f}" for t in took))
+            assert max(took) < 1.0
+            for sock, rest in halves:
+                sock.sendall(rest)
+            for sock, _ in halves:
+                assert sock.recv(4096).startswith(b"HTTP/1.1 201 ")
+        finally:
+            for sock, _ in halves:
+                sock.close()
+
+
+def test_requests_that_arrive_slowly_are_answered_whole(env):
+    """The reader's ways with a request: a chunked body in pieces, a client that waits for
+    `100 Continue`, a body too big to hold (a late thread reads it as it arrives)."""
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
+        port = int(url.rsplit(":", 1)[1])
+        head = (f"POST /spaces/newos4/api/chat/post.php HTTP/1.1\r\nHost: x\r\n"
+                f"X-Chat-Token: {secrets.token_hex(32)}\r\n")
+        chunked = (head + "Transfer-Encoding: chunked\r\n\r\n").encode()
+        answer = raw_exchange(port, chunked, b'9\r\n{"text": \r\n', b'5\r\n"hi"}\r\n',
+                              b"0\r\n\r\n", pause=0.2)
+        assert answer.startswith(b"HTTP/1.1 201 ")
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall((head + "Expect: 100-continue\r\nContent-Length: 14\r\n\r\n").encode())
+            assert sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+            sock.sendall(b'{"text": "hi"}')
+            assert sock.recv(4096).startswith(b"HTTP/1.1 201 ")
+        big = b'{"input": "' + b"x" * 100_000 + b'"}'
+        head = f"POST {HERMES}/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: {len(big)}\r\n\r\n"
+        answer = raw_exchange(port, head.encode() + big[:50_000], big[50_000:], pause=0.3)
+        assert answer.startswith(b"HTTP/1.1 202 ")
+        assert poll(url).status_code == 200
+
+
+def test_a_stream_is_answered_from_the_reader_too(env):
+    """A stream whose request arrived slowly is streamed by a thread of its own as well."""
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
+        port = int(url.rsplit(":", 1)[1])
+        run = requests.post(f"{url}{HERMES}/v1/runs", json={"input": "x"}, timeout=10).json()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(f"GET {HERMES}/v1/runs/{run['run_id']}/events HTTP/1.1\r\n".encode())
+            time.sleep(0.3)
+            sock.sendall(b"Host: x\r\n\r\n")
+            assert sock.recv(4096).startswith(b"HTTP/1.1 200 ")
+            for _ in range(3):  # the late thread is free, and so is the request thread
+                with socket.create_connection(("127.0.0.1", port), timeout=5) as slow:
+                    slow.sendall(f"GET {HEALTH_PATH} HTTP/1.1\r\n".encode())
+                    time.sleep(0.2)
+                    slow.sendall(b"Host: x\r\n\r\n")
+                    assert slow.recv(4096).startswith(b"HTTP/1.1 200 ")
+                assert poll(url).status_code == 200
+
+
+def test_keepalive_is_said_to_be_ignored_once_at_start(env, tmp_path):
+    log = tmp_path / "error.log"
+    with gunicorn(env=env, workers=2, threads=1, ready_path=POLL_PATH,
+                  extra_args=["--keep-alive", "5", "--error-logfile", str(log)]):
+        pass
+    lines = [line for line in log.read_text().splitlines() if "keepalive" in line]
+    assert len(lines) == 1
+    assert "keepalive = 5 is ignored: AcceptingThreadsWorker closes each connection" in lines[0]
+
+
+def test_the_environ_says_several_threads_serve(env, tmp_path):
+    (tmp_path / "environ_app.py").write_text(
+        "def application(environ, start_response):\n"
+        "    start_response('200 OK', [('Content-Type', 'text/plain')])\n"
+        "    return [repr((environ['wsgi.multithread'], environ['wsgi.multiprocess'])).encode()]\n")
+    with gunicorn("environ_app:application", env=env, workers=2, threads=None,
+                  extra_args=["--pythonpath", str(tmp_path)]) as url:
+        assert requests.get(url, timeout=5).text == "(True, True)"
+
+
+def test_past_worker_connections_held_the_oldest_slow_client_is_closed(env, tmp_path):
+    log = tmp_path / "error.log"
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["--worker-connections", "3", "--error-logfile", str(log)]) as url:
+        halves = half_requests(int(url.rsplit(":", 1)[1]), 5)
+        try:
+            time.sleep(0.5)
+            closed = []
+            for sock, _ in halves:
+                sock.settimeout(0.5)
+                try:
+                    closed.append(sock.recv(100) == b"")
+                except TimeoutError:
+                    closed.append(False)
+            assert closed == [True, True, False, False, False]
+            assert poll(url).status_code == 200
+        finally:
+            for sock, _ in halves:
+                sock.close()
+    assert log.read_text().count("incomplete requests held: closing the oldest") == 1

@@ -46,6 +46,14 @@ class ScriptedHermes:
         self.stops.append(run_id)
         return HermesAnswer(200, {}, {"run_id": run_id, "status": "stopping"})
 
+    idempotent = True  # like the emulator and newer Hermes builds; 0.19.0 ignores the key
+
+    def honours_idempotency_keys(self):
+        return self.idempotent
+
+    def events(self, run_id, *, idle_timeout_s):
+        return None  # no event stream: approvals are asked without details
+
 
 @pytest.fixture
 def hermes():

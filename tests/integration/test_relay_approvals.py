@@ -1,0 +1,460 @@
+"""Approvals end to end: the relay (watcher and cron, real processes) between the chat (real
+gunicorn: post.php, poll.php) and a Hermes that asks before a dangerous command.
+
+Every case runs against our emulator, played by testkit.hermes_driver with the outputs recorded
+from the real server (tests/fixtures/hermes_approval_exchanges.json), and, when
+HERMES_ORACLE_URL is set, against a real Hermes 0.19.0 Agent API server on loopback. That server
+must be set up so that these cases can happen:
+- the terminal toolset enabled for its API server platform, and a model that answers a question
+  holding `RUN: <command>` with one call of the terminal tool and a tool result with
+  `Tool result: <the result>` (any other question with a fixed reply, FAKE_REPLY below);
+- a short approval timeout (`approvals.timeout` in its config.yaml, e.g. 10 s), given to the
+  tests as HERMES_ORACLE_APPROVAL_TIMEOUT_S (default 10);
+- its key in HERMES_ORACLE_KEY if it is not the default below.
+`chmod -R 777 <a temporary directory>` is harmless and always asked about.
+"""
+import contextlib
+import http.client
+import http.server
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+import requests
+
+from spaces.newos4.app import POLL_PATH, POST_PATH
+from testkit.hermes_driver import FAKE_REPLY, HermesDriver
+from testkit.servers import REPO, Watcher, gunicorn
+
+pytestmark = pytest.mark.gunicorn
+
+RECORDED = json.loads((Path(__file__).resolve().parent.parent / "fixtures"
+                       / "hermes_approval_exchanges.json").read_text())
+OUTPUTS = {name: RECORDED[name]["run"]["output"] for name in ("approved", "denied", "timed_out")}
+ORACLE_KEY = "oracle-test-key-0123456789abcdef"
+MARKER = "Hermes asks before running a command:"
+EMULATOR_APPROVAL_TIMEOUT_S = 4.0
+# The issue's bound for the request to reach the thread in watch mode.
+ASK_BOUND_S = 2.0
+
+
+class Chat:
+    """The browser's side of one conversation, and the relay's processes beside it."""
+
+    def __init__(self, site, hermes_url, key, approval_timeout_s, tmp_path):
+        self.site, self.hermes_url, self.key = site, hermes_url, key
+        self.approval_timeout_s = approval_timeout_s
+        self.root = tmp_path
+        self.token = secrets.token_hex(32)
+        self.http = requests.Session()
+        self.env = {**os.environ, "NEWOS4_DATA_DIR": site["data"], "HERMES_API_URL": hermes_url,
+                    "HERMES_API_KEY": key}
+        self.target = tmp_path / "target"
+        self.target.mkdir(exist_ok=True)
+        self.command = f"chmod -R 777 {self.target}"
+        self.watchers = []
+        self.cron_out = ""
+
+    def post(self, text):
+        answer = self.http.post(self.site["url"] + POST_PATH, json={"text": text},
+                                headers={"X-Chat-Token": self.token}, timeout=10)
+        assert answer.status_code == 201, answer.text
+        return answer.json()
+
+    def messages(self):
+        answer = self.http.get(self.site["url"] + POLL_PATH, timeout=10,
+                               headers={"X-Chat-Token": self.token})
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    def wait_for(self, what, predicate, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            poll = self.messages()
+            if predicate(poll["messages"]):
+                return poll
+            time.sleep(0.02)
+        raise AssertionError(f"{what} not visible within {timeout}s: {self.messages()}\n"
+                             f"{self.logs()}")
+
+    def wait_request(self, count=1, timeout=30):
+        return self.wait_for(f"approval request {count}", lambda ms: sum(
+            m["author"] == "hermes" and m["text"].startswith(MARKER) for m in ms) >= count
+            and ms[-1]["author"] == "hermes", timeout)["messages"][-1]
+
+    def wait_answer(self, text, timeout=30):
+        return self.wait_for(f"answer {text[:40]!r}", lambda ms: ms and ms[-1]["author"] ==
+                             "hermes" and ms[-1]["text"] == text, timeout)
+
+    def watch(self):
+        watcher = Watcher(self.env, self.root, f"watch{len(self.watchers)}")
+        self.watchers.append(watcher)
+        return watcher
+
+    def cron(self):
+        result = subprocess.run([sys.executable, "cron/relay.py"], cwd=REPO, env=self.env,
+                                capture_output=True, text=True, timeout=120)
+        self.cron_out += result.stdout + result.stderr
+        return result
+
+    def wait_log(self, text, timeout=5):
+        deadline = time.monotonic() + timeout
+        while text not in self.logs():
+            assert time.monotonic() < deadline, f"{text!r} not logged:\n{self.logs()}"
+            time.sleep(0.05)
+
+    def logs(self):
+        return "".join(w.stdout() + w.stderr() for w in self.watchers) + self.cron_out
+
+    def state(self):
+        path = Path(self.site["data"]) / "relay" / "state.json"
+        return json.loads(path.read_text())["threads"] if path.exists() else {}
+
+    def run_id(self):
+        from spaces.newos4.service import thread_of
+        return self.state()[thread_of(self.token)]["run_id"]
+
+    def run_status(self, run_id):
+        answer = self.http.get(f"{self.hermes_url}/v1/runs/{run_id}", timeout=10,
+                               headers={"Authorization": f"Bearer {self.key}"})
+        return answer.json().get("status")
+
+    def wait_status(self, run_id, status, timeout=30):
+        deadline = time.monotonic() + timeout
+        while (now := self.run_status(run_id)) != status:
+            assert time.monotonic() < deadline, f"run {run_id} still {now}, not {status}"
+            time.sleep(0.05)
+        return time.monotonic()
+
+    def transcript(self):
+        return [(m["author"], m["text"]) for m in self.messages()["messages"]]
+
+    def close(self):
+        for watcher in self.watchers:
+            watcher.kill()
+
+
+@pytest.fixture
+def site(tmp_path):
+    root = tmp_path
+    env = {"NEWOS4_DATA_DIR": str(root / "data"), "EMULATORS_DB": str(root / "emu.sqlite3"),
+           "NEWOS4_RATE_IP": "100000"}
+    with gunicorn(env=env, workers=2, threads=4) as url:
+        yield {"url": url, "data": str(root / "data"), "hermes": url + "/emulators/hermes"}
+
+
+@pytest.fixture(params=["emulator", "real"])
+def hermes(request, site):
+    """(Hermes URL, key, approval timeout, driver or None) for the emulator or the real one."""
+    if request.param == "real":
+        url = os.environ.get("HERMES_ORACLE_URL")
+        if not url:
+            pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
+                        "toolset, to run these against)")
+        yield (url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY),
+               float(os.environ.get("HERMES_ORACLE_APPROVAL_TIMEOUT_S", "10")), None)
+        return
+    with HermesDriver(site["hermes"], OUTPUTS,
+                      approval_timeout_s=EMULATOR_APPROVAL_TIMEOUT_S) as driver:
+        yield site["hermes"], "", EMULATOR_APPROVAL_TIMEOUT_S, driver
+
+
+@pytest.fixture
+def chat(site, hermes, tmp_path):
+    url, key, timeout_s, driver = hermes
+    conversation = Chat(site, url, key, timeout_s, tmp_path)
+    conversation.driver = driver
+    yield conversation
+    conversation.close()
+
+
+def assert_asks(message, command):
+    """The request names the command exactly, Hermes' reason, and Hermes' four choices."""
+    assert message["text"].startswith(MARKER + "\n\n```\n" + command + "\n```\n\n")
+    assert "Why: world/other-writable permissions\n" in message["text"]
+    words = [line.split("`")[1] for line in message["text"].splitlines()
+             if line.startswith("- `")]
+    assert words == ["once", "session", "always", "deny"]
+
+
+def one_run_per_question(chat, questions):
+    submitted = [line for line in chat.logs().splitlines() if " submitted run=" in line]
+    assert len(submitted) == questions, chat.logs()
+
+
+@pytest.mark.parametrize("reply,outcome", [("once", "approved"), ("  Deny ", "denied"),
+                                           ("YES", "approved")])
+def test_the_watcher_asks_and_the_reply_decides(chat, reply, outcome):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    request = chat.wait_request()
+    assert_asks(request, chat.command)
+    assert chat.messages()["awaiting"] is False
+    chat.post(reply)
+    chat.wait_answer(OUTPUTS[outcome])
+    assert [a for a, _ in chat.transcript()] == ["operator", "hermes", "operator", "hermes"]
+    one_run_per_question(chat, 1)
+    chat.wait_log("approval answered")
+
+
+def test_the_request_reaches_the_thread_within_two_seconds_of_the_run_waiting(chat):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    deadline = time.monotonic() + 30
+    while not chat.state() or not next(iter(chat.state().values())).get("run_id"):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    waiting = chat.wait_status(chat.run_id(), "waiting_for_approval")
+    chat.wait_request(timeout=10)
+    assert time.monotonic() - waiting < ASK_BOUND_S
+    chat.post("deny")
+    chat.wait_answer(OUTPUTS["denied"])
+
+
+def test_other_text_refuses_the_command_and_is_the_next_question(chat):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    run_id = chat.run_id()
+    chat.post("what would that change?")
+    chat.wait_answer(FAKE_REPLY)
+    assert chat.transcript()[2:] == [("operator", "what would that change?"),
+                                     ("hermes", FAKE_REPLY)]
+    assert chat.run_status(run_id) in ("cancelled", "completed")
+    chat.wait_log("denied the command and stopped the run")
+    one_run_per_question(chat, 2)
+
+
+def test_nobody_answers_hermes_denies_by_itself_and_the_thread_goes_on(chat):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    chat.wait_answer(OUTPUTS["timed_out"], timeout=chat.approval_timeout_s + 15)
+    chat.wait_log("went unanswered")
+    chat.post("all right, never mind")
+    chat.wait_answer(FAKE_REPLY)
+    one_run_per_question(chat, 2)
+
+
+def tell_the_driver(chat, choice):
+    """The emulator loses a run's events with their subscriber (as Hermes does): when the test
+    lets go of the stream (cron, a restart), the driver playing Hermes is told the decision."""
+    if chat.driver is not None:
+        chat.driver.choice_of = lambda run_id, n: choice
+
+
+def test_a_reply_while_the_watcher_is_down_is_routed_and_nothing_is_asked_twice(chat):
+    tell_the_driver(chat, "once")
+    first = chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    first.stop(signal.SIGKILL)
+    chat.post("once")
+    assert chat.cron().returncode == 0, chat.logs()  # cron beside: routes the reply
+    chat.watch()
+    chat.wait_answer(OUTPUTS["approved"])
+    chat.cron()
+    time.sleep(1)
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 1 and texts[-1] == OUTPUTS["approved"]
+    assert len(texts) == 4
+    one_run_per_question(chat, 1)
+
+
+def test_a_restart_while_pending_asks_once_and_the_next_start_routes_the_reply(chat):
+    tell_the_driver(chat, "deny")
+    first = chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    status, _ = first.stop(signal.SIGTERM)
+    assert status == 0
+    chat.watch()
+    time.sleep(1)  # the new watcher's passes find the request already asked
+    chat.post("no")
+    chat.wait_answer(OUTPUTS["denied"])
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
+    one_run_per_question(chat, 1)
+
+
+def test_cron_alone_asks_with_the_details_and_routes_the_decision(chat):
+    tell_the_driver(chat, "deny")
+    chat.post(f"RUN: {chat.command}")
+    chat.cron()
+    run_id = chat.run_id()
+    chat.wait_status(run_id, "waiting_for_approval")
+    chat.cron()
+    assert_asks(chat.wait_request(timeout=1), chat.command)
+    chat.cron()
+    chat.post("No")
+    chat.cron()
+    chat.wait_status(run_id, "completed")
+    chat.cron()
+    chat.wait_answer(OUTPUTS["denied"], timeout=1)
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
+    one_run_per_question(chat, 1)
+
+
+def test_a_word_sent_after_hermes_timed_out_is_an_ordinary_message(chat):
+    chat.post(f"RUN: {chat.command}")
+    chat.cron()
+    run_id = chat.run_id()
+    chat.wait_status(run_id, "waiting_for_approval")
+    chat.cron()
+    chat.wait_request(timeout=1)
+    chat.wait_status(run_id, "completed", timeout=chat.approval_timeout_s + 15)
+    chat.post("once")  # before any relay saw the run end
+    chat.cron()
+    assert "came after Hermes had settled" in chat.logs()
+    run_id = chat.run_id()
+    chat.wait_status(run_id, "completed")
+    chat.cron()
+    chat.wait_answer(FAKE_REPLY, timeout=1)
+    one_run_per_question(chat, 2)
+
+
+def test_a_second_approval_in_the_same_run_is_asked_with_its_details(chat):
+    if chat.driver is None:
+        pytest.skip("the real server's test model makes one tool call per question")
+    second = f"chmod -R 777 {chat.target}/inner"
+    chat.watch()
+    chat.post(f"RUN: {chat.command}\nRUN: {second}")
+    chat.wait_request()
+    chat.post("session")
+    assert_asks(chat.wait_request(count=2), second)
+    chat.post("once")
+    chat.wait_answer(OUTPUTS["approved"])
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 2 and len(texts) == 6
+    one_run_per_question(chat, 1)
+
+
+def test_cron_beside_the_watcher_asks_nothing_twice_and_takes_no_stream(chat):
+    stop = threading.Event()
+
+    def cron_every_300_ms():
+        while not stop.wait(0.3):
+            chat.cron()
+    beside = threading.Thread(target=cron_every_300_ms, daemon=True)
+    chat.watch()
+    beside.start()
+    try:
+        chat.post(f"RUN: {chat.command}")
+        assert_asks(chat.wait_request(), chat.command)  # with details: the watcher's stream
+        time.sleep(1)
+        chat.post("once")
+        chat.wait_answer(OUTPUTS["approved"])
+        time.sleep(1)
+    finally:
+        stop.set()
+        beside.join(30)
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
+    one_run_per_question(chat, 1)
+
+
+def test_a_restart_before_the_request_asks_without_details_and_the_reply_decides(chat):
+    """The stopped watcher had taken the run's events; Hermes gives them to nobody else."""
+    tell_the_driver(chat, "once")
+    if chat.driver is not None:
+        chat.driver.hold.set()
+    first = chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    deadline = time.monotonic() + 10
+    while not any(e.get("events") for e in chat.state().values()):
+        assert time.monotonic() < deadline, "the watcher did not subscribe"
+        time.sleep(0.01)
+    first.stop(signal.SIGKILL)
+    assert chat.run_status(chat.run_id()) in ("queued", "running"), "asked before the restart"
+    chat.watch()
+    if chat.driver is not None:
+        chat.driver.hold.clear()
+    request = chat.wait_request()
+    assert "```\n(Hermes did not say which command)\n```" in request["text"]
+    assert "Why: (not given)" in request["text"]
+    chat.post("once")
+    chat.wait_answer(OUTPUTS["approved"])
+    one_run_per_question(chat, 1)
+
+
+class DroppingProxy:
+    """Forwards every request to Hermes, but drops the answer to the first `POST /v1/runs`
+    after Hermes has received it (a timeout or reset after sending, as the relay sees it)."""
+
+    def __init__(self, target):
+        self.target = urllib.parse.urlsplit(target)
+        self.dropped = 0
+
+    def _handler(proxy):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def forward(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                conn = http.client.HTTPConnection(proxy.target.hostname, proxy.target.port,
+                                                  timeout=30)
+                conn.request(self.command, proxy.target.path + self.path, body=body,
+                             headers={k: v for k, v in self.headers.items()
+                                      if k.lower() not in ("host", "connection")})
+                answer = conn.getresponse()
+                data = answer.read()
+                conn.close()
+                if self.command == "POST" and self.path == "/v1/runs" and not proxy.dropped:
+                    proxy.dropped += 1
+                    self.close_connection = True
+                    return  # Hermes has the run; its answer never reaches the relay
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            do_GET = do_POST = forward
+        return Handler
+
+    @contextlib.contextmanager
+    def serving(self):
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            server.server_close()
+
+
+def test_a_submission_whose_answer_is_lost_makes_one_run_and_its_answer_arrives(chat):
+    """Hermes 0.19.0 ignores Idempotency-Key: the relay must not submit again, and finds the
+    answer in Hermes' session transcript; the emulator replays the run for the same key."""
+    from spaces.newos4.service import thread_of
+    proxy = DroppingProxy(chat.hermes_url)
+    question = f"what is new, {secrets.token_hex(4)}?"
+    with proxy.serving() as proxy_url:
+        chat.env["HERMES_API_URL"] = proxy_url
+        chat.post(question)
+        chat.cron()
+        assert proxy.dropped == 1 and "no answer" in chat.cron_out, chat.logs()
+        deadline = time.monotonic() + 30
+        while chat.transcript()[-1] != ("hermes", FAKE_REPLY):
+            assert time.monotonic() < deadline, chat.logs()
+            time.sleep(0.3)
+            chat.cron()
+    session = chat.http.get(f"{chat.hermes_url}/api/sessions/newos4-{thread_of(chat.token)}"
+                            "/messages", headers={"Authorization": f"Bearer {chat.key}"},
+                            timeout=10).json()["data"]
+    asked = [m for m in session if m["role"] == "user" and m["content"] == question]
+    assert len(asked) == 1, session  # one run for the question
+    assert [a for a, _ in chat.transcript()] == ["operator", "hermes"]
