@@ -14,6 +14,7 @@ import re
 import secrets
 import shutil
 import time
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -27,6 +28,7 @@ except ImportError:  # the `browser` fixture says why and skips (or fails in CI)
 from spaces.newos4.app import POLL_PATH, POST_PATH
 from spaces.newos4.service import ChatService
 from spaces.newos4.settings import Settings
+from testkit.hermes_driver import HermesDriver
 from testkit.servers import Watcher, gunicorn
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.browser]
@@ -391,6 +393,8 @@ def choice_buttons(page):
 
 
 def test_an_approval_request_is_answered_with_a_click(page, site):
+    # The request comes as a run's output here, so its layout can hold what a real command
+    # rarely does (backticks); the relay's own asking is the end-to-end test further down.
     token = token_of(page)
     box = page.get_by_role("textbox", name="Message")
     box.fill("RUN: chmod -R 777 /tmp/x")
@@ -635,3 +639,49 @@ def test_the_approval_request_reads_well_on_a_phone_and_a_desktop(browser, site,
         context.close()
         assert overflow <= 0 and command <= 0
         assert restart["x"] + restart["width"] <= width and restart["height"] >= 36
+
+
+RECORDED = json.loads((Path(__file__).resolve().parent.parent / "fixtures"
+                       / "hermes_approval_exchanges.json").read_text())
+
+
+@pytest.mark.parametrize("label, choice, outcome", [("Allow once", "once", "approved"),
+                                                    ("Deny", "deny", "denied")])
+def test_hermes_asks_the_person_decides_with_a_click_and_hermes_answers(
+        browser, tmp_path, label, choice, outcome):
+    # The whole path: the watching relay sees the run wait for approval and asks in the
+    # thread; the click is an ordinary post.php message, which the relay sends to Hermes'
+    # approval endpoint; the run's answer arrives as usual. Hermes is the emulator, played
+    # as the real 0.19.0 server behaves (testkit/hermes_driver.py, recorded outputs).
+    outputs = {name: RECORDED[name]["run"]["output"]
+               for name in ("approved", "denied", "timed_out")}
+    env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db")}
+    target = tmp_path / "target"
+    target.mkdir()
+    with gunicorn(env=env, workers=2, threads=4) as url:
+        hermes = url + "/emulators/hermes"
+        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes}, tmp_path)
+        try:
+            with HermesDriver(hermes, outputs) as driver, open_page(browser, url) as page:
+                site = {"url": url}
+                token = token_of(page)
+                box = page.get_by_role("textbox", name="Message")
+                box.fill(f"RUN: chmod -R 777 {target}")
+                box.press("Enter")
+                buttons = choice_buttons(page)
+                expect(buttons).to_have_text([LABELS[c] for c in EXPLAINED], timeout=WAIT_MS)
+                request = page.locator(".msg.approval")
+                expect(request.locator("pre code")).to_have_text(f"chmod -R 777 {target}\n")
+                expect(request).to_contain_text("Why: world/other-writable permissions")
+
+                buttons.filter(has_text=label).click()
+                expect(buttons).to_have_count(0)
+                assert polled(site, token)[-1] == ("operator", choice)
+                answer = page.locator("[role=log] .msg").nth(3)
+                expect(answer).to_have_attribute("data-author", "hermes", timeout=WAIT_MS)
+                assert answer.locator(".text").text_content() == outputs[outcome]
+                assert list(driver.settled.values()) == [outcome]
+                expect(page.get_by_role("status")).to_have_text("")
+        finally:
+            watcher.kill()
+        assert "PROBLEM" not in watcher.stdout() + watcher.stderr(), watcher.stdout()
