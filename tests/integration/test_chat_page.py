@@ -2,6 +2,10 @@
 mounted Hermes emulator, with the watching relay (`cron/relay.py --watch`) as a real process:
 the journey a person takes, answers arriving as they would in production.
 
+The approval journey also runs, opt-in, against a real Hermes 0.19.0 server with its terminal
+toolset (HERMES_ORACLE_URL, HERMES_ORACLE_KEY if not the oracle's default; see
+tests/integration/test_relay_approvals.py for how to start one).
+
 The browser is Debian's `chromium`, driven by Playwright with `executable_path` (no browser
 download is possible here). Outside CI a missing browser skips with the reason; in CI
 (`CI=true`) it fails, so the browser test cannot silently stop running.
@@ -643,27 +647,43 @@ def test_the_approval_request_reads_well_on_a_phone_and_a_desktop(browser, site,
 
 RECORDED = json.loads((Path(__file__).resolve().parent.parent / "fixtures"
                        / "hermes_approval_exchanges.json").read_text())
+OUTPUTS = {name: RECORDED[name]["run"]["output"] for name in ("approved", "denied", "timed_out")}
+ORACLE_KEY = "oracle-test-key-0123456789abcdef"  # the oracle's default (HERMES_ORACLE_KEY)
 
 
+@contextlib.contextmanager
+def hermes_behind(kind, url):
+    """(Hermes URL, key, driver or None): the emulator mounted at `url`, played as the real
+    server behaves, or (opt-in, HERMES_ORACLE_URL) a real Hermes 0.19.0 with its terminal
+    toolset, e.g. the oracle of ../shared/oracle set up with ORACLE_TOOLSETS=terminal."""
+    if kind == "real":
+        real = os.environ.get("HERMES_ORACLE_URL")
+        if not real:
+            pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
+                        "toolset, to run this against)")
+        yield real.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), None
+        return
+    with HermesDriver(url + "/emulators/hermes", OUTPUTS) as driver:
+        yield url + "/emulators/hermes", "", driver
+
+
+@pytest.mark.parametrize("kind", ["emulator", "real"])
 @pytest.mark.parametrize("label, choice, outcome", [("Allow once", "once", "approved"),
                                                     ("Deny", "deny", "denied")])
 def test_hermes_asks_the_person_decides_with_a_click_and_hermes_answers(
-        browser, tmp_path, label, choice, outcome):
+        browser, tmp_path, kind, label, choice, outcome):
     # The whole path: the watching relay sees the run wait for approval and asks in the
     # thread; the click is an ordinary post.php message, which the relay sends to Hermes'
-    # approval endpoint; the run's answer arrives as usual. Hermes is the emulator, played
-    # as the real 0.19.0 server behaves (testkit/hermes_driver.py, recorded outputs).
-    outputs = {name: RECORDED[name]["run"]["output"]
-               for name in ("approved", "denied", "timed_out")}
+    # approval endpoint; the run's answer arrives as usual.
     env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db")}
     target = tmp_path / "target"
     target.mkdir()
-    with gunicorn(env=env, workers=2, threads=4) as url:
-        hermes = url + "/emulators/hermes"
-        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes}, tmp_path)
+    with gunicorn(env=env, workers=2, threads=4) as url, \
+            hermes_behind(kind, url) as (hermes, key, driver):
+        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes, "HERMES_API_KEY": key},
+                          tmp_path)
         try:
-            with HermesDriver(hermes, outputs) as driver, open_page(browser, url) as page:
-                site = {"url": url}
+            with open_page(browser, url) as page:
                 token = token_of(page)
                 box = page.get_by_role("textbox", name="Message")
                 box.fill(f"RUN: chmod -R 777 {target}")
@@ -676,12 +696,15 @@ def test_hermes_asks_the_person_decides_with_a_click_and_hermes_answers(
 
                 buttons.filter(has_text=label).click()
                 expect(buttons).to_have_count(0)
-                assert polled(site, token)[-1] == ("operator", choice)
+                assert polled({"url": url}, token)[-1] == ("operator", choice)
                 answer = page.locator("[role=log] .msg").nth(3)
                 expect(answer).to_have_attribute("data-author", "hermes", timeout=WAIT_MS)
-                assert answer.locator(".text").text_content() == outputs[outcome]
-                assert list(driver.settled.values()) == [outcome]
+                assert answer.locator(".text").text_content() == OUTPUTS[outcome]
+                if driver:
+                    assert list(driver.settled.values()) == [outcome]
                 expect(page.get_by_role("status")).to_have_text("")
+                if driver is None:  # a real chmod ran, or did not: the decision reached Hermes
+                    assert (target.stat().st_mode & 0o777 == 0o777) == (outcome == "approved")
         finally:
             watcher.kill()
         assert "PROBLEM" not in watcher.stdout() + watcher.stderr(), watcher.stdout()
