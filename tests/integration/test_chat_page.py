@@ -655,7 +655,7 @@ ORACLE_KEY = "oracle-test-key-0123456789abcdef"  # the oracle's default (HERMES_
 def hermes_behind(kind, url):
     """(Hermes URL, key, driver or None): the emulator mounted at `url`, played as the real
     server behaves, or (opt-in, HERMES_ORACLE_URL) a real Hermes 0.19.0 with its terminal
-    toolset, e.g. the oracle of ../shared/oracle set up with ORACLE_TOOLSETS=terminal."""
+    toolset."""
     if kind == "real":
         real = os.environ.get("HERMES_ORACLE_URL")
         if not real:
