@@ -4,7 +4,7 @@ from pathlib import Path
 
 import falcon
 
-from spaces.newos4.files import atomic_write
+from spaces.newos4.files import atomic_write, replace, write_tmp
 
 
 class SmallJson:
@@ -25,6 +25,18 @@ class FsyncWrite:
         resp.media = {"success": True}
 
 
+class DurableWrite(FsyncWrite):
+    """tmp + fsync + rename of a small file (no folder fsync): the floor under one durable
+    write, as the emulator benchmark compares its mutations with."""
+
+    def on_post(self, req, resp):
+        replace(write_tmp(self.path, req.bounded_stream.read()), self.path)
+        resp.status = falcon.HTTP_201
+        resp.media = {"success": True}
+
+
 application = falcon.App()
 application.add_route("/bare", SmallJson())
-application.add_route("/bare-write", FsyncWrite(os.environ.get("BENCH_BARE_DIR", "/tmp/bench")))
+_folder = os.environ.get("BENCH_BARE_DIR", "/tmp/bench")
+application.add_route("/bare-write", FsyncWrite(_folder))
+application.add_route("/bare-durable-write", DurableWrite(_folder))

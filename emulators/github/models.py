@@ -34,6 +34,7 @@ class GitHubBackend(RefRules, PullRules):
         self.transaction = transaction
         self.base_url = base_url.rstrip("/")
         self._authors = {}
+        self._open_pulls = {}  # repository key -> open PR count written by this backend
 
     # shapes ------------------------------------------------------------------------------
 
@@ -41,8 +42,19 @@ class GitHubBackend(RefRules, PullRules):
         created = ids.iso(repo["created_ms"])
         return shapes.repository(
             self.base_url, repo, self.store.owner(repo["owner"]),
-            open_pulls=self.store.count_pulls({"repo": repo["key"], "state": "open"}),
+            open_pulls=self.open_pulls(repo),
             created_at=created, pushed_at=ids.iso(repo.get("pushed_ms", repo["created_ms"])))
+
+    def open_pulls(self, repo):
+        """The repository's open PR count: kept in its record by every PR write (`_put_pull`),
+        so no read scans its PRs; counted for a record written without it (older state, the
+        state API)."""
+        key = repo["key"]
+        if key in self._open_pulls:  # written in this request: `repo` may be the older value
+            return self._open_pulls[key]
+        if "open_pulls" in repo:
+            return repo["open_pulls"]
+        return self.store.count_pulls({"repo": key, "state": "open"})
 
     def _repo_url(self, repo):
         login = self.store.owner(repo["owner"])["login"]
@@ -161,7 +173,7 @@ class GitHubBackend(RefRules, PullRules):
         repo = {"key": key, "id": repo_id,
                 "node_id": ids.node_id("github", "R_", store.next_id("node:R_")),
                 "name": name, "owner": owner_record["login"].lower(), "private": private,
-                "default_branch": default_branch, "created_ms": self.now_ms()}
+                "default_branch": default_branch, "created_ms": self.now_ms(), "open_pulls": 0}
         store.put_repo(key, repo)
         store.put_graph(key, graph)
         for branch in _js_key_order(list(branches)):

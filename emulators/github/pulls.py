@@ -82,11 +82,22 @@ class PullRules:
         if git.is_ancestor(self.store.graph(key), tips[head], tips[base]):
             raise errors.ValidationFailed(op, custom=f"No commits between {base} and {head}")
 
-    def _put_pull(self, pull):
+    def _put_pull(self, pull, before=None):
+        """Store a PR (`before`: its stored value, None for a new one); keep the repository's
+        open PR count in its record when the PR opens or closes."""
         # composite sort keys: timestamp then zero-padded number, so SQL ordering breaks ties
         pull["created_key"] = f"{pull['created_at']}#{pull['number']:016d}"
         pull["updated_key"] = f"{pull['updated_at']}#{pull['number']:016d}"
         self.store.put_pull(pull)
+        delta = (pull["state"] == "open") - (before is not None and before["state"] == "open")
+        if delta:
+            repo = self.store.repo(pull["repo"])
+            if "open_pulls" not in repo:  # written without the count: count once
+                repo["open_pulls"] = self.store.count_pulls({"repo": repo["key"],
+                                                             "state": "open"}) - delta
+            repo["open_pulls"] += delta
+            self.store.put_repo(repo["key"], repo)
+            self._open_pulls[repo["key"]] = repo["open_pulls"]
 
     def get_pull(self, owner, name, raw_number):
         op = "pulls/get"
@@ -165,7 +176,7 @@ class PullRules:
                 pull["body"] = body["body"] or None  # live GitHub: "" clears the body to null
             if "maintainer_can_modify" in body:
                 pull["maintainer_can_modify"] = body["maintainer_can_modify"]
-            self._put_pull(pull)
+            self._put_pull(pull, before)
             self._emit_pull_changes(repo, before, pull, tips)
         return self.pull_json(repo, pull, tips=tips)
 

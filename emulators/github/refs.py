@@ -156,7 +156,7 @@ class RefRules:
             closed = {**pull, "state": "closed", "updated_at": now, "closed_at": now,
                       "head_sha": tips.get(pull["head_ref"], last_sha),
                       "base_sha": tips.get(pull["base_ref"], last_sha)}
-            self._put_pull(closed)
+            self._put_pull(closed, pull)
             self.emit("pull_request", lambda closed=closed: events.pull_request(
                 "closed", self.pull_json(repo, closed), self._sender()))
 

@@ -3,7 +3,10 @@
 Thin: each responder parses the request, calls `GitHubBackend`, and shapes the answer. Mutations
 report their ids to the journal and honour the `github.accepted_drop` effect (commit, then drop).
 """
+import json
 from urllib.parse import parse_qsl
+
+import falcon
 
 from emulators.runtime import instance_of
 
@@ -36,6 +39,24 @@ def _media(req, resp):
     return param
 
 
+def _answer_cached(req, resp, token, build):
+    """Answer 200 with a read's body built once per change of the namespace's records
+    (`Instance.cached`, `token` naming the request). `build()` returns (body, extra): the
+    body is encoded once, as falcon's JSON handler does; `extra` is returned."""
+    instance = instance_of(req)
+
+    def encoded():
+        body, extra = build()
+        return body, json.dumps(body, ensure_ascii=False).encode(), extra
+    body, data, extra = instance.cached((*token, instance.base_url), encoded,
+                                        size=lambda value: len(value[1]))
+    resp.status = 200
+    resp.media = body  # what middleware reads; falcon sends `data`, the same bytes
+    resp.data = data
+    resp.content_type = falcon.MEDIA_JSON
+    return extra
+
+
 def _answer_pulls(resp, status, pulls, param):
     if isinstance(pulls, list):
         _answer(resp, status, [media.with_bodies(pull, param) for pull in pulls])
@@ -59,7 +80,9 @@ class Repository:
     """`GET /repos/{owner}/{repo}`."""
 
     def on_get(self, req, resp, owner, repo):
-        _answer(resp, 200, backend_for(instance_of(req)).get_repo(owner, repo))
+        backend = backend_for(instance_of(req))
+        _answer_cached(req, resp, ("repos/get", owner, repo),
+                       lambda: (backend.get_repo(owner, repo), None))
 
 
 class Ref:
@@ -129,11 +152,15 @@ class Pulls:
         param = _media(req, resp)
         instance = instance_of(req)
         pairs = parse_qsl(req.query_string, keep_blank_values=True)
-        items, page, last = backend_for(instance).list_pulls(owner, repo, pairs)
+
+        def build():
+            items, page, last = backend_for(instance).list_pulls(owner, repo, pairs)
+            return [media.with_bodies(pull, param) for pull in items], (page, last)
+        page, last = _answer_cached(req, resp, ("pulls/list", owner, repo, req.query_string,
+                                                param), build)
         header = context.link_header(instance, req, pairs, page, last)
         if header:
             resp.set_header("Link", header)
-        _answer_pulls(resp, 200, items, param)
 
     def on_post(self, req, resp, owner, repo):
         param = _media(req, resp)
@@ -148,8 +175,9 @@ class Pull:
 
     def on_get(self, req, resp, owner, repo, pull_number):
         param = _media(req, resp)
-        pull = backend_for(instance_of(req)).get_pull(owner, repo, pull_number)
-        _answer_pulls(resp, 200, pull, param)
+        backend = backend_for(instance_of(req))
+        _answer_cached(req, resp, ("pulls/get", owner, repo, pull_number, param), lambda: (
+            media.with_bodies(backend.get_pull(owner, repo, pull_number), param), None))
 
     def on_patch(self, req, resp, owner, repo, pull_number):
         param = _media(req, resp)

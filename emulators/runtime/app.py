@@ -177,6 +177,7 @@ class Runtime:
                 if not hits:
                     instance = Instance(self.emulator, namespace, branch, key, method,
                                         environ, (), version)
+                    instance.head = head  # an accept() inside commits on it too
                     return self._dispatch(call, instance, scratch, head)
         else:
             version = self.clocks.version()
@@ -290,25 +291,16 @@ class Runtime:
             entry["checkpoint"] = instance.accepted
 
     def _log(self, entry, started, commit=None, version=None, head=None):
-        """Journal the request; commit a checkpoint of branch `commit` in the same transaction
-        (one write per request for both). Return the checkpoint id or None.
+        """Journal the request; commit a checkpoint of branch `commit` inside the mutation's
+        transaction. Return the checkpoint id or None.
 
+        The entry goes to the journal segment (journal.py) once the transaction has committed
+        (at once when none is open), before the answer leaves: a read writes no SQLite row.
         `version` is the control version read for this request: the clock comes from the
         worker's kept copy (clock.py). Without it the clock row is read. `head` is the
         branch's (head, next number) when still known (_dispatch).
         """
         entry["durationMs"] = int((perf_counter() - started) * 100_000 + 0.5) / 100
-        conn = self.db.joined()  # a mutation's batch; otherwise a transaction of its own
-        if conn is not None:
-            checkpoint = self._write(conn, entry, commit, version, head)
-        else:
-            with self.db.transaction() as conn:
-                checkpoint = self._write(conn, entry, commit, version, head)
-        if self._on_log is not None:  # after the commit: a slow sink never holds the lock
-            self.db.after_transaction(lambda: self._on_log(entry))
-        return checkpoint
-
-    def _write(self, conn, entry, commit, version, head):
         namespace = entry["namespace"]
         if version is not None:
             clock = self.clocks.current(namespace, version)
@@ -319,14 +311,18 @@ class Runtime:
             clock = wall_ms(), False
         now = clock[0]
         checkpoint = None
-        if commit is not None:
+        if commit is not None:  # a mutation: its transaction is open (_vendor)
+            conn = self.db.joined()
             done = self.timeline.capture(conn, namespace, commit, clock, head=head)
             if done is None:  # a namespace's first checkpoint, or a new branch's
                 committed = self.timeline.commit(namespace, commit)
                 checkpoint, now = committed["id"], committed["at"]
             else:
                 checkpoint = checkpoint_id(done[0])
-        self.journal.record(conn, entry, now)
+        db = self.db
+        db.after_transaction(lambda: self.journal.record(entry, now))
+        if self._on_log is not None:  # after the commit: a slow sink never holds the lock
+            db.after_transaction(lambda: self._on_log(entry))
         return checkpoint
 
     def _cleanup(self, scratch):

@@ -270,6 +270,7 @@ def _start(args, loader, settings):
         return None
     try:
         server.runtime.namespaces()  # open the database now: a bad --db fails at start-up
+        server.runtime.journal.drain()  # and its journal folder (what a dead server left)
     except Exception as error:
         server.close()
         print(f"error: cannot open {settings.db}: {error}", file=sys.stderr)

@@ -9,6 +9,7 @@ import threading
 import weakref
 from pathlib import Path
 
+from . import writer
 from .errors import ConnectionDropped
 
 SCHEMA = """
@@ -20,6 +21,9 @@ CREATE TABLE IF NOT EXISTS records (
     collection TEXT NOT NULL, id TEXT NOT NULL, seq INTEGER NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (service, key, collection, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS records_seq ON records (service, key, collection, seq);
+CREATE TABLE IF NOT EXISTS key_versions (
+    service TEXT NOT NULL, key TEXT NOT NULL, version INTEGER NOT NULL,
+    PRIMARY KEY (service, key)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sequences (
     service TEXT NOT NULL, namespace TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
     value INTEGER NOT NULL, PRIMARY KEY (service, key, name)) WITHOUT ROWID;
@@ -41,6 +45,8 @@ CREATE TABLE IF NOT EXISTS journal (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
     at_ms INTEGER NOT NULL, method TEXT NOT NULL, path TEXT NOT NULL, operation TEXT,
     status INTEGER NOT NULL, duration_ms REAL NOT NULL, fault TEXT, extra TEXT);
+CREATE TABLE IF NOT EXISTS journal_segments (
+    name TEXT NOT NULL PRIMARY KEY, offset INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS metrics (
     service TEXT NOT NULL, namespace TEXT NOT NULL, operation TEXT NOT NULL,
     method TEXT NOT NULL, path TEXT NOT NULL, status INTEGER NOT NULL,
@@ -111,6 +117,15 @@ WHEN instr({row}.key, '@') = 0 BEGIN
 END""" for event, row, old in (("INSERT", "NEW", "NULL, NULL"),
                                ("UPDATE", "NEW", "OLD.seq, OLD.value"),
                                ("DELETE", "OLD", "OLD.seq, OLD.value"))]
+
+# A storage key's version moves with every write of its records (shapes.py: answers built
+# once per version). Rows are never deleted, so a version never comes back.
+TRIGGERS += [f"""
+CREATE TRIGGER IF NOT EXISTS records_version_{event.lower()} AFTER {event} ON records
+WHEN instr({row}.key, '@') = 0 BEGIN
+    INSERT INTO key_versions (service, key, version) VALUES ({row}.service, {row}.key, 1)
+    ON CONFLICT (service, key) DO UPDATE SET version=version+1;
+END""" for event, row in (("INSERT", "NEW"), ("UPDATE", "NEW"), ("DELETE", "OLD"))]
 
 TRIGGERS += ["""
 CREATE TRIGGER IF NOT EXISTS checkpoints_counted AFTER INSERT ON checkpoints BEGIN
@@ -274,7 +289,15 @@ class _Transaction:
                     conn.execute(f"SAVEPOINT sp{depth}")
                 local.depth = depth + 1
         else:
-            conn.execute("BEGIN IMMEDIATE")
+            writer = db._writer
+            if writer is not None:
+                writer.acquire()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                if writer is not None:
+                    writer.release()
+                raise
             local.depth = 1
             local.clean = conn.total_changes
         return conn
@@ -298,7 +321,11 @@ class _Transaction:
                 conn.execute(f"ROLLBACK TO sp{depth}")
             conn.execute(f"RELEASE sp{depth}")
         else:
-            conn.execute("COMMIT" if keep else "ROLLBACK")
+            try:
+                conn.execute("COMMIT" if keep else "ROLLBACK")
+            finally:
+                if self._db._writer is not None:
+                    self._db._writer.release()
             after = local.after
             if after:
                 local.after = None
@@ -324,6 +351,7 @@ class Database:
         if self.path == ":memory:":
             # A single shared in-memory database for one process (threads share it).
             self.path = f"file:emulators-{id(self)}?mode=memory&cache=shared"
+        self._writer = writer.for_path(self.path)  # transactions take turns (writer.py)
 
     def _open(self):
         if self.path.startswith("file:"):

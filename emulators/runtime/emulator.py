@@ -16,6 +16,7 @@ from .mount import PREFIX
 from .openapi import OperationMatcher
 from .rng import seed_state
 from .settings import Settings
+from .shapes import ShapeCache
 from .timeline import MAIN, Timeline, storage_key
 from .webhooks import WebhookHub
 
@@ -46,6 +47,7 @@ class Emulator:
         self.matcher = OperationMatcher(service.openapi)
         self.journal = Journal(db, self.name, size=settings.journal_size,
                                has_document=self.matcher.has_document)
+        self.shapes = ShapeCache(db, self.name)
         self.timeline = Timeline(db, self.name, self.clocks, seed_state(settings.seed),
                                  settings.max_checkpoints)
         self.credentials = Credentials(db, self.name)

@@ -6,6 +6,7 @@ from .rng import Rng
 from .timeline import storage_key
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
+READS = {"GET", "HEAD"}
 
 
 def instance_of(req):
@@ -22,7 +23,7 @@ class Instance:
 
     __slots__ = ("_emulator", "namespace", "branch", "key", "method", "_base_url", "_environ",
                  "_hits", "ids", "writes", "accepted", "_checkpoint", "in_flight", "_records",
-                 "_rng", "version")
+                 "_rng", "version", "head", "_state")
 
     def __init__(self, emulator, namespace, branch, key, method="GET", environ=None, hits=(),
                  version=None, *, base_url=""):
@@ -44,6 +45,11 @@ class Instance:
         # The control version the runtime read for this request: the namespace clock is the
         # worker's kept copy while it holds (clock.py). None (admin and tool instances): read.
         self.version = version
+        # (timeline moves, transaction restarts, (main's head, next number)) read at the start
+        # of a mutation's transaction on main (app.py), or None: checkpoint() reuses it while
+        # nothing moved the head or began the transaction anew.
+        self.head = None
+        self._state = None  # the key's records version, read once by a read request (cached)
 
     @property
     def records(self):
@@ -51,8 +57,24 @@ class Instance:
         if self._records is None:
             emulator = self._emulator
             self._records = Records(emulator.db, emulator.name, self.namespace, self.key,
-                                    on_write=self._wrote)
+                                    on_write=self._wrote, cached=self._cached_record
+                                    if self._cacheable() else None)
         return self._records
+
+    def _cacheable(self):
+        return self.method in READS and not self._hits and "@" not in self.key
+
+    def _cached_record(self, token, fetch):
+        """A record's text as a read request saw it at the key's version: one version read per
+        request, then each record once per change of the key (shapes.py). Once the request
+        wrote anything, reads go to the database."""
+        if self.writes:
+            return fetch()
+        shapes = self._emulator.shapes
+        if self._state is None:
+            self._state = shapes.version(self.key)
+        return shapes.get(self.key, token, fetch, size=lambda text: len(text or ""),
+                          version=self._state)
 
     @property
     def rng(self):
@@ -85,6 +107,17 @@ class Instance:
             return clocks.now_ms(self.namespace)
         return clocks.current(self.namespace, self.version)[0]
 
+    def cached(self, token, build, size=len):
+        """Return `build()` for this key's records as they are now, built once per change of
+        them (shapes.py) and `token`: everything else the answer depends on (route, path,
+        query, base URL, media type). Mutations, fault hits and historical views build anew."""
+        if not self._cacheable() or self.writes:
+            return build()
+        shapes = self._emulator.shapes
+        if self._state is None:
+            self._state = shapes.version(self.key)
+        return shapes.get(self.key, ("answer", *token), build, size, version=self._state)
+
     def transaction(self):
         """Return a context manager running the block as one BEGIN IMMEDIATE transaction."""
         return self._emulator.db.transaction()
@@ -107,7 +140,15 @@ class Instance:
             raise RuntimeError("a historical (x-mockingbird-at) view cannot commit a checkpoint")
         fresh = self.fresh_checkpoint()
         if fresh is None:
-            fresh = self._emulator.timeline.commit(self.namespace, self.branch)["id"]
+            emulator, clock, known = self._emulator, None, None
+            if self.version is not None:
+                clock = emulator.clocks.current(self.namespace, self.version)
+            if self.head is not None:
+                moves, restarts, known = self.head
+                if moves != emulator.timeline.moves or restarts != emulator.db.restarts():
+                    known = None
+            fresh = emulator.timeline.commit(self.namespace, self.branch, clock=clock,
+                                             head=known)["id"]
             self._checkpoint = (fresh, self.writes)
         return fresh
 

@@ -1,21 +1,24 @@
 """Request journal (metadata only) and metrics, both rows partitioned by namespace.
 
-A request writes one journal row (columns, plus a JSON `extra` only for the rare fields) and no
-metrics row: metrics are the `metrics` table (counts folded in from older journal rows) plus
-the journal rows past the service's fold watermark, summed in one read. Each worker folds and
-trims the ring after every `trim_every` of its own entries, and always before journal rows are
-deleted, so no request is ever counted twice or lost from the counts.
+A request's entry is appended to this process's journal segment file (segments.py): no SQLite
+write, no writer lock in the request. Whoever reads the journal or the metrics first drains
+every segment into the `journal` table (one row per entry, columns plus a JSON `extra` only for
+the rare fields), folds the rows into the `metrics` table and trims each namespace's ring, in
+one transaction: metrics are the `metrics` table plus the journal rows past the service's fold
+watermark, summed in one read, so no request is ever counted twice or lost from the counts.
 """
 import json
+import threading
 
 from .clock import iso
 from .db import delete_scoped
+from .segments import for_database
 
 UNMATCHED = "(unmatched)"
 EXTRA = ("ids", "accepted", "checkpoint", "request")  # `checkpoint` only comes with `accepted`
 
-_INSERT = ("INSERT INTO journal (service, namespace, at_ms, method, path, operation, status,"
-           " duration_ms, fault, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_INSERT = ("INSERT INTO journal (seq, service, namespace, at_ms, method, path, operation,"
+           " status, duration_ms, fault, extra) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 # A journal row's metrics key: the operation, or the path when the request matched none.
 _KEY = "coalesce(operation, ''), method, CASE WHEN operation IS NULL THEN path ELSE '' END"
 _MARK = "coalesce((SELECT seq FROM metrics_folded WHERE service=:service), 0)"
@@ -28,12 +31,14 @@ _FOLD = (
     " duration_ms=duration_ms+excluded.duration_ms")
 _FOLDED = ("INSERT INTO metrics_folded (service, seq) SELECT :service, seq FROM sqlite_sequence"
            " WHERE name='journal' ON CONFLICT (service) DO UPDATE SET seq=excluded.seq")
-# With the journal off (size 0) nothing is kept to fold: count each request directly.
+# Entries a drain counts without keeping them (past a namespace's ring).
 _COUNT = (
     "INSERT INTO metrics (service, namespace, operation, method, path, status, count, faults,"
-    " duration_ms) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?) ON CONFLICT (service, namespace,"
-    " operation, method, path, status) DO UPDATE SET count=count+1,"
+    " duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (service, namespace,"
+    " operation, method, path, status) DO UPDATE SET count=count+excluded.count,"
     " faults=faults+excluded.faults, duration_ms=duration_ms+excluded.duration_ms")
+_TRIM = ("DELETE FROM journal WHERE seq IN (SELECT seq FROM journal WHERE service=? AND"
+         " namespace=? ORDER BY seq DESC LIMIT -1 OFFSET ?)")
 
 
 class Journal:
@@ -44,49 +49,69 @@ class Journal:
         self._service = service
         self.size = size
         self._has_document = has_document
-        # The fold reads the rows since the last one and the trim scans the namespace's newest
-        # `size` rows, so they run once per max(64, size // 4) entries of this worker: a few
-        # rows per request, not a whole ring every 64. Rows past `size` in between are never
-        # read (entries() keeps the newest `size` per namespace).
-        self.trim_every = max(64, size // 4)
-        self._since_trim = 0
+        self._segments = for_database(db)
+        self._segments.sizes[service] = size
+        self._draining = threading.Lock()
 
-    def record(self, conn, entry, at_ms):
-        """Store one entry (call inside a write transaction); return its seq, or None when
-        the journal is off."""
+    def record(self, entry, at_ms):
+        """Append one entry to this process's segment (after a mutation's commit, before its
+        answer leaves); return its seq. A full segment is drained by a thread of its own."""
         extra = None
         if "ids" in entry or "accepted" in entry or "request" in entry:
             extra = json.dumps({name: entry[name] for name in EXTRA if name in entry},
                                separators=(",", ":"))
-        operation = entry.get("operationId")
-        if self.size <= 0:
-            conn.execute(_COUNT, (self._service, entry["namespace"], operation or "",
-                                  entry["method"], "" if operation else entry["path"],
-                                  entry["status"], 1 if entry.get("faultId") else 0,
-                                  entry["durationMs"]))
-            return None
-        seq = conn.execute(_INSERT, (
-            self._service, entry["namespace"], at_ms, entry["method"], entry["path"], operation,
-            entry["status"], entry["durationMs"], entry.get("faultId"), extra)).lastrowid
-        self._since_trim += 1
-        if self._since_trim >= self.trim_every:
-            self._since_trim = 0
-            self._fold(conn)
-            conn.execute(
-                "DELETE FROM journal WHERE seq IN (SELECT seq FROM journal WHERE service=? AND"
-                " namespace=? ORDER BY seq DESC LIMIT -1 OFFSET ?)",
-                (self._service, entry["namespace"], self.size))
+        seq, full = self._segments.append((
+            self._service, entry["namespace"], at_ms, entry["method"], entry["path"],
+            entry.get("operationId"), entry["status"], entry["durationMs"],
+            entry.get("faultId"), extra))
+        if full and self._draining.acquire(blocking=False):
+            threading.Thread(target=self._drain_in_background, daemon=True,
+                             name=f"emulators-journal-{self._service}").start()
         return seq
 
-    def _fold(self, conn):
-        """Add the journal rows past the watermark to the metrics table; move the watermark."""
-        params = {"service": self._service}
-        conn.execute(_FOLD, params)
-        conn.execute(_FOLDED, params)
+    def _drain_in_background(self):
+        try:
+            with self._db.transaction() as conn:
+                self.drain(conn)
+        finally:
+            self._draining.release()
+
+    def drain(self, conn=None):
+        """Move every segment's entries into the journal table (inside the caller's write
+        transaction, or one of its own); fold this service's metrics and trim its rings."""
+        if conn is None:
+            with self._db.transaction() as conn:
+                return self.drain(conn)
+        rows = self._segments.drain(conn)
+        if not rows:
+            return
+        # Only the newest `size` of a namespace become rows; older ones are only counted.
+        sizes, kept, counted, counts = self._segments.sizes, [], {}, {}
+        for row in reversed(rows):  # [seq, service, namespace, at, method, path, operation,
+            service, namespace = row[1], row[2]  # status, duration, fault, extra]
+            n = counted.get((service, namespace), 0)
+            if n < sizes.get(service, self.size):
+                counted[service, namespace] = n + 1
+                kept.append(row)
+                continue
+            operation = row[6]
+            key = (service, namespace, operation or "", row[4],
+                   row[5] if operation is None else "", row[7])
+            count = counts.setdefault(key, [0, 0, 0.0])
+            count[0] += 1
+            count[1] += row[9] is not None
+            count[2] += row[8]
+        conn.executemany(_INSERT, kept)
+        conn.executemany(_COUNT, [(*key, *count) for key, count in counts.items()])
+        for service in sorted({row[1] for row in rows}):  # every service's: one may never read
+            _fold(conn, service)
+            for namespace in sorted({row[2] for row in rows if row[1] == service}):
+                conn.execute(_TRIM, (service, namespace, max(sizes.get(service, self.size), 0)))
 
     def entries(self, namespace=None, *, operation_id=None, status=None, since_ms=None,
                 after=None, limit=None):
         """Return entries oldest first (the newest `size` per namespace), filtered."""
+        self.drain()
         sql = ("SELECT seq, at_ms, namespace, method, path, operation, status, duration_ms,"
                " fault, extra FROM journal WHERE service=?")
         params = [self._service]
@@ -125,11 +150,13 @@ class Journal:
     def clear(self, namespace=None):
         """Drop journal entries of a namespace, or of all (their counts stay in the metrics)."""
         with self._db.transaction() as conn:
-            self._fold(conn)
+            self.drain(conn)
+            _fold(conn, self._service)
             delete_scoped(conn.execute, "journal", self._service, namespace=namespace)
 
     def metrics(self, namespace=None):
         """Return the metrics report, global or of one namespace."""
+        self.drain()
         scope = "" if namespace is None else " AND namespace=:namespace"
         rows = self._db.all(
             "SELECT operation, method, path, status, count, faults, duration_ms FROM metrics"
@@ -159,5 +186,13 @@ class Journal:
     def clear_metrics(self, namespace=None):
         """Drop metric counters of a namespace, or of all (the journal itself stays)."""
         with self._db.transaction() as conn:
-            self._fold(conn)
+            self.drain(conn)
+            _fold(conn, self._service)
             delete_scoped(conn.execute, "metrics", self._service, namespace=namespace)
+
+
+def _fold(conn, service):
+    """Add a service's journal rows past its watermark to the metrics table; move the mark."""
+    params = {"service": service}
+    conn.execute(_FOLD, params)
+    conn.execute(_FOLDED, params)

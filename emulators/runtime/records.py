@@ -19,14 +19,17 @@ def _dumps(value):
 class Records:
     """The rows of one storage key; every call is atomic on its own, or joins `transaction()`."""
 
-    __slots__ = ("_db", "_service", "_namespace", "_key", "_on_write")
+    __slots__ = ("_db", "_service", "_namespace", "_key", "_on_write", "_cached")
 
-    def __init__(self, db, service, namespace, key, on_write=None):
+    def __init__(self, db, service, namespace, key, on_write=None, cached=None):
         self._db = db
         self._service = service
         self._namespace = namespace
         self._key = key
         self._on_write = on_write
+        # cached(token, fetch): a read request's stored text of a record at the key's version
+        # (Instance), or None. Used only outside a transaction: inside one, reads are fresh.
+        self._cached = cached
 
     def _wrote(self):
         if self._on_write is not None:
@@ -34,9 +37,17 @@ class Records:
 
     def get(self, collection, id):
         """Return the stored value, or None."""
+        if self._cached is not None and self._db.joined() is None:
+            text = self._cached(("record", collection, str(id)),
+                                lambda: self._text(collection, id))
+        else:
+            text = self._text(collection, id)
+        return None if text is None else json.loads(text)
+
+    def _text(self, collection, id):
         row = self._db.one("SELECT value FROM records WHERE service=? AND key=? AND collection=?"
                            " AND id=?", (self._service, self._key, collection, str(id)))
-        return None if row is None else json.loads(row[0])
+        return None if row is None else row[0]
 
     def put(self, collection, id, value):
         """Insert or replace a value; a replaced value keeps its first insertion order."""

@@ -156,9 +156,9 @@ class Timeline:
         self._unpruned[namespace] = count
         return n, parent, now
 
-    def _commit(self, conn, namespace, branch, *, root=False):
+    def _commit(self, conn, namespace, branch, *, root=False, clock=None, head=None):
         """Commit a branch on its head (or as the first node): None when it has no head."""
-        done = self.capture(conn, namespace, branch, root=root)
+        done = self.capture(conn, namespace, branch, clock, root=root, head=head)
         if done is None:
             return None
         n, parent, at = done
@@ -273,10 +273,12 @@ class Timeline:
                          (self._service, storage_key(namespace, branch),
                           1 << 62 if row is None else row[0]))
 
-    def commit(self, namespace, branch=MAIN):
-        """Commit the current state of a branch (forking it from main first when new)."""
+    def commit(self, namespace, branch=MAIN, *, clock=None, head=None):
+        """Commit the current state of a branch (forking it from main first when new).
+
+        `clock` and `head` as for `capture` (the request path knows both)."""
         with self._db.transaction(savepoint=False) as conn:
-            done = self._commit(conn, namespace, branch)
+            done = self._commit(conn, namespace, branch, clock=clock, head=head)
             if done is not None:  # the common case: one statement
                 return done
             heads = self._ensure(conn, namespace)

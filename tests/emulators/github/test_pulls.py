@@ -454,3 +454,31 @@ def test_unmodelled_media_types_are_refused_before_any_write(topic):
     assert topic.get(PULLS, 200).json == []
     assert topic.get("/repos/nobody/nothing", 404).headers["X-GitHub-Media-Type"] == \
         "github.v3; format=json"
+
+
+def test_open_issues_count_follows_every_pull_write_and_checkpoints(topic, app, runtime):
+    def count():
+        return topic.get(REPO).json["open_issues_count"]
+    topic.create_ref("refs/heads/other", C, status=201)
+    assert count() == 0
+    topic.open_pull(status=201)
+    saved = topic.open_pull(head="other", status=201).headers["x-mockingbird-checkpoint"]
+    assert count() == 2
+    assert topic.patch(f"{PULLS}/1", {"title": "renamed"}, 200).json["base"]["repo"][
+        "open_issues_count"] == 2
+    assert topic.patch(f"{PULLS}/1", {"state": "closed"}, 200).json["base"]["repo"][
+        "open_issues_count"] == 1
+    topic.app.delete(f"{REPO}/git/refs/heads/other", status=204)  # closes PR 2
+    assert count() == 0
+    assert topic.patch(f"{PULLS}/1", {"state": "open"}, 200).json["base"]["repo"][
+        "open_issues_count"] == 1
+    app.post_json("/__admin/branches/main/checkout", {"checkpoint": saved}, status=200)
+    assert count() == 2
+    # A repository record written without the count (the state API, older state) is counted.
+    records = runtime.instance("default", method="POST").records
+    record = records.get("repositories", "synthetic-org/example")
+    del record["open_pulls"]
+    records.put("repositories", "synthetic-org/example", record)
+    assert count() == 2
+    topic.patch(f"{PULLS}/2", {"state": "closed"}, 200)
+    assert count() == 1

@@ -74,3 +74,43 @@ def test_a_top_level_block_that_raises_rolls_back(db):
             db.execute("INSERT INTO t VALUES ('a', 1)")
             raise ValueError
     assert values(db) == {}
+
+
+def test_transactions_of_processes_and_threads_take_turns_on_the_writer_lock(tmp_path):
+    import os
+    import threading
+    import time
+
+    path = tmp_path / "turns.db"
+    first = Database(path)
+    first.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)")
+    ready, go = os.pipe()
+    child = os.fork()
+    if child == 0:  # another worker: holds a transaction for 0.3 s
+        with Database(path).transaction() as conn:
+            conn.execute("INSERT INTO t VALUES ('child', 1)")
+            os.write(go, b"x")
+            time.sleep(0.3)
+        os._exit(0)
+    os.read(ready, 1)
+    started = time.monotonic()
+    with first.transaction() as conn:  # waits on the lock, not on SQLite's busy retries
+        waited = time.monotonic() - started
+        conn.execute("INSERT INTO t VALUES ('parent', 2)")
+    os.waitpid(child, 0)
+    assert 0.15 < waited < 5 and values(first) == {"child": 1, "parent": 2}
+    order = []
+
+    def writer(name):
+        with Database(path).transaction() as conn:  # another object, same file: same lock
+            order.append(f"{name} in")
+            conn.execute("INSERT OR REPLACE INTO t VALUES (?, 0)", (name,))
+            time.sleep(0.05)
+            order.append(f"{name} out")
+    threads = [threading.Thread(target=writer, args=(f"t{n}",)) for n in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert all(order[i].endswith("in") and order[i + 1] == order[i][:-2] + "out"
+               for i in range(0, 6, 2))

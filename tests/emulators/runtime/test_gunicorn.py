@@ -134,3 +134,26 @@ def test_admin_key_under_gunicorn(tmp_path):
         assert requests.get(base + "/__admin/clock",
                             headers={"x-mockingbird-admin-key": "k3y"}).status_code == 200
         assert requests.get(base + "/counter").status_code == 200
+
+
+def test_requests_answered_by_workers_killed_right_after_stay_in_the_journal(url):
+    import os
+    import signal
+    import time
+    answers = across_workers(lambda: requests.get(url + "/counter"))
+    assert all(answer.status_code == 200 for answer in answers)
+    for pid in {answer.headers["x-worker-pid"] for answer in answers}:
+        os.kill(int(pid), signal.SIGKILL)  # no drain, no flush, no exit handler ran
+    deadline = time.monotonic() + 20
+    while True:  # the arbiter starts new workers
+        try:
+            journal = requests.get(url + "/__admin/requests", timeout=2).json()["requests"]
+            break
+        except requests.RequestException:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    assert len([entry for entry in journal if entry["path"] == "/counter"]) == len(answers)
+    seqs = [entry["seq"] for entry in journal]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    metrics = requests.get(url + "/__admin/metrics").json()
+    assert metrics["byOperation"]["getCounter 200"] == len(answers)

@@ -108,31 +108,79 @@ def test_bad_or_huge_cursors_are_400_or_empty_never_500(app):
     assert len(requests(app, "?limit=99999999999999999999")) == 1
 
 
-def test_journal_ring_trims_in_batches_of_a_quarter_ring(tmp_path):
+def _entry(namespace, n=0):
+    return {"namespace": namespace, "method": "GET", "path": f"/x/{n}", "status": 200,
+            "durationMs": 1.0}
+
+
+def test_the_ring_is_trimmed_when_segments_are_drained(tmp_path):
     from emulators.runtime.db import Database
     from emulators.runtime.journal import Journal
     db = Database(tmp_path / "trim.db")
     journal = Journal(db, "svc", size=400)
-    assert journal.trim_every == 100 and Journal(db, "svc", size=5).trim_every == 64
-
-    def add(namespace, n):
-        for _ in range(n):
-            with db.transaction() as conn:
-                journal.record(conn, {"namespace": namespace, "method": "GET", "path": "/x",
-                                      "status": 200, "durationMs": 1.0}, 0)
 
     def stored(namespace):
         return db.one("SELECT count(*) FROM journal WHERE namespace=?", (namespace,))[0]
 
-    add("a", 499)
-    assert stored("a") == 499  # no trim yet: rows past the ring are kept, never read
-    assert [e["seq"] for e in journal.entries("a")] == list(range(100, 500))
-    add("a", 1)  # seq 500: the trim keeps the newest 400
-    assert stored("a") == 400
+    for n in range(500):
+        journal.record(_entry("a", n), 0)
+    assert stored("a") == 0  # appended to the segment only: no SQLite row per request
     assert [e["seq"] for e in journal.entries("a")] == list(range(101, 501))
-    add("b", 100)  # seq 600 trims b's ring (under size: nothing) and leaves a alone
+    assert stored("a") == 400  # the drain folded the counts, then trimmed the ring
+    for n in range(100):
+        journal.record(_entry("b", n), 0)
+    metrics = journal.metrics()
+    assert metrics["requests"] == 600 and metrics["byOperation"] == {"(unmatched) 200": 600}
+    # /x/0 of `a` was only counted (past the ring), /x/499 kept: both under their path
+    unmatched = {(u["path"], u["count"]) for u in metrics["unmatched"]}
+    assert ("/x/0", 2) in unmatched and ("/x/499", 1) in unmatched  # a's and b's /x/0
     assert stored("a") == 400 and stored("b") == 100
-    assert journal.metrics()["requests"] == 600
+
+
+def test_reads_write_no_sqlite_row_and_the_journal_still_shows_them_in_order(app, db):
+    from emulators.runtime.db import Database
+    app.post_json("/items", {"name": "x"})
+    requests(app)  # drained
+    other = Database(db)  # another worker's connection sees every commit made by this one
+    before = other.one("PRAGMA data_version")[0]
+    for path in ("/items/1", "/counter", "/items/1", "/nope"):
+        app.get(path, status="*")
+    assert other.one("PRAGMA data_version")[0] == before
+    assert [e["path"] for e in requests(app)] == ["/items", "/items/1", "/counter", "/items/1",
+                                                  "/nope"]
+
+
+def test_entries_of_a_killed_process_and_of_full_segments_all_land_once(tmp_path, monkeypatch):
+    import os
+    import signal
+    import time
+
+    from emulators.runtime import segments
+    from emulators.runtime.db import Database
+    from emulators.runtime.journal import Journal
+    db = Database(tmp_path / "kill.db")
+    journal = Journal(db, "svc", size=1000)
+    journal.record(_entry("w", -1), 0)
+    child = os.fork()
+    if child == 0:  # another worker: appends, then dies by SIGKILL with nothing flushed
+        for n in range(50):
+            journal.record(_entry("w", n), 0)
+        os.kill(os.getpid(), signal.SIGKILL)
+    os.waitpid(child, 0)
+    monkeypatch.setattr(segments, "ROTATE_BYTES", 2000)  # a drain thread every ~20 entries
+    for n in range(50, 200):
+        journal.record(_entry("w", n), 0)
+    deadline = time.monotonic() + 10
+    while journal._draining.locked() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    paths = [e["path"] for e in journal.entries("w")]
+    assert sorted(paths, key=lambda p: int(p.rsplit("/", 1)[1])) == \
+        [f"/x/{n}" for n in range(-1, 200)]
+    assert [e["seq"] for e in journal.entries("w")] == list(range(1, 202))
+    journal.entries("w")  # a second drain deletes what the first read whole
+    folder = journal._segments.folder
+    assert len([name for name in os.listdir(folder) if name.endswith(".log")]) == 1  # ours
+    assert journal.metrics()["requests"] == 201
 
 
 def test_two_workers_folding_metrics_count_every_request_once(tmp_path):
