@@ -23,9 +23,9 @@ import emulators
 from emulators import start_fleet
 from emulators.cli import main
 from emulators.runtime import Service
-from emulators.runtime.fleet import FleetError, FleetStartError
-from emulators.runtime.fleetconfig import ConfigError, plan
-from emulators.runtime.fleetcontrol import FleetControl
+from emulators.runtime.fleet.start import FleetError, FleetStartError
+from emulators.runtime.fleet.config import ConfigError, plan
+from emulators.runtime.fleet.control import FleetControl
 from testkit.counter_service import OPENAPI, provider_app
 from testkit.counter_service import service as counter
 from tests.emulators.runtime.test_cli import clean_env

@@ -17,17 +17,18 @@ import time
 import uuid
 from urllib.request import ProxyHandler, build_opener
 
-from . import fleetstore, requestlog
-from .app import Runtime
-from .clock import Clocks, iso, wall_ms
-from .db import Database
-from .fleetconfig import ConfigError, plan as make_plan, read_config
-from .fleetcontrol import FleetControl
-from .fleetguard import Guard
-from .fleetstore import FleetSnapshots
-from .server import Listener, Server
-from .settings import Settings
-from .timeline import MAIN
+from .. import requestlog
+from ..app import Runtime
+from ..clock import Clocks, iso, wall_ms
+from ..db import Database
+from .config import ConfigError, plan as make_plan, read_config
+from .control import FleetControl
+from .guard import Guard
+from . import store
+from .store import FleetSnapshots
+from ..server import Listener, Server
+from ..settings import Settings
+from ..timeline import MAIN
 
 log = logging.getLogger("emulators")
 
@@ -278,7 +279,7 @@ class Fleet:
         def run(name, child, conn):
             runtime = child.runtime
             checkpoint = runtime.timeline.commit(namespace, MAIN)["id"]
-            state = fleetstore.capture(conn, runtime.name, namespace,
+            state = store.capture(conn, runtime.name, namespace,
                                        runtime.clocks.state(namespace))
             self.snapshots.save(conn, snapshot_id, name, namespace, label, at_ms, state, clock)
             return {"checkpoint": f"{snapshot_id}:{name}", "timelineCheckpoint": checkpoint}
@@ -304,7 +305,7 @@ class Fleet:
 
         def run(name, child, conn):
             runtime, state = child.runtime, snapshot.states[name]
-            fleetstore.restore(conn, runtime.name, namespace, state)
+            store.restore(conn, runtime.name, namespace, state)
             runtime.clocks.restore(namespace, state["clock"])
             return {"timelineCheckpoint": runtime.timeline.commit(namespace, MAIN)["id"]}
         names = [name for name in self.children if name in snapshot.states]

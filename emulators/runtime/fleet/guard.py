@@ -3,7 +3,7 @@ answers 409, and the requests in flight are counted per namespace (quiescence)."
 import json
 import threading
 
-from .emulator import ADMIN
+from ..emulator import ADMIN
 
 JSON = "application/json"
 

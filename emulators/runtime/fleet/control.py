@@ -19,10 +19,10 @@ from urllib.parse import parse_qs
 
 import falcon
 
-from .bodies import loads, read_body
-from .clock import MAX_MS, parse_duration, parse_instant
-from .errors import EmulatorError
-from .names import NAME, SHOWN
+from ..bodies import loads, read_body
+from ..clock import MAX_MS, parse_duration, parse_instant
+from ..errors import EmulatorError
+from ..names import NAME, SHOWN
 
 log = logging.getLogger("emulators")
 

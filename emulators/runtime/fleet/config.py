@@ -4,9 +4,9 @@ import json
 import re
 from dataclasses import dataclass
 
-from . import names
-from .mount import PREFIX
-from .requestlog import MODES
+from .. import names
+from ..mount import PREFIX
+from ..requestlog import MODES
 
 NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 TOP_FIELDS = ("services", "log", "adminPrefix", "adminKey", "namespace", "control", "db")
