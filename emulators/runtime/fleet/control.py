@@ -20,7 +20,7 @@ from urllib.parse import parse_qs
 import falcon
 
 from ..bodies import loads, read_body
-from ..clock import MAX_MS, parse_duration, parse_instant
+from ..state.clock import MAX_MS, parse_duration, parse_instant
 from ..errors import EmulatorError
 from ..names import NAME, SHOWN
 

@@ -19,8 +19,8 @@ from urllib.request import ProxyHandler, build_opener
 
 from .. import requestlog
 from ..app import Runtime
-from ..clock import Clocks, iso, wall_ms
-from ..db import Database
+from ..state.clock import Clocks, iso, wall_ms
+from ..state.db import Database
 from .config import ConfigError, plan as make_plan, read_config
 from .control import FleetControl
 from .guard import Guard
@@ -28,7 +28,7 @@ from . import store
 from .store import FleetSnapshots
 from ..server import Listener, Server
 from ..settings import Settings
-from ..timeline import MAIN
+from ..state.timeline import MAIN
 
 log = logging.getLogger("emulators")
 
@@ -279,8 +279,7 @@ class Fleet:
         def run(name, child, conn):
             runtime = child.runtime
             checkpoint = runtime.timeline.commit(namespace, MAIN)["id"]
-            state = store.capture(conn, runtime.name, namespace,
-                                       runtime.clocks.state(namespace))
+            state = store.capture(conn, runtime.name, namespace, runtime.clocks.state(namespace))
             self.snapshots.save(conn, snapshot_id, name, namespace, label, at_ms, state, clock)
             return {"checkpoint": f"{snapshot_id}:{name}", "timelineCheckpoint": checkpoint}
 
@@ -381,7 +380,7 @@ def start_fleet(config, *, loader, admin_key=None, admin_prefix="/__admin", log=
     `loader(name)` returns the Service of a name (`emulators.start_fleet` passes the registry).
 
     `admin_key`, `admin_prefix`, `log` and `db` apply where the config does not set them (precedence
-    as in fleetconfig.py). Without any db the state lives in a temporary file removed on close.
+    as in config.py). Without any db the state lives in a temporary file removed on close.
     A ready or connections file left by an earlier run is deleted before anything starts.
     Raises ConfigError (nothing started) or FleetError (everything started was closed).
     """

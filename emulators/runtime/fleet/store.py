@@ -1,4 +1,4 @@
-"""Fleet snapshots as rows (table `fleet_snapshots`, db.py): per service, a copy of one
+"""Fleet snapshots as rows (table `fleet_snapshots`, state/db.py): per service, a copy of one
 namespace's main state (records, sequences, RNG, clock, its own fault rules with their counters
 and fault RNG, its webhooks: endpoints, delivery log, armed delivery fault), plus the fleet
 clock. A copy, not a checkpoint reference: it outlives a reset of
@@ -7,7 +7,7 @@ import json
 
 SAVE = ("INSERT INTO fleet_snapshots (id, service, namespace, label, at_ms, state, fleet_now,"
         " fleet_frozen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-# The hub's rows of a namespace (webhooks.py), ids and sequence numbers kept: a restored
+# The hub's rows of a namespace (admin/webhooks.py), ids and sequence numbers kept: a restored
 # endpoint keeps its X-GitHub-Hook-ID and the delivery log its order. A snapshot is taken only
 # when nothing is pending (quiescence), so the restored log holds no delivery to send again.
 WEBHOOK_TABLES = {

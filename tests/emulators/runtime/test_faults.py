@@ -244,7 +244,7 @@ def test_rules_changed_by_another_worker_are_seen_on_the_next_request(db, wall):
 def test_a_version_3_database_gains_control_versions_and_keeps_its_rules(db, wall):
     import sqlite3
 
-    from emulators.runtime.db import SCHEMA_VERSION, Database
+    from emulators.runtime.state.db import SCHEMA_VERSION, Database
     from emulators.runtime.testing import test_app
     from testkit.counter_service import service
     Database(db).one("SELECT 1")

@@ -6,7 +6,7 @@ import json
 import math
 import re
 
-from .errors import AdminError
+from ..errors import AdminError
 
 # fullmatch: `$` would let a trailing newline through.
 COLLECTION = re.compile(r"[A-Za-z0-9_.@:-]{1,200}")

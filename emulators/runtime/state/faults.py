@@ -6,8 +6,8 @@ fires once across every worker.
 import json
 import re
 
-from .errors import AdminError
-from .names import NAME, SHOWN
+from ..errors import AdminError
+from ..names import NAME, SHOWN
 from .rng import mulberry32, seed_state
 
 RULE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")

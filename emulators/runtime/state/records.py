@@ -112,7 +112,7 @@ class Records:
         self._wrote()
         return row[0]
 
-    # -- read helpers of the admin state view (state.py) -----------------------------------
+    # -- read helpers of the admin state view (admin/state_api.py)
     def collections(self):
         """Return the names of the collections this key holds rows in, sorted."""
         return [row[0] for row in self._db.all(

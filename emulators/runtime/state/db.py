@@ -10,7 +10,7 @@ import weakref
 from pathlib import Path
 
 from . import writer
-from .errors import ConnectionDropped
+from ..errors import ConnectionDropped
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS namespaces (

@@ -30,7 +30,7 @@ import json
 import re
 
 from .db import CHECKPOINT_COUNTER
-from .errors import AdminError
+from ..errors import AdminError
 
 CP = re.compile(r"^cp_([0-9a-z]{8,})\Z")
 MAIN = "main"

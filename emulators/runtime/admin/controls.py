@@ -1,17 +1,17 @@
 """The standard admin controls (emulators/README.md, "Standard admin routes") as route parts,
-one per feature, like state.py, credentials.py, snapshots.py and ui.py: each part's `routes()`
+one per feature, like state_api.py, credentials.py, snapshots.py and ui.py: each part's `routes()`
 gives (method, path, handler), and a handler takes the admin Request and returns
 (status, body[, headers])."""
 import json
 import re
 import time
 
-from .clock import parse_duration, parse_instant
-from .errors import AdminError
-from .faults import validate_rule
-from .names import NAME
-from .openapi import admin_document
-from .timeline import MAIN, TimelineError
+from ..state.clock import parse_duration, parse_instant
+from ..errors import AdminError
+from ..state.faults import validate_rule
+from ..names import NAME
+from ..openapi import admin_document
+from ..state.timeline import MAIN, TimelineError
 
 RESET_PARTS = {"faults", "clock", "journal", "metrics"}
 

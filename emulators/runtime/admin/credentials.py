@@ -6,9 +6,9 @@ carrier routed by the credential they carry; `/credentials` admin routes manage 
 import json
 import logging
 
-from . import names
-from .db import delete_scoped
-from .errors import AdminError
+from .. import names
+from ..state.db import delete_scoped
+from ..errors import AdminError
 
 log = logging.getLogger("emulators")
 

@@ -12,16 +12,15 @@ from urllib.parse import parse_qs
 
 import falcon
 
-from .bodies import InvalidJSON, TooDeep, loads, read_body
-from .controls import (Basics, ClockControls, FaultControls, JournalControls,
-                       TimelineControls)
+from ..bodies import InvalidJSON, TooDeep, loads, read_body
+from .controls import Basics, ClockControls, FaultControls, JournalControls, TimelineControls
 from .credentials import CredentialRoutes
-from .errors import AdminError, EmulatorError
-from .instance import MUTATING
-from .names import NAME, NAMESPACE_PARAM
-from .service import AdminCall
+from ..errors import AdminError, EmulatorError
+from ..instance import MUTATING
+from ..names import NAME, NAMESPACE_PARAM
+from ..service import AdminCall
 from .snapshots import SnapshotRoutes
-from .state import StateRoutes
+from .state_api import StateRoutes
 from .ui import Page, UiRoutes
 from .webhooks import WebhookRoutes
 

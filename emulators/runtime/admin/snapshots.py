@@ -7,8 +7,8 @@ a snapshot left without its checkpoint answers 404, as if deleted, instead of da
 """
 import re
 
-from .errors import AdminError
-from .timeline import MAIN, TimelineError
+from ..errors import AdminError
+from ..state.timeline import MAIN, TimelineError
 
 SNAPSHOT = re.compile(r"snap_([1-9][0-9]{0,17})")  # fullmatch; < 2**63, as SQLite binds
 

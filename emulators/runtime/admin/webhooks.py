@@ -24,8 +24,8 @@ import urllib.request
 import uuid
 import weakref
 
-from .clock import wall_ms
-from .errors import AdminError
+from ..state.clock import wall_ms
+from ..errors import AdminError
 
 log = logging.getLogger(__name__)
 
