@@ -17,7 +17,7 @@ from bench.harness import SERVER, report, trips_per_second  # noqa: E402
 from testkit.servers import gunicorn  # noqa: E402
 
 ROUNDS = 3
-HERMES = "wsgi:hermes"  # the emulator as shipped, like bench_github's wsgi:github
+HERMES = "wsgi:hermes"  # the emulator as shipped, like bench/github.py's wsgi:github
 
 
 def hermes_trip(conn, n):
