@@ -9,7 +9,7 @@ import requests
 from testkit.servers import gunicorn
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.timeout(60)]
-APP = "tests.emulators.hermes.gunicorn_app:application"
+APP = "testkit.emulator_apps:hermes()"
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import requests
 from testkit.servers import gunicorn
 
 pytestmark = pytest.mark.gunicorn
-APP = "tests.emulators.runtime.gunicorn_app:application"
+APP = "testkit.emulator_apps:counter()"
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import requests
 from tests.emulators.receiver import Receiver
 from testkit.servers import gunicorn
 
-from .conftest import A, B, C, D, E, graph_body
-from .schema_check import SCHEMAS
+from tests.emulators.github.conftest import A, B, C, D, E, graph_body
+from tests.emulators.github.schema_check import SCHEMAS
 
 pytestmark = pytest.mark.gunicorn
 REPO = "/repos/synthetic-org/example"
