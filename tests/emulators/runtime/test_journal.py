@@ -69,7 +69,7 @@ def test_admin_requests_are_not_journaled(app):
 
 
 def test_journal_ring_keeps_newest(tmp_path):
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     from testkit.counter_service import service
     small = test_app(service, tmp_path / "ring.db", journal_size=5)
     for _ in range(70):
@@ -184,7 +184,7 @@ def test_entries_of_a_killed_process_and_of_full_segments_all_land_once(tmp_path
 
 
 def test_two_workers_folding_metrics_count_every_request_once(tmp_path):
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     from testkit.counter_service import service
     db = tmp_path / "fold.db"
     one, two = (test_app(service, db, journal_size=5) for _ in range(2))

@@ -4,7 +4,7 @@ import random
 import sqlite3
 
 from emulators.runtime.state.db import SCHEMA_VERSION, Database
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from testkit.counter_service import service
 
 

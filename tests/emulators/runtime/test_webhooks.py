@@ -6,7 +6,7 @@ import pytest
 
 from emulators.runtime import Service
 from emulators.runtime.state.db import Database
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from emulators.runtime.admin.webhooks import WebhookError, WebhookHub, parse_endpoints, sign
 from tests.emulators.receiver import Receiver
 from testkit.counter_service import OPENAPI, provider_app
