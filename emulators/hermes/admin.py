@@ -4,9 +4,9 @@ restart, cache sweep, scripted replies and skills.
 A control is `handler(call) -> (status, body)`; a HermesError raised here keeps its Hermes
 envelope (the admin plane answers a service route's errors with their own body).
 """
-from .catalog import Catalog
-from .compat import CompatBackend
-from .models import HermesBackend
+from .management.catalog import Catalog
+from .openai_compat.backend import CompatBackend
+from .runs.backend import HermesBackend
 
 
 def _runs(action):

@@ -12,7 +12,7 @@ import pytest
 import requests
 
 from emulators.hermes import serve
-from emulators.hermes.approvals import guard_payload, tool_result
+from emulators.hermes.runs.approvals import guard_payload, tool_result
 from emulators.hermes.settings import HermesSettings
 
 from .conftest import T0_S

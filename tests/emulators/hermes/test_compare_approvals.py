@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from emulators.hermes import serve
-from emulators.hermes.approvals import tool_result
+from emulators.hermes.runs.approvals import tool_result
 from emulators.hermes.settings import HermesSettings
 
 from . import record_approvals

@@ -5,13 +5,14 @@ one `instance.transaction()`, so all gunicorn workers see one consistent set of 
 """
 import math
 
-from . import approvals, canonical, inputs, schemas, sse
-from .errors import (
-    HermesError, IdempotencyConflict, InvalidIdempotencyKey, InvalidRequest, InvalidSteerInput,
-    RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun, Throttled, Unsupported)
-from .schemas import TERMINAL
-from .sessions import SessionBook, StoredResult, Turn, input_text
-from .store import HermesStore
+from . import approvals
+from .. import canonical, inputs, schemas, sse
+from ..errors import (HermesError, IdempotencyConflict, InvalidIdempotencyKey, InvalidRequest,
+                      InvalidSteerInput, RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun,
+                      Throttled, Unsupported)
+from ..schemas import TERMINAL
+from ..management.sessions import SessionBook, StoredResult, Turn, input_text
+from ..store import HermesStore
 
 DEFAULT_PROFILE = "default"
 DEFAULT_IDENTITY = "unauthenticated-test-listener"

@@ -8,20 +8,19 @@ import random
 import re
 import shutil
 
-from . import canonical, schemas, sse
-from .errors import (
-    AgentCrashed, AgentIncomplete, InvalidMessages, InvalidRequest, InvalidSessionId,
-    MessageTypeOnly, NoUserMessage, PreviousResponseNotFound, ResponseNotFound, SessionIdTooLong,
-    Throttled)
-from .inputs import checked_history, memory_key_of
-from .models import EFFECT_THROTTLE
-from .schemas import TERMINAL
-from .sessions import SESSION_ENDPOINTS, SessionBook
-from .sessions import Turn as StoredTurn
-from .store import HermesStore
-from .upstream import (arguments_text, chat_usage, coerce_bool, derive_session_id, fingerprint,
-                       flatten, json_type, message_item, normalize, path_unsafe, result_text,
-                       visible, words)
+from .. import canonical, schemas, sse
+from ..errors import (AgentCrashed, AgentIncomplete, InvalidMessages, InvalidRequest,
+                      InvalidSessionId, MessageTypeOnly, NoUserMessage, PreviousResponseNotFound,
+                      ResponseNotFound, SessionIdTooLong, Throttled)
+from ..inputs import checked_history, memory_key_of
+from ..runs.backend import EFFECT_THROTTLE
+from ..schemas import TERMINAL
+from ..management.sessions import SESSION_ENDPOINTS, SessionBook
+from ..management.sessions import Turn as StoredTurn
+from ..store import HermesStore
+from ..upstream import (arguments_text, chat_usage, coerce_bool, derive_session_id, fingerprint,
+                        flatten, json_type, message_item, normalize, path_unsafe, result_text,
+                        visible, words)
 
 HERMES_VERSION = "0.19.0"           # the Hermes release whose answers we copy
 DEFAULT_MODEL = "hermes-agent"
@@ -102,7 +101,7 @@ class CompatBackend:
                 f"{'89ab'[int(digits[16], 16) % 4]}{digits[17:20]}-{digits[20:]}")
 
     def sessions(self):
-        """The session book of this instance (sessions.py); agent turns are recorded there."""
+        """The session book of this instance (management/sessions.py); turns are recorded there."""
         return SessionBook(self.instance, model_name=self.model_name(), hex_digits=self.hex)
 
     def agent_turn(self, turn):

@@ -4,7 +4,7 @@ epoch seconds, so the emulator's clock decides everything."""
 import datetime
 import re
 
-from .errors import JobError
+from ..errors import JobError
 
 UTC = datetime.timezone.utc
 UNITS = {**dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 1),
@@ -21,7 +21,7 @@ INVALID = ("Invalid schedule '{}'. Use:\n  - Duration: '30m', '2h', '1d' (one-sh
            "  - Timestamp: '2026-02-03T14:00:00' (one-shot at time)")
 
 
-def iso(epoch):
+def isoformat(epoch):
     """The ISO-8601 text Python gives an aware UTC datetime (microseconds when non-zero)."""
     return datetime.datetime.fromtimestamp(epoch, UTC).isoformat()
 
@@ -128,7 +128,8 @@ def parse(text, now):
                 "display": f"once at {when:%Y-%m-%d %H:%M}"}
     minutes = _minutes(text)
     if minutes:
-        return {"kind": "once", "run_at": iso(now + minutes * 60), "display": f"once in {text}"}
+        return {"kind": "once", "run_at": isoformat(now + minutes * 60),
+                "display": f"once in {text}"}
     raise JobError(INVALID.format(text))
 
 
@@ -136,10 +137,10 @@ def first_run(schedule, now):
     """`next_run_at` (ISO) of a schedule set or resumed at `now`; None when it will not fire."""
     kind = schedule.get("kind")
     if kind == "interval":
-        return iso(now + schedule["minutes"] * 60)
+        return isoformat(now + schedule["minutes"] * 60)
     if kind == "cron":
         due = next_cron(schedule["expr"], now)
-        return None if due is None else iso(due)
+        return None if due is None else isoformat(due)
     return schedule.get("run_at")
 
 
@@ -152,8 +153,8 @@ def after_run(schedule, ran_at, now):
         due = ran_at + period
         while due <= now:
             due += period
-        return iso(due)
+        return isoformat(due)
     if kind == "cron":
         due = next_cron(schedule["expr"], max(ran_at, now))
-        return None if due is None else iso(due)
+        return None if due is None else isoformat(due)
     return None

@@ -1,6 +1,6 @@
 """What the agent can use: skills (scripted per namespace through an admin control, since the
 emulator has no $HERMES_HOME) and the toolsets Hermes 0.19.0 reports on `GET /v1/toolsets`."""
-from .errors import InvalidRequest
+from ..errors import InvalidRequest
 from .toolsets import CATALOGUE
 
 SKILLS = "hermes-skills"   # "<n>" -> {n, name, description, category}

@@ -10,9 +10,9 @@ import os
 import re
 
 from . import schedule as schedules
-from .errors import InvalidJobId, JobError, JobNotFound
+from ..errors import InvalidJobId, JobError, JobNotFound
 from .sessions import SessionBook, Turn
-from .upstream import flatten
+from ..upstream import flatten
 
 # job id -> {id, job, latest}: the job and its latest execution as JSON text, since records do
 # not keep key order and upstream's is part of the answer
@@ -185,7 +185,7 @@ class JobBoard:
             "repeat": {"times": repeat if repeat is not None else (
                 1 if parsed["kind"] == "once" else None), "completed": 0},
             "enabled": True, "state": "scheduled", "paused_at": None, "paused_reason": None,
-            "created_at": schedules.iso(now), "next_run_at": schedules.first_run(parsed, now),
+            "created_at": schedules.isoformat(now), "next_run_at": schedules.first_run(parsed, now),
             "last_run_at": None, "last_status": None, "last_error": None,
             "last_delivery_error": None,
             # an explicit null means "back to where it came from": the HTTP origin
@@ -249,7 +249,7 @@ class JobBoard:
     def pause(self, job_id):
         """Paused: hidden from the default list, `next_run_at` kept."""
         def change(job, now):
-            job.update(enabled=False, state="paused", paused_at=schedules.iso(now),
+            job.update(enabled=False, state="paused", paused_at=schedules.isoformat(now),
                        paused_reason=None)
         return self._change(job_id, change)
 
@@ -267,7 +267,7 @@ class JobBoard:
         """Due now; nothing runs inside the request: the next tick runs it."""
         def change(job, now):
             job.update(enabled=True, state="scheduled", paused_at=None, paused_reason=None,
-                       next_run_at=schedules.iso(now))
+                       next_run_at=schedules.isoformat(now))
         return self._change(job_id, change)
 
     # the ticker
@@ -302,7 +302,7 @@ class JobBoard:
             SessionBook(self.instance).append(
                 session_id, Turn(prompt, result, model=self.compat.model_name()),
                 source="cron", title=title, ended="cron_complete", at=ran_at)
-            stamp = schedules.iso(ran_at)
+            stamp = schedules.isoformat(ran_at)
             job.update(last_run_at=stamp, last_status="error" if failed else "ok",
                        last_error=(result.error or str(result.exception)) if failed else None)
             repeat = job.get("repeat")

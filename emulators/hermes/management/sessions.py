@@ -4,11 +4,10 @@ here; `/api/sessions…` reads and edits them. No agent runs in this module.
 """
 import re
 
-from . import canonical
-from .errors import (
-    InvalidRequest, InvalidSessionIdCode, InvalidSystemPrompt,
-    InvalidTitle, SessionExists, SessionNotFound, UnsupportedSessionFields)
-from .upstream import arguments_text, result_text
+from .. import canonical
+from ..errors import (InvalidRequest, InvalidSessionIdCode, InvalidSystemPrompt, InvalidTitle,
+                      SessionExists, SessionNotFound, UnsupportedSessionFields)
+from ..upstream import arguments_text, path_unsafe, result_text
 
 SESSIONS = "hermes-sessions"          # id -> session row (public fields + system_prompt, ...)
 MESSAGES = "hermes-messages"          # "<session id>:<message id>" -> message object
@@ -77,13 +76,6 @@ def sanitize_title(value):
     if len(cleaned) > MAX_TITLE:
         raise InvalidTitle(f"Title too long ({len(cleaned)} chars, max {MAX_TITLE})")
     return cleaned
-
-
-def path_unsafe(value):
-    """Upstream gateway.session._is_path_unsafe: traversal, separators or a drive prefix."""
-    if ".." in value or "/" in value or "\\" in value:
-        return True
-    return len(value) >= 2 and value[0].isalpha() and value[1] == ":"
 
 
 def _int_param(raw, default, maximum):

@@ -4,13 +4,13 @@ A run asks with an `approval.request` event: the command guard's payload, then t
 envelope, then the `choices` a person may answer. `POST /v1/runs/{id}/approval` decides it. When
 nobody decides within the approval timeout, Hermes denies the command itself (it fails closed).
 The tool call the approval gated then ends: `tool.completed`, with `error` true unless the
-command was approved. models.py applies these rules to the stored runs.
+command was approved. backend.py applies these rules to the stored runs.
 """
 import json
 
-from . import inputs
-from .errors import ApprovalNotActive, ApprovalNotPending, InvalidApprovalChoice, RunNotFound
-from .schemas import TERMINAL
+from .. import inputs
+from ..errors import ApprovalNotActive, ApprovalNotPending, InvalidApprovalChoice, RunNotFound
+from ..schemas import TERMINAL
 
 CHOICES = ("once", "session", "always", "deny")
 # Upstream accepts these words for `once`.
@@ -80,7 +80,7 @@ def tool_result(outcome, description="", output=""):
 
 
 class ApprovalSteps:
-    """The approval steps of HermesBackend (models.py), which provides the store, the clock,
+    """The approval steps of HermesBackend (backend.py), which provides the store, the clock,
     `_hydrate`, `_observe`, `_mark` and `_persist`."""
 
     def approve(self, run_id, raw):
