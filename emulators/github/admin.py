@@ -4,8 +4,9 @@ sends a newly registered endpoint.
 A control is `handler(call) -> (status, body)`; the admin plane answers a GitHubError raised here
 with its own status and mock-only envelope (`{message, code}`).
 """
+from emulators.runtime.state.clock import iso
+
 from . import context, events
-from .ids import iso
 from .resources import backend_for
 
 

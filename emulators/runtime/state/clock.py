@@ -2,7 +2,7 @@
 import math
 import re
 import time
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from .db import delete_scoped
 from ..errors import AdminError
@@ -12,6 +12,7 @@ UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 # A JavaScript Date's range (±100,000,000 days), the reference runtime's; it also keeps every
 # clock value far inside SQLite's 64-bit INTEGER.
 MAX_MS = 8_640_000_000_000_000
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 def _ms(value):
@@ -28,9 +29,9 @@ def wall_ms():
 
 
 def iso(ms):
-    """Format epoch milliseconds as ISO-8601 UTC with milliseconds."""
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + \
-        f"{int(ms) % 1000:03d}Z"
+    """Format epoch milliseconds like JavaScript's `Date.toISOString()` (UTC, milliseconds)."""
+    moment = EPOCH + timedelta(milliseconds=ms)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def parse_instant(value):

@@ -4,7 +4,8 @@ import pytest
 from emulators.github import errors
 from emulators.github.context import form_encode
 from emulators.github.git import is_ancestor, valid_ref_name
-from emulators.github.ids import iso, node_id
+from emulators.github.ids import node_id
+from emulators.runtime.state.clock import iso
 from emulators.github.models import GitHubBackend
 from emulators.github.pulls import parse_pull_number
 from emulators.runtime.state.db import Database
