@@ -1,4 +1,5 @@
-"""Gunicorn settings for `gunicorn -c gunicorn.conf.py wsgi:application`, behind the README's nginx.
+"""Gunicorn settings for `gunicorn -c gunicorn.conf.py spaces.newos4.wsgi:application` (production:
+the chat alone, behind the README's nginx) and `... wsgi:application` (`make serve`: the monolith).
 
 Our own worker (spaces/worker.py): threads that each accept, answer and close one connection
 once its whole request is in (a reader thread collects the requests of slow clients), and
@@ -60,16 +61,22 @@ accesslog = None
 errorlog = "-"
 
 
+# The app production serves (deploy/systemd/newos4.service): the chat alone, no emulator.
+CHAT_ALONE = "spaces.newos4.wsgi:application"
+
+
 def on_starting(server):
     """Refuse a bad configuration once, in the arbiter, before any worker starts: otherwise each
-    worker prints the same line (wsgi.py makes the same checks for servers without this file)."""
-    from emulators.hermes.settings import HermesSettings
-    from emulators.runtime import Settings as EmulatorSettings
+    worker prints the same line (the wsgi modules make the same checks for servers without this
+    file). The emulators' settings are checked only when the app serves them."""
     from spaces.newos4.settings import Settings as ChatSettings
     try:
         ChatSettings.from_env(os.environ).check_data_dir()
-        EmulatorSettings.from_env(os.environ)
-        HermesSettings.from_env(os.environ)
+        if server.app.app_uri != CHAT_ALONE:
+            from emulators.hermes.settings import HermesSettings
+            from emulators.runtime import Settings as EmulatorSettings
+            EmulatorSettings.from_env(os.environ)
+            HermesSettings.from_env(os.environ)
     except ValueError as exc:  # each names the variable and the value it refused
         sys.stderr.write(f"gunicorn: configuration error: {exc}\n")
         if server.pidfile is not None:

@@ -1,32 +1,27 @@
-"""WSGI entry points: `application` serves everything; `hermes` and `github` serve one emulator.
+"""WSGI entry points of the development monolith: `application` serves everything; `hermes` and
+`github` serve one emulator. Production serves the chat alone (spaces/newos4/wsgi.py).
 
 `application` sends `/emulators/hermes/...` and `/emulators/github/...` to the mounted emulators
-and every other path to the chat app. Settings are read from the environment once, here.
+and every other path to the chat app. Settings are read from the environment once, at import.
 """
 import os
-import sys
 
 from emulators import load
 from emulators.runtime import PathDispatcher, build_wsgi
 from emulators.runtime import Settings as EmulatorSettings
-from spaces.newos4.app import PAGE_PATH, create_app
-from spaces.newos4.settings import Settings
+from spaces.newos4.app import PAGE_PATH
+from spaces.newos4.wsgi import application as chat  # production's chat app, settings checked
+from spaces.newos4.wsgi import refuse_configuration
 
 try:
     github_service = load("github", os.environ)
     hermes_service = load("hermes", os.environ)  # HERMES_* through HermesSettings.from_env
-    _chat_settings = Settings.from_env(os.environ)
-    _chat_settings.check_data_dir()
     _emulator_settings = EmulatorSettings.from_env(os.environ)
 except ValueError as exc:  # every from_env names the variable and the value it refused
-    # Exit code 4 is gunicorn's "App failed to load": the arbiter stops at once with this one
-    # line instead of a traceback from every worker it keeps respawning.
-    sys.stderr.write(f"wsgi: configuration error: {exc}\n")
-    raise SystemExit(4)
+    refuse_configuration(exc)
 
 hermes = build_wsgi(hermes_service, _emulator_settings)
 github = build_wsgi(github_service, _emulator_settings)
-chat = create_app(_chat_settings)
 
 
 def root_to_the_page(app):

@@ -1,11 +1,13 @@
 """Start real gunicorn for integration tests: unused port, readiness poll, log on failure."""
 import contextlib
+import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +21,19 @@ def unused_port():
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def serving_in_a_thread(handler):
+    """Serve `handler` (an http.server handler class) on an unused loopback port from a thread
+    of this process; yield its base URL; stop it afterwards."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 class ServerFailed(RuntimeError):

@@ -7,6 +7,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def imports_of(path):
+    """The modules `path` imports; `from . import errors` counts as the package's `errors`."""
     tree = ast.parse(path.read_text(), str(path))
     found = set()
     for node in ast.walk(tree):
@@ -15,7 +16,10 @@ def imports_of(path):
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 package = ".".join(path.relative_to(REPO).with_suffix("").parts[:-node.level])
-                found.add(f"{package}.{node.module}" if node.module else package)
+                if node.module:
+                    found.add(f"{package}.{node.module}")
+                else:
+                    found.update(f"{package}.{alias.name}" for alias in node.names)
             else:
                 found.add(node.module)
     return found
@@ -26,16 +30,22 @@ def python_files(folder):
 
 
 def assert_layers_point_down(folder, order):
-    """Each module of `folder` ranked in `order` imports only modules ranked below it."""
+    """Each module of `folder` ranked in `order` (by its dotted path below `folder`: `app`,
+    `relay.watch`) imports only modules ranked below it; every module it imports from `folder`
+    must be ranked."""
     package = folder.replace("/", ".") + "."
     for path in python_files(folder):
-        if path.stem not in order:
+        name = ".".join(path.relative_to(REPO / folder).with_suffix("").parts)
+        if name not in order:
             continue
-        rank = order.index(path.stem)
+        rank = order.index(name)
         for mod in imports_of(path):
             if mod.startswith(package):
-                target = mod[len(package):].split(".")[0]
-                assert order.index(target) > rank, f"{path.name} imports {target}"
+                relative = mod[len(package):]
+                target = max((o for o in order if relative == o or relative.startswith(o + ".")),
+                             key=len, default=None)
+                assert target is not None, f"{path.name} imports {relative}, which is not ranked"
+                assert order.index(target) > rank, f"{name} imports {target}"
 
 
 def test_spaces_and_emulators_never_import_each_other():
@@ -65,10 +75,14 @@ def test_only_app_and_resources_import_falcon_and_only_schemas_import_marshmallo
 
 
 def test_chat_layers_point_down():
-    order = ["app", "resources", "schemas", "watch", "relay", "approvals", "lost_runs",
-             "run_events", "relay_state", "service", "ratelimit", "store", "hermes_client",
-             "files", "errors", "settings", "clock"]
+    order = ["wsgi", "app", "resources", "schemas", "cli",
+             "relay.cli", "relay.daemon", "relay.watch", "relay.passes", "relay.approvals",
+             "relay.lost_runs", "relay.run_events", "relay.state", "relay.hermes_client",
+             "service", "ratelimit", "store", "files", "errors", "settings", "clock"]
     assert_layers_point_down("spaces/newos4", order)
+    modules = {".".join(p.relative_to(REPO / "spaces/newos4").with_suffix("").parts)
+               for p in python_files("spaces/newos4") if p.name != "__init__.py"}
+    assert modules == set(order)  # a new module takes its place in the order
 
 
 def test_host_tools_call_the_service_never_the_http_layer():

@@ -116,12 +116,16 @@ class LockTimeout(Exception):
 
 
 class Locks:
-    """Exclusive locks on sidecar files by path, for every thread and process: `with locks(p):`.
+    """Exclusive locks on files by path, for every thread and process: `with locks(p) as fd:`.
 
-    Waiting blocks, it never polls (py-filelock retries every 50 ms): threads of one process
-    queue on one `threading.Lock` per path, so only the first of them takes the `flock`; when
-    another process holds it, a helper thread waits in a blocking `flock` while the caller waits
-    on an event with the timeout, and a lock that comes too late is released by the helper.
+    The one way the chat locks a file: threads, the rate windows (whose window file is its own
+    lock, read and rewritten through `fd`), the relay and the watcher. A timeout of 0 tries
+    once and never waits; None waits as long as it takes, in the caller's own `flock`, for
+    locks whose holders never wait on anything unbounded (the rate windows). Waiting blocks,
+    it never polls (py-filelock retries every 50 ms): threads of one process queue on one
+    `threading.Lock` per path, so only the first of them takes the `flock`; when another
+    process holds it, a helper thread waits in a blocking `flock` while the caller waits on an
+    event with the timeout, and a lock that comes too late is released by the helper.
     A lock file unlinked while we waited (a sweep of orphan locks) is opened again, so two
     holders can never each hold a different inode.
     """
@@ -155,17 +159,23 @@ class _Held:
             entry[1] += 1
         self._entry = entry
         try:
-            deadline = time.monotonic() + locks.timeout_s
-            if not entry[0].acquire(timeout=max(0.0, locks.timeout_s)):
-                raise LockTimeout(key)
+            timeout_s = locks.timeout_s
+            if timeout_s is None:
+                deadline = None
+                entry[0].acquire()
+            else:
+                deadline = time.monotonic() + timeout_s
+                if not entry[0].acquire(timeout=max(0.0, timeout_s)):
+                    raise LockTimeout(key)
             try:
-                self._fd = _flock(key, deadline)
+                self._fd = _flock(key, deadline, wait=timeout_s is None or timeout_s > 0)
             except BaseException:
                 entry[0].release()
                 raise
         except BaseException:
             self._leave()
             raise
+        return self._fd
 
     def __exit__(self, *exc_info):
         try:
@@ -190,14 +200,24 @@ def open_lock_file(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
 
 
-def _flock(path, deadline):
-    """A descriptor of `path` holding its exclusive flock, had by `deadline` (monotonic)."""
+def lock(path, timeout_s):
+    """`with lock(path, timeout_s):` a lock of its own (not queued with a `Locks` table's
+    threads): for the relay's and the watcher's process-wide locks, taken once per pass or
+    life. LockTimeout when it cannot be had within `timeout_s` (0: only if free now)."""
+    return Locks(timeout_s)(path)
+
+
+def _flock(path, deadline, *, wait=True):
+    """A descriptor of `path` holding its exclusive flock, had by `deadline` (monotonic; None:
+    however long it takes); when not `wait`, had now or never."""
     while True:
         fd = open_lock_file(path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX if deadline is None else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
+            if not wait:
+                raise LockTimeout(path)
             fd = _flock_blocking(path, deadline)
         if _still_linked(fd, path):
             return fd

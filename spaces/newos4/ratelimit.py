@@ -1,6 +1,5 @@
 """Sliding windows of accepted messages, shared by every worker through small files on disk."""
 import contextlib
-import fcntl
 import functools
 import hashlib
 import hmac
@@ -10,7 +9,7 @@ import secrets
 from pathlib import Path
 
 from . import errors
-from .files import open_lock_file, tmp_name
+from .files import Locks, tmp_name
 
 READ_CHUNK = 65536  # below malloc's mmap threshold
 MAX_WINDOW_BYTES = 1 << 20  # a longer file is not one we wrote: it counts as empty
@@ -30,10 +29,10 @@ def retry_after_s(hits, now_ms, limit, window_ms):
 class IpWindows:
     """Per-IP windows: one file per hashed address, so unrelated clients never share a lock.
 
-    Each window file is its own lock (`flock` on it, rewritten in place, never replaced): one
-    open per post instead of a sidecar lock and a temporary file. Addresses are stored only as
-    keyed hashes (the key lives beside the windows), so the files cannot be reversed by hashing
-    the IPv4 space.
+    Each window file is its own lock (held with `files.Locks`, rewritten in place through the
+    lock's descriptor, never replaced): one open per post instead of a sidecar lock and a
+    temporary file. Addresses are stored only as keyed hashes (the key lives beside the
+    windows), so the files cannot be reversed by hashing the IPv4 space.
     """
 
     def __init__(self, folder, *, limit, window_ms):
@@ -41,6 +40,10 @@ class IpWindows:
         self._prefix = os.path.join(folder, "")  # each post builds a path: no pathlib on it
         self.limit = limit
         self.window_ms = window_ms
+        # No timeout: a holder waits on nothing longer than a thread lock's timeout, so a wait
+        # here is bounded; it blocks in flock itself, with no helper thread, since every post
+        # from one address takes this lock, in every worker.
+        self._locks = Locks(None)
         self._hash_of = None
 
     @contextlib.contextmanager
@@ -51,32 +54,31 @@ class IpWindows:
         only then.
         """
         path = f"{self._prefix}{self._hash(address)}.json"
-        fd = _lock_fd(path)
-        recorded, raw = [], None
-        try:
-            raw = _read_window(fd)
-            hits = _hits_of(raw)
-            wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
-            if wait is not None:
-                raise errors.RateLimited(
-                    f"rate limit: at most {self.limit} messages per IP per "
-                    f"{describe_window(self.window_ms)}", wait)
+        with self._locks(path) as fd:
+            recorded, raw = [], None
             try:
-                yield lambda: recorded.append(now_ms)
-            finally:  # a hit recorded before a refusal (a 507) counts too
-                if recorded:
-                    # Only the newest `limit` hits can ever decide a later request.
-                    cutoff = now_ms - self.window_ms
-                    live = sorted([h for h in hits if h > cutoff])
-                    _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]}).encode(),
-                             len(raw))
-        finally:
-            if not recorded and raw == b"":
-                # A window this request created and left empty (a refused post from a new
-                # address): removed while locked, so a refusal leaves no file. A waiter on it
-                # opens the path again (see _lock_fd).
-                os.unlink(path)
-            os.close(fd)  # closing the only descriptor releases the flock
+                raw = _read_window(fd)
+                hits = _hits_of(raw)
+                wait = retry_after_s(hits, now_ms, self.limit, self.window_ms)
+                if wait is not None:
+                    raise errors.RateLimited(
+                        f"rate limit: at most {self.limit} messages per IP per "
+                        f"{describe_window(self.window_ms)}", wait)
+                try:
+                    yield lambda: recorded.append(now_ms)
+                finally:  # a hit recorded before a refusal (a 507) counts too
+                    if recorded:
+                        # Only the newest `limit` hits can ever decide a later request.
+                        cutoff = now_ms - self.window_ms
+                        live = sorted([h for h in hits if h > cutoff])
+                        _rewrite(fd, json.dumps({"hits": (live + recorded)[-self.limit:]})
+                                 .encode(), len(raw))
+            finally:
+                if not recorded and raw == b"":
+                    # A window this request created and left empty (a refused post from a
+                    # new address): removed while locked, so a refusal leaves no file. A
+                    # waiter on it opens the path again (files.Locks).
+                    os.unlink(path)
 
     def sweep(self, now_ms):
         """Delete windows with no hit left inside them; return how many."""
@@ -88,7 +90,7 @@ class IpWindows:
         for name in names:
             if not name.endswith(".json") or not os.path.isfile(self.folder / name):
                 continue  # not a window we wrote: never opened, never deleted
-            with _locked(self.folder / name) as fd:
+            with self._locks(self.folder / name) as fd:
                 if not any(h > now_ms - self.window_ms for h in _read_hits(fd)):
                     os.unlink(self.folder / name)
                     removed += 1
@@ -99,7 +101,7 @@ class IpWindows:
         path = self.folder / f"{self._hash(address)}.json"
         if not path.exists():
             return False
-        with _locked(path) as fd:
+        with self._locks(path) as fd:
             had_hits = bool(_read_hits(fd))
             os.unlink(path)
         return had_hits
@@ -111,33 +113,6 @@ class IpWindows:
             self._hash_of = functools.lru_cache(maxsize=4096)(
                 lambda a: hmac.new(key, a.encode(), hashlib.sha256).hexdigest()[:32])
         return self._hash_of(address)
-
-
-@contextlib.contextmanager
-def _locked(path):
-    """`_lock_fd(path)` as a context: the descriptor, closed (and so unlocked) on exit."""
-    fd = _lock_fd(path)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
-def _lock_fd(path):
-    """A descriptor of `path` holding an exclusive flock; the caller closes it. Retries when the
-    sweep unlinked the file while we waited, so a hit is never written into a deleted window.
-    A holder never waits on anything longer than the thread lock's timeout, so blocking here is
-    bounded. (A plain function: every post takes one, a generator context costs more.)"""
-    while True:
-        fd = open_lock_file(path)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_nlink:
-                return fd
-        except BaseException:
-            os.close(fd)
-            raise
-        os.close(fd)
 
 
 def _rewrite(fd, data, old_size):

@@ -8,8 +8,6 @@ import os
 import re
 import time
 
-import filelock
-
 from . import errors
 from .files import (TMP_SUFFIX, Locks, LockTimeout, discard, fsync_dir, read_bytes, read_file,
                     replace, write_tmp)
@@ -41,6 +39,7 @@ class ThreadStore:
         self.chat_dir = chat_dir
         self._chat_prefix = os.path.join(chat_dir, "")
         self._locks = Locks(lock_timeout_s)
+        self._try_lock = Locks(0)  # the sweep never waits for a lock a writer holds
         self._create_lock_path = create_lock_path
         # How many thread files there are, at most (see _create).
         self._count_path = os.path.join(os.path.dirname(create_lock_path), "chat-threads.count")
@@ -271,11 +270,11 @@ class ThreadStore:
             if not match or os.path.lexists(self.path(match.group(1))):
                 continue
             try:
-                with filelock.FileLock(entry.path, timeout=0):
+                with self._try_lock(entry.path):
                     if not os.path.lexists(self.path(match.group(1))):
                         os.unlink(entry.path)
                         removed += 1
-            except (filelock.Timeout, FileNotFoundError):
+            except (LockTimeout, FileNotFoundError):
                 pass  # held by a writer right now, or gone already
         return removed
 

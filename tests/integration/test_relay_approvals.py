@@ -13,7 +13,6 @@ must be set up so that these cases can happen:
 - its key in HERMES_ORACLE_KEY if it is not the default below.
 `chmod -R 777 <a temporary directory>` is harmless and always asked about.
 """
-import contextlib
 import http.client
 import http.server
 import json
@@ -32,7 +31,7 @@ import requests
 
 from spaces.newos4.app import POLL_PATH, POST_PATH
 from testkit.hermes_driver import FAKE_REPLY, HermesDriver
-from testkit.servers import REPO, Watcher, gunicorn
+from testkit.servers import REPO, Watcher, gunicorn, serving_in_a_thread
 
 pytestmark = pytest.mark.gunicorn
 
@@ -424,16 +423,8 @@ class DroppingProxy:
             do_GET = do_POST = forward
         return Handler
 
-    @contextlib.contextmanager
     def serving(self):
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-            server.server_close()
+        return serving_in_a_thread(self._handler())
 
 
 def test_a_submission_whose_answer_is_lost_makes_one_run_and_its_answer_arrives(chat):

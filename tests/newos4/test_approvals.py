@@ -6,10 +6,10 @@ import time
 
 import pytest
 
-from spaces.newos4.approvals import decision_of, request_text
-from spaces.newos4.hermes_client import HermesAnswer, HermesUnreachable
-from spaces.newos4.relay import Relay
-from spaces.newos4.run_events import EventFollowers
+from spaces.newos4.relay.approvals import decision_of, request_text
+from spaces.newos4.relay.hermes_client import HermesAnswer, HermesUnreachable
+from spaces.newos4.relay.passes import Relay
+from spaces.newos4.relay.run_events import EventFollowers
 
 from .conftest import ChatClient
 from .test_relay import ScriptedHermes

@@ -6,9 +6,9 @@ import sys
 import time
 from pathlib import Path
 
-import filelock
 import pytest
 
+from spaces.newos4.files import lock
 from spaces.newos4.service import DAY_MS
 
 from .conftest import ChatClient
@@ -145,7 +145,7 @@ def test_relay_sweep_only_applies_retention_by_the_real_clock(testapp, settings,
 def test_relay_help_and_overlapping_runs(settings):
     assert "--sweep-only" in run(settings, "cron/relay.py", "--help").stdout
     settings.data_dir.mkdir(parents=True)
-    with filelock.FileLock(settings.data_dir / "relay.lock"):
+    with lock(settings.data_dir / "relay.lock", 0):
         done = run(settings, "cron/relay.py", "--sweep-only")
     assert done.returncode == 0 and "another relay run holds the lock" in done.stdout
     assert "sweep" not in done.stdout

@@ -12,10 +12,9 @@ import threading
 import time
 from pathlib import Path
 
-import filelock
 import pytest
 
-from spaces.newos4.files import Locks
+from spaces.newos4.files import Locks, LockTimeout, lock
 from spaces.newos4.service import STALE_FILE_S
 
 from .conftest import ChatClient
@@ -35,10 +34,11 @@ def sweep(data_dir):
 
 
 HOLD = """
-import sys, filelock
-with filelock.FileLock(sys.argv[1]):
-    print("held", flush=True)
-    sys.stdin.read()
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)  # any other program's flock
+print("held", flush=True)
+sys.stdin.read()
 """
 
 
@@ -75,8 +75,8 @@ def test_a_waiter_on_an_unlinked_lock_inode_reopens_the_path(tmp_path):
     """The property the sweep relies on: unlinking a lock while holding it never lets a waiter
     believe it holds the lock on the dead inode while another process locks the new file."""
     path = str(tmp_path / "t.json.lock")
-    remover = filelock.FileLock(path, timeout=0)
-    remover.acquire()
+    remover = lock(path, 0)
+    remover.__enter__()
     got, done = threading.Event(), threading.Event()
 
     def wait():
@@ -89,12 +89,13 @@ def test_a_waiter_on_an_unlinked_lock_inode_reopens_the_path(tmp_path):
     time.sleep(0.3)  # the waiter has opened the old inode and waits in flock on it
     assert not got.is_set()
     os.unlink(path)
-    remover.release()
+    remover.__exit__(None, None, None)
     assert got.wait(10)
     try:
         assert os.path.exists(path)  # it re-created the path: it holds the live inode
-        with pytest.raises(filelock.Timeout):
-            filelock.FileLock(path, timeout=0).acquire()
+        with pytest.raises(LockTimeout):
+            with lock(path, 0):
+                pass
     finally:
         done.set()
         thread.join()

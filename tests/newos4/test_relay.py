@@ -1,8 +1,8 @@
 """Relay logic against a scripted Hermes: the decisions, without processes or sockets."""
 import pytest
 
-from spaces.newos4.hermes_client import HermesAnswer, HermesUnreachable
-from spaces.newos4.relay import Relay, RunPoller, split_text
+from spaces.newos4.relay.hermes_client import HermesAnswer, HermesUnreachable
+from spaces.newos4.relay.passes import Relay, RunPoller, split_text
 
 from .conftest import ChatClient
 

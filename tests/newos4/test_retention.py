@@ -19,7 +19,7 @@ from .conftest import T0, ChatClient
 # runs here; an ignored module also reads the real clock, so nothing on these tests' call
 # stacks (falcon, webtest) is listed.
 freezegun.configure(extend_ignore_list=[
-    "filelock", "openai", "github", "playwright", "hypothesis", "pydantic", "cryptography",
+    "openai", "github", "playwright", "hypothesis", "pydantic", "cryptography",
     "nacl", "httpx", "httpcore", "jsonschema", "referencing"])
 
 

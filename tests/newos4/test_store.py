@@ -3,11 +3,11 @@ import json
 import os
 import threading
 
-import filelock
 import pytest
 
 from spaces.newos4 import errors
 from spaces.newos4 import store as store_module
+from spaces.newos4.files import lock
 from spaces.newos4.service import ChatService
 
 from .conftest import ChatClient
@@ -90,7 +90,7 @@ def test_a_held_lock_times_out_as_busy_and_writes_nothing(client, settings, cloc
     service = ChatService(settings, clock=clock)
     service.store._locks.timeout_s = 0.2
     path = settings.chat_dir / f"{client.thread}.json"
-    with filelock.FileLock(f"{path}.lock"):
+    with lock(f"{path}.lock", 0):
         result = {}
 
         def attempt():
@@ -162,7 +162,7 @@ def test_a_window_swept_while_a_post_waits_is_recreated_not_written_into_the_voi
             entered.set()
             record()
 
-    with ratelimit._locked(path):
+    with lock(path, 0):  # as another process's sweep holds it
         waiter = threading.Thread(target=post)
         waiter.start()
         assert not entered.wait(0.2)  # blocked on the flock we hold

@@ -2,9 +2,9 @@
 process itself (signals, latency, cron beside it) is tests/integration/test_relay_watch.py."""
 import pytest
 
-from spaces.newos4.hermes_client import HermesUnreachable
+from spaces.newos4.relay.hermes_client import HermesUnreachable
 
-from spaces.newos4.watch import RACY_NS, Watcher
+from spaces.newos4.relay.watch import RACY_NS, Watcher
 
 from .conftest import ChatClient
 from .test_relay import ScriptedHermes
@@ -116,7 +116,7 @@ def test_a_second_watcher_refuses_to_start(service, watcher):
     try:
         while watcher.passes == 0:
             stop.wait(0.01)
-        from spaces.newos4.watch import WatcherBusy
+        from spaces.newos4.relay.watch import WatcherBusy
         with pytest.raises(WatcherBusy):
             Watcher(service, ScriptedHermes(), log=lambda *a: None).watch(threading.Event())
     finally:

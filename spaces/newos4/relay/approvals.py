@@ -8,8 +8,7 @@ state lock, on the pass's relay record of the thread.
 """
 import re
 
-import filelock
-
+from ..files import LockTimeout, lock
 from .hermes_client import HermesUnreachable
 from .run_events import read_requests_briefly
 
@@ -87,9 +86,9 @@ def decision_of(text, choices):
 def watcher_alive(settings):
     """True when a watcher holds its lock (it reads the runs' events; cron leaves asking to it)."""
     try:
-        with filelock.FileLock(settings.data_dir / "relay" / "watch.lock", timeout=0):
+        with lock(settings.data_dir / "relay" / "watch.lock", 0):
             return False
-    except filelock.Timeout:
+    except LockTimeout:
         return True
 
 

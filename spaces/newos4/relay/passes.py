@@ -15,14 +15,13 @@ import concurrent.futures
 import json
 import time
 
-import filelock
-
-from . import errors
+from .. import errors
+from ..files import LockTimeout, lock
 from .approvals import ApprovalSteps
 from .hermes_client import HermesUnreachable
 from .lost_runs import LostRuns
-from .relay_state import RelayState
-from .service import THREAD_FAULTS
+from .state import RelayState
+from ..service import THREAD_FAULTS
 
 ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
 FAILED = {"failed", "cancelled", "interrupted"}
@@ -135,12 +134,12 @@ class Relay(ApprovalSteps, LostRuns):
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
         wait_s = self.settings.relay_budget_s + 2 * self.settings.relay_http_timeout_s
         try:
-            with filelock.FileLock(f"{self.state_path}.lock", timeout=wait_s):
+            with lock(f"{self.state_path}.lock", wait_s):
                 self.state = RelayState(self.state_path, now_ms=self._now())
                 for problem in self.state.problems:
                     self._say(problem)
                 return self._pass()
-        except filelock.Timeout:
+        except LockTimeout:
             self._say(f"another relay pass held {self.state_path}.lock for {wait_s}s; "
                       "nothing relayed this time")
             return self.problems
@@ -420,7 +419,7 @@ def cron_tick(service, *, sweep_only, log, client=None):
     settings = service.settings
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with filelock.FileLock(settings.data_dir / "relay.lock", timeout=0):
+        with lock(settings.data_dir / "relay.lock", 0):
             outcome = service.sweep()
             skipped, trouble = outcome.pop("skipped"), outcome.pop("problems")
             for thread, why in skipped:
@@ -436,5 +435,5 @@ def cron_tick(service, *, sweep_only, log, client=None):
                 return problems
             relay = Relay(service, client, log=log, reported=[t for t, _ in skipped])
             return problems + relay.run()
-    except filelock.Timeout:
+    except LockTimeout:
         raise RelayBusy()

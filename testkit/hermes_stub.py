@@ -8,6 +8,8 @@ import http.server
 import json
 import threading
 
+from .servers import serving_in_a_thread
+
 
 class HermesStub:
     """POST /v1/runs -> 202 run_N; GET /v1/runs/<id> -> the run's scripted JSON text."""
@@ -64,12 +66,5 @@ class HermesStub:
 
     @contextlib.contextmanager
     def serving(self):
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        self.url = f"http://127.0.0.1:{server.server_address[1]}"
-        try:
+        with serving_in_a_thread(self._handler()) as self.url:
             yield self
-        finally:
-            server.shutdown()
-            server.server_close()

@@ -9,9 +9,8 @@ import os
 import threading
 import time
 
-import filelock
-
-from .relay import Relay, RunPoller
+from ..files import LockTimeout, lock
+from .passes import Relay, RunPoller
 from .run_events import EventFollowers
 
 # A folder mtime this close to now may change again within the same timestamp tick (a coarse
@@ -68,13 +67,13 @@ class Watcher:
         """
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            with filelock.FileLock(self.lock_path, timeout=0):
+            with lock(self.lock_path, 0):
                 while not stop.is_set():
                     self.step()
                     alive()
                     self._woken.wait(self.tick_s)  # a tick, or sooner when woken
                     self._woken.clear()
-        except filelock.Timeout:
+        except LockTimeout:
             raise WatcherBusy(f"another watcher holds {self.lock_path}")
         finally:
             self.poller.close()

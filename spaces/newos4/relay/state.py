@@ -1,13 +1,13 @@
 """The relay's state: per-thread records in `relay/state.json`, replaced atomically.
 
-Only a relay pass holding `relay/state.json.lock` reads and writes it (see relay.py).
+Only a relay pass holding `relay/state.json.lock` reads and writes it (see passes.py).
 """
 import json
 import os
 import shutil
 
-from .files import atomic_write
-from .store import is_thread_name
+from ..files import atomic_write
+from ..store import is_thread_name
 
 
 class RelayState:

@@ -1,0 +1,6 @@
+"""The chat's host side: the relay that hands waiting threads to Hermes and writes its answers
+back, run by cron (a pass a minute) or as the watcher (a pass as soon as something changed).
+
+cli (the command line) → daemon (the watcher as a service) → watch → passes → approvals,
+lost_runs → run_events, state, hermes_client; below them the chat's service, store and files.
+"""
