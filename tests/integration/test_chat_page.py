@@ -2,6 +2,10 @@
 mounted Hermes emulator, with the watching relay (`cron/relay.py --watch`) as a real process:
 the journey a person takes, answers arriving as they would in production.
 
+The approval journey also runs, opt-in, against a real Hermes 0.19.0 server with its terminal
+toolset (HERMES_ORACLE_URL, HERMES_ORACLE_KEY if not the oracle's default; see
+tests/integration/test_relay_approvals.py for how to start one).
+
 The browser is Debian's `chromium`, driven by Playwright with `executable_path` (no browser
 download is possible here). Outside CI a missing browser skips with the reason; in CI
 (`CI=true`) it fails, so the browser test cannot silently stop running.
@@ -14,6 +18,7 @@ import re
 import secrets
 import shutil
 import time
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -25,6 +30,9 @@ except ImportError:  # the `browser` fixture says why and skips (or fails in CI)
     expect = None
 
 from spaces.newos4.app import POLL_PATH, POST_PATH
+from spaces.newos4.service import ChatService
+from spaces.newos4.settings import Settings
+from testkit.hermes_driver import HermesDriver
 from testkit.servers import Watcher, gunicorn
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.browser]
@@ -80,11 +88,14 @@ def site(tmp_path_factory):
 
 @contextlib.contextmanager
 def open_page(browser, url):
-    """The chat page in a fresh browser profile (so a new token); fails on any script error."""
+    """The chat page in a fresh browser profile (so a new token); fails on any script error and
+    on anything the Content-Security-Policy refused (the page must need nothing it forbids)."""
     context = browser.new_context(viewport={"width": 1024, "height": 768})
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(exc))
+    page.on("console", lambda message: errors.append(message.text)
+            if "Content Security Policy" in message.text else None)
     page.goto(url + PAGE)
     yield page
     context.close()
@@ -97,16 +108,24 @@ def page(browser, site):
         yield page
 
 
-def submitted_run(site, thread):
-    """The id of the Hermes run the watching relay submitted for `thread` (waits for it)."""
+def submitted_run(site, thread, other_than=()):
+    """The id of the Hermes run the watching relay submitted for `thread` (waits for it); not
+    one of `other_than` (runs already answered)."""
     path = site["data"] / "relay" / "state.json"
     deadline = time.monotonic() + WAIT_MS / 1000
     while time.monotonic() < deadline:
         entry = json.loads(path.read_text())["threads"].get(thread) if path.exists() else None
-        if entry and entry.get("run_id"):
+        if entry and entry.get("run_id") and entry["run_id"] not in other_than:
             return entry["run_id"]
         time.sleep(0.1)
     raise AssertionError(f"no run submitted for thread {thread}")
+
+
+def complete_run(site, run_id, output):
+    """Let the emulated Hermes finish `run_id` with `output`, as a model would."""
+    observed = requests.post(f"{site['hermes']}/__admin/hermes/runs/{run_id}/observe",
+                             json={"status": "completed", "output": output}, timeout=10)
+    assert observed.status_code < 300, observed.text
 
 
 def token_of(page):
@@ -170,11 +189,7 @@ def test_a_question_is_answered_and_the_conversation_survives_a_reload(page, sit
     page.wait_for_timeout(2500)
     assert page.evaluate("window.statusChanges") == 0
 
-    run_id = submitted_run(site, thread_of(token))
-    observed = requests.post(f"{site['hermes']}/__admin/hermes/runs/{run_id}/observe",
-                             json={"status": "completed", "output": "42, of course."},
-                             timeout=10)
-    assert observed.status_code < 300, observed.text
+    complete_run(site, submitted_run(site, thread_of(token)), "42, of course.")
 
     answered = [["operator", "What is 6 x 7?"], ["hermes", "42, of course."]]
     wait_for_log(page, answered)
@@ -332,3 +347,364 @@ def test_the_page_fits_a_phone_and_a_desktop(browser, site, width, height):
         assert part["x"] >= 0 and part["x"] + part["width"] <= width
         assert part["y"] >= 0 and part["y"] + part["height"] <= height
     assert send["height"] >= 40  # a comfortable touch target
+
+
+# --- approvals, Markdown, a new conversation ----------------------------------------------------
+
+APPROVAL = """Hermes asks before running a command:
+
+````
+chmod -R 777 /tmp/x && echo ```done```
+````
+
+Why: world/other-writable permissions
+
+Reply with one of these words:
+{choices}
+
+Any other reply refuses the command and is sent to Hermes as your next message."""
+EXPLAINED = {"once": "allow it this time",
+             "session": "allow commands like it for the rest of this conversation",
+             "always": "always allow commands like it", "deny": "refuse it"}
+LABELS = {"once": "Allow once", "session": "Allow for this conversation",
+          "always": "Always allow", "deny": "Deny"}
+
+
+def approval(*choices):
+    """An approval request in the relay's layout (README: the chat page)."""
+    return APPROVAL.format(choices="\n".join(f"- `{c}`: {EXPLAINED[c]}" for c in choices))
+
+
+def hermes_says(site, token, text):
+    """Write `text` into the token's thread as Hermes, through the store as the host does."""
+    service = ChatService(Settings.from_env({"NEWOS4_DATA_DIR": str(site["data"])}))
+    service.reply(thread_of(token), text)
+
+
+def say_as_browser(site, token, text, kind="operator"):
+    answer = requests.post(site["url"] + POST_PATH, json={"text": text, "kind": kind},
+                           headers={"X-Chat-Token": token}, timeout=10)
+    assert answer.status_code == 201, answer.text
+
+
+def polled(site, token):
+    body = requests.get(site["url"] + POLL_PATH, headers={"X-Chat-Token": token}, timeout=10)
+    return [(m["author"], m["text"]) for m in body.json()["messages"]]
+
+
+def choice_buttons(page):
+    return page.get_by_role("group", name="Your decision").get_by_role("button")
+
+
+def test_an_approval_request_is_answered_with_a_click(page, site):
+    # The request comes as a run's output here, so its layout can hold what a real command
+    # rarely does (backticks); the relay's own asking is the end-to-end test further down.
+    token = token_of(page)
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("RUN: chmod -R 777 /tmp/x")
+    page.get_by_role("button", name="Send").click()
+    first = submitted_run(site, thread_of(token))
+    request = approval("once", "session", "always", "deny")
+    complete_run(site, first, request)
+
+    expect(page.locator(".msg")).to_have_count(2, timeout=WAIT_MS)
+    shown = page.locator(".msg.approval")
+    expect(shown).to_contain_text("Why: world/other-writable permissions")
+    assert shown.get_attribute("data-author") == "hermes"
+    buttons = choice_buttons(page)
+    expect(buttons).to_have_text([LABELS[c] for c in ("once", "session", "always", "deny")])
+    # The command is shown whole, in its code block, backticks and all.
+    command = page.locator(".msg.approval pre code")
+    assert command.text_content() == "chmod -R 777 /tmp/x && echo ```done```\n"
+
+    buttons.filter(has_text="Allow once").click()
+    expect(page.locator(".msg")).to_have_count(3, timeout=WAIT_MS)
+    assert log_entries(page)[-1] == ["operator", "once"]
+    expect(buttons).to_have_count(0)
+    # An ordinary post.php message: the bare word, from the person.
+    assert polled(site, token)[-1] == ("operator", "once")
+    assert page.evaluate("document.activeElement.id") == "message"  # typing can go on
+
+    complete_run(site, submitted_run(site, thread_of(token), other_than={first}),
+                 "Done: `chmod -R 777 /tmp/x` **ran**.")
+    answer = page.locator("[role=log] [data-author=hermes]").last
+    expect(answer.locator("strong")).to_have_text("ran", timeout=WAIT_MS)
+    expect(answer.locator("code")).to_have_text("chmod -R 777 /tmp/x")
+    expect(page.get_by_role("status")).to_have_text("", timeout=WAIT_MS)
+
+
+def test_choices_are_the_offered_ones_only_on_the_latest_message_and_work_by_keyboard(page, site):
+    token = token_of(page)
+    say_as_browser(site, token, "RUN: chmod -R 777 /tmp/x")
+    hermes_says(site, token, approval("once", "deny"))
+    buttons = choice_buttons(page)
+    expect(buttons).to_have_text(["Allow once", "Deny"], timeout=WAIT_MS)
+    expect(page.get_by_role("status")).to_have_text("Hermes is waiting for your decision.")
+
+    # Anything later (here the person's own words) answers the request: the buttons go.
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("what would that do?")
+    box.press("Enter")
+    expect(buttons).to_have_count(0)
+    expect(page.get_by_role("status")).to_have_text("Hermes is working on an answer…")
+    hermes_says(site, token, approval("once", "session", "deny"))
+    expect(buttons).to_have_text(["Allow once", "Allow for this conversation", "Deny"],
+                                 timeout=WAIT_MS)
+    page.reload()  # a fresh look offers them on the latest request only
+    expect(buttons).to_have_count(3, timeout=WAIT_MS)
+    assert page.locator(".choices").count() == 1
+    assert page.locator(".msg").last.locator(".choices").count() == 1
+
+    # From the keyboard: the choices come right before the message box.
+    box.focus()
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Deny"
+    page.keyboard.press("Enter")
+    expect(buttons).to_have_count(0, timeout=WAIT_MS)
+    assert polled(site, token)[-1] == ("operator", "deny")
+
+
+MARKDOWN = """6 x 7 = **42**.
+
+Steps:
+1. open a *terminal*
+2. run `ls -l`
+
+- see [the docs](https://example.com/docs?a=1&b=2)
+- ~~old~~ new
+
+```python
+print("<b>not bold</b>")
+```"""
+
+
+def test_hermes_markdown_is_rendered_and_the_persons_text_stays_plain(page, site):
+    token = token_of(page)
+    mine = "**not bold** <b>not markup</b> [no link](https://example.com)\n  two spaces"
+    say_as_browser(site, token, mine)
+    hermes_says(site, token, MARKDOWN)
+    answer = page.locator("[role=log] [data-author=hermes] .text")
+    expect(answer.locator("strong")).to_have_text("42", timeout=WAIT_MS)
+    expect(answer.locator("ol > li")).to_have_text(["open a terminal", "run ls -l"])
+    expect(answer.locator("ol em")).to_have_text("terminal")
+    expect(answer.locator("ul > li")).to_have_count(2)
+    expect(answer.locator("del")).to_have_text("old")
+    expect(answer.locator("pre > code")).to_have_text('print("<b>not bold</b>")\n')
+    assert answer.locator("pre b").count() == 0
+    link = answer.get_by_role("link", name="the docs")
+    assert link.get_attribute("href") == "https://example.com/docs?a=1&b=2"
+    assert link.get_attribute("target") == "_blank"
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    assert "**" not in answer.text_content()
+
+    operator = page.locator("[role=log] [data-author=operator] .text")
+    assert operator.text_content() == mine  # exactly as typed, marks and blanks kept
+    assert operator.evaluate("t => t.children.length") == 0
+
+    # The in-page assistant's Markdown is rendered too; but only Hermes asks for approval: the
+    # same words from anyone else offer no buttons.
+    say_as_browser(site, token, approval("once", "deny"), kind="agent")
+    agent = page.locator("[role=log] [data-author=agent] .text")
+    expect(agent.locator("li code")).to_have_text(["once", "deny"], timeout=WAIT_MS)
+    assert choice_buttons(page).count() == 0
+
+
+HOSTILE = [
+    "<script>window.pwned = 'script'</script>",
+    "<img src=x onerror=\"window.pwned = 'img'\">",
+    "<svg onload=\"window.pwned = 'svg'\"><circle r=9></circle></svg>",
+    "<iframe src=\"javascript:window.pwned = 'iframe'\"></iframe>",
+    "<iframe srcdoc=\"<script>parent.pwned = 'srcdoc'</script>\"></iframe>",
+    "<details open ontoggle=\"window.pwned = 'details'\"><summary>x</summary></details>",
+    "<p style=\"position:fixed;inset:0;background:red\">cover the page</p>",
+    "<a href=\"javascript:window.pwned = 'html link'\">html link</a>",
+    "[md link](javascript:window.pwned='md%20link')",
+    "[spaced link](  JaVaScRiPt:window.pwned='spaced')",
+    "[data link](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    "[ref link][1]\n\n[1]: javascript:window.pwned='ref'",
+    "![image link](javascript:window.pwned='image')",
+    "![tracker](https://example.com/pixel.gif)",
+    "<form action=\"https://example.com\"><input name=q><button>Go</button></form>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=\"window.pwned='mxss'\">",
+    "<object data=\"javascript:window.pwned='object'\"></object><embed src=x>",
+    "<base href=\"https://example.com/\"><meta http-equiv=refresh content=\"0;url=x\">",
+    "`<img src=x onerror=\"window.pwned='code'\">` and **<i onmouseover=x>bold</i>**",
+]
+
+
+def test_raw_html_in_a_message_is_shown_never_run_or_injected(browser, site):
+    # Without the page's CSP, so that only the page's own rendering stands in the way.
+    context = browser.new_context(bypass_csp=True)
+    page = context.new_page()
+    page.goto(site["url"] + PAGE)
+    token = token_of(page)
+    say_as_browser(site, token, "show me some tricks")
+    for text in HOSTILE:
+        hermes_says(site, token, text)
+    say_as_browser(site, token, "\n".join(HOSTILE[:3]), kind="agent")
+    items = page.locator("[role=log] .msg")
+    expect(items).to_have_count(len(HOSTILE) + 2, timeout=WAIT_MS)
+    for link in page.locator("[role=log] a:not([href])").all():
+        link.click()  # what is left of a refused link does nothing when clicked
+    page.wait_for_timeout(500)  # time for any onerror/onload that slipped through
+
+    assert page.evaluate("window.pwned") is None
+    log = page.locator("[role=log]")
+    injected = log.locator("script, img, svg, math, iframe, object, embed, form, input, button, "
+                           "details, style, base, meta, b, i")
+    assert injected.count() == 0, injected.evaluate_all("els => els.map(e => e.outerHTML)")
+    attributes = log.evaluate("""log => [...log.querySelectorAll('*')].flatMap(
+        el => [...el.attributes].map(a => a.name)).filter(
+        n => n.startsWith('on') || n === 'style' || n === 'src' || n === 'srcdoc')""")
+    assert attributes == []
+    hrefs = log.locator("a[href]").evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    assert hrefs == ["https://example.com/pixel.gif"]  # the image, as a link to follow or not
+    shown = log.text_content()
+    for words in ("<script>window.pwned = 'script'</script>", "<p style=", "<form action=",
+                  "<img src=x onerror=\"window.pwned='code'\">"):
+        assert words in shown  # raw HTML is text, there to read
+    context.close()
+
+
+def test_a_new_conversation_gets_a_fresh_token_and_the_old_thread_stays(page, site):
+    old = token_of(page)
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("the first conversation")
+    box.press("Enter")
+    wait_for_log(page, [["operator", "the first conversation"]])
+    other_tab = page.context.new_page()
+    other_tab.goto(site["url"] + PAGE)
+    wait_for_log(other_tab, [["operator", "the first conversation"]])
+    dialog = page.get_by_role("dialog", name="Start a new conversation?")
+
+    page.get_by_role("button", name="New conversation").click()
+    expect(dialog).to_be_visible()
+    page.keyboard.press("Escape")  # a change of mind keeps everything
+    expect(dialog).to_be_hidden()
+    page.get_by_role("button", name="New conversation").click()
+    dialog.get_by_role("button", name="Cancel").click()
+    expect(dialog).to_be_hidden()
+    assert token_of(page) == old and log_entries(page) == [["operator", "the first conversation"]]
+
+    page.get_by_role("button", name="New conversation").click()
+    dialog.get_by_role("button", name="Start new conversation").click()
+    expect(dialog).to_be_hidden()
+    new = token_of(page)
+    assert re.fullmatch(r"[0-9a-f]{64}", new) and new != old
+    assert log_entries(page) == []
+    expect(page.get_by_text("No messages yet.")).to_be_visible()
+    expect(page.get_by_text("Conversation " + thread_of(new))).to_be_visible(timeout=WAIT_MS)
+    expect(page.get_by_role("status")).to_have_text("")
+    assert page.evaluate("document.activeElement.id") == "message"
+    # The browser's other tab follows: one browser, one conversation.
+    expect(other_tab.get_by_text("Conversation " + thread_of(new))).to_be_visible()
+    assert log_entries(other_tab) == []
+    other_tab.close()
+
+    box.fill("the second one")
+    box.press("Enter")
+    wait_for_log(page, [["operator", "the second one"]])
+    page.reload()
+    wait_for_log(page, [["operator", "the second one"]])
+    assert token_of(page) == new
+    # The old thread is still on the server, untouched, under the usual retention.
+    assert (site["data"] / "chat" / f"{thread_of(old)}.json").exists()
+    assert polled(site, old)[0] == ("operator", "the first conversation")
+    assert polled(site, new) == [("operator", "the second one")]
+
+
+def test_the_approval_request_reads_well_on_a_phone_and_a_desktop(browser, site, tmp_path):
+    token = secrets.token_hex(32)
+    say_as_browser(site, token, "What is 6 x 7?")
+    hermes_says(site, token, MARKDOWN + "\n\n```\n" + "a-very-long-line " * 20 + "\n```")
+    say_as_browser(site, token, "RUN: chmod -R 777 /tmp/x")
+    hermes_says(site, token, approval("once", "session", "always", "deny").replace(
+        "/tmp/x", "/tmp/" + "a-very-long-directory-name/" * 6))
+    for width, height in [(390, 780), (1280, 800)]:
+        context = browser.new_context(viewport={"width": width, "height": height},
+                                      is_mobile=width < 500, has_touch=width < 500)
+        context.add_init_script(f"localStorage.setItem('newos4.chat.token', '{token}')")
+        page = context.new_page()
+        page.goto(site["url"] + PAGE)
+        buttons = choice_buttons(page)
+        expect(buttons).to_have_count(4, timeout=WAIT_MS)
+        page.wait_for_timeout(300)  # layout settles after the last message
+        page.screenshot(path=tmp_path / f"approval-{width}.png")
+        # Opened at the newest message: the choices are on screen, all of them, whole.
+        for button in buttons.all():
+            part = button.bounding_box()
+            assert part["x"] >= 0 and part["x"] + part["width"] <= width, part
+            assert part["y"] >= 0 and part["y"] + part["height"] <= height, part
+            assert part["height"] >= 40  # a comfortable touch target
+        overflow = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
+        # The command wraps: all of it readable without scrolling sideways.
+        command = page.locator(".msg.approval pre").evaluate("e => e.scrollWidth - e.clientWidth")
+        restart = page.get_by_role("button", name="New conversation").bounding_box()
+        context.close()
+        assert overflow <= 0 and command <= 0
+        assert restart["x"] + restart["width"] <= width and restart["height"] >= 36
+
+
+RECORDED = json.loads((Path(__file__).resolve().parent.parent / "fixtures"
+                       / "hermes_approval_exchanges.json").read_text())
+OUTPUTS = {name: RECORDED[name]["run"]["output"] for name in ("approved", "denied", "timed_out")}
+ORACLE_KEY = "oracle-test-key-0123456789abcdef"  # the oracle's default (HERMES_ORACLE_KEY)
+
+
+@contextlib.contextmanager
+def hermes_behind(kind, url):
+    """(Hermes URL, key, driver or None): the emulator mounted at `url`, played as the real
+    server behaves, or (opt-in, HERMES_ORACLE_URL) a real Hermes 0.19.0 with its terminal
+    toolset."""
+    if kind == "real":
+        real = os.environ.get("HERMES_ORACLE_URL")
+        if not real:
+            pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
+                        "toolset, to run this against)")
+        yield real.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), None
+        return
+    with HermesDriver(url + "/emulators/hermes", OUTPUTS) as driver:
+        yield url + "/emulators/hermes", "", driver
+
+
+@pytest.mark.parametrize("kind", ["emulator", "real"])
+@pytest.mark.parametrize("label, choice, outcome", [("Allow once", "once", "approved"),
+                                                    ("Deny", "deny", "denied")])
+def test_hermes_asks_the_person_decides_with_a_click_and_hermes_answers(
+        browser, tmp_path, kind, label, choice, outcome):
+    # The whole path: the watching relay sees the run wait for approval and asks in the
+    # thread; the click is an ordinary post.php message, which the relay sends to Hermes'
+    # approval endpoint; the run's answer arrives as usual.
+    env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db")}
+    target = tmp_path / "target"
+    target.mkdir()
+    with gunicorn(env=env, workers=2, threads=4) as url, \
+            hermes_behind(kind, url) as (hermes, key, driver):
+        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes, "HERMES_API_KEY": key},
+                          tmp_path)
+        try:
+            with open_page(browser, url) as page:
+                token = token_of(page)
+                box = page.get_by_role("textbox", name="Message")
+                box.fill(f"RUN: chmod -R 777 {target}")
+                box.press("Enter")
+                buttons = choice_buttons(page)
+                expect(buttons).to_have_text([LABELS[c] for c in EXPLAINED], timeout=WAIT_MS)
+                request = page.locator(".msg.approval")
+                expect(request.locator("pre code")).to_have_text(f"chmod -R 777 {target}\n")
+                expect(request).to_contain_text("Why: world/other-writable permissions")
+
+                buttons.filter(has_text=label).click()
+                expect(buttons).to_have_count(0)
+                assert polled({"url": url}, token)[-1] == ("operator", choice)
+                answer = page.locator("[role=log] .msg").nth(3)
+                expect(answer).to_have_attribute("data-author", "hermes", timeout=WAIT_MS)
+                assert answer.locator(".text").text_content() == OUTPUTS[outcome]
+                if driver:
+                    assert list(driver.settled.values()) == [outcome]
+                expect(page.get_by_role("status")).to_have_text("")
+                if driver is None:  # a real chmod ran, or did not: the decision reached Hermes
+                    assert (target.stat().st_mode & 0o777 == 0o777) == (outcome == "approved")
+        finally:
+            watcher.kill()
+        assert "PROBLEM" not in watcher.stdout() + watcher.stderr(), watcher.stdout()

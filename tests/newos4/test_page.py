@@ -1,12 +1,18 @@
 """The chat page's files over HTTP: what is served, how it is cached, and what never is.
 (What the page does in a browser: tests/integration/test_chat_page.py.)"""
+import configparser
+import hashlib
 import re
+from pathlib import Path
 
 import pytest
 
 from spaces.newos4.app import PAGE_FILES, PAGE_PATH, STATIC
 
-ASSETS = [("/spaces/newos4/chat.js", "text/javascript"), ("/spaces/newos4/chat.css", "text/css")]
+ASSETS = [("/spaces/newos4/chat.js", "text/javascript"), ("/spaces/newos4/chat.css", "text/css"),
+          ("/spaces/newos4/vendor/marked.umd.js", "text/javascript"),
+          ("/spaces/newos4/vendor/purify.min.js", "text/javascript")]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_page_is_html_that_loads_only_its_own_files(testapp):
@@ -17,7 +23,8 @@ def test_the_page_is_html_that_loads_only_its_own_files(testapp):
     assert '<link rel="stylesheet" href="chat.css">' in html
     # Relative URLs, so the page works wherever /spaces/newos4/ is mounted; no inline code,
     # which the Content-Security-Policy would refuse anyway.
-    assert re.findall(r'(?:src|href)="([^"]+)"', html) == ["data:,", "chat.css", "chat.js"]
+    assert re.findall(r'(?:src|href)="([^"]+)"', html) == [
+        "data:,", "chat.css", "vendor/marked.umd.js", "vendor/purify.min.js", "chat.js"]
     assert "<script>" not in html and " style=" not in html
     csp = page.headers["Content-Security-Policy"]
     assert "default-src 'none'" in csp and "script-src 'self'" in csp
@@ -78,7 +85,33 @@ def test_nothing_but_the_listed_files_is_served(client, testapp, path):
     assert b"secret" not in answer.body
 
 
-def test_every_page_file_exists(testapp):
-    # A file listed but missing would break the page in every browser, and start-up too.
-    assert sorted(name for name, _ in PAGE_FILES.values()) == sorted(
-        p.name for p in STATIC.iterdir())
+def test_every_page_file_exists_and_every_served_kind_of_file_is_served(testapp):
+    # A file listed but missing would break the page in every browser, and start-up too; a
+    # script or style sheet on disk but not listed is one the page cannot load.
+    served = sorted(name for name, _ in PAGE_FILES.values())
+    on_disk = sorted(str(p.relative_to(STATIC)) for p in STATIC.rglob("*")
+                     if p.suffix in (".html", ".js", ".css"))
+    assert served == on_disk
+
+
+def test_every_page_file_ships_in_the_package():
+    # setuptools globs package_data patterns, and `static/*` does not reach into a subfolder.
+    config = configparser.ConfigParser()
+    config.read(REPO / "setup.cfg")
+    patterns = config["options.package_data"]["spaces.newos4"].replace(",", " ").split()
+    package = STATIC.parent
+    shipped = {p for pattern in patterns for p in package.glob(pattern) if p.is_file()}
+    needed = {STATIC / name for name, _ in PAGE_FILES.values()}
+    needed |= set((STATIC / "vendor").glob("LICENSE*"))
+    assert needed - shipped == set()
+
+
+def test_the_vendored_libraries_are_the_unchanged_releases_the_notes_name():
+    notes = (STATIC / "vendor" / "README.md").read_text()
+    for name, header in [("marked.umd.js", r"marked v(\S+) - a markdown parser"),
+                         ("purify.min.js", r"@license DOMPurify (\S+) \|")]:
+        body = (STATIC / "vendor" / name).read_bytes()
+        version = re.search(header, body[:400].decode()).group(1)
+        row = re.search(rf"^\| `{re.escape(name)}` \|.*$", notes, re.MULTILINE).group(0)
+        assert f"| {version} |" in row, (name, version, row)
+        assert f"`{hashlib.sha256(body).hexdigest()}`" in row, (name, "edited since the release?")

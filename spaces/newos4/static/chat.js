@@ -10,6 +10,12 @@
   const REQUEST_TIMEOUT_MS = 15000;
   const HIDDEN_TAB_MS = 60000;             // a tab in the background looks once a minute
   const AUTHORS = {operator: "You", agent: "Assistant", hermes: "Hermes"};
+  // The relay's approval request begins with this line and lists the choices Hermes offered as
+  // lines "- `word`: explanation"; the page offers them as buttons (see README, the chat page).
+  const APPROVAL_MARKER = "Hermes asks before running a command:";
+  const CHOICE_LINE = /^- `(once|session|always|deny)`: /gm;
+  const CHOICE_LABELS = {once: "Allow once", session: "Allow for this conversation",
+    always: "Always allow", deny: "Deny"};
 
   // Poll delays: often while an answer is on its way, backing off when idle or failing, and
   // when an answer is long overdue (Hermes down, a question given up).
@@ -24,6 +30,7 @@
   const ui = {
     scroll: $("scroll"), empty: $("empty"), log: $("log"), status: $("status"),
     alert: $("alert"), form: $("composer"), input: $("message"), thread: $("thread"),
+    restart: $("restart"), confirm: $("confirm-restart"),
   };
   const state = {
     token: loadToken(), cursor: 0, awaiting: false, awaitingSince: 0, seen: new Set(),
@@ -132,6 +139,111 @@
     }
   }
 
+  // --- Markdown, safely ----------------------------------------------------------------------
+  // Hermes and the in-page assistant write Markdown. marked turns it into HTML with every raw
+  // HTML tag shown as text (an answer may quote HTML; it must never become markup), then
+  // DOMPurify keeps only the elements Markdown makes and links to http(s) and mailto. The
+  // person's own text is shown exactly as typed.
+
+  const MARKUP = {
+    ALLOWED_TAGS: ["p", "br", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol",
+      "li", "a", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "table", "thead", "tbody", "tr",
+      "th", "td"],
+    ALLOWED_ATTR: ["href", "title", "start", "align"],
+    ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
+    RETURN_DOM_FRAGMENT: true,
+  };
+  const markdown = makeMarkdown();
+
+  function escapeHtml(text) {
+    return text.replace(/[&<>"']/g, (c) =>
+      ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})[c]);
+  }
+
+  function makeMarkdown() {
+    const {marked, DOMPurify} = window;
+    if (!marked || !DOMPurify || !DOMPurify.isSupported) return null;  // plain text, then
+    DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+      if (node.tagName === "A" && node.hasAttribute("href")) {
+        node.setAttribute("target", "_blank");  // away from the chat, which keeps running
+        node.setAttribute("rel", "noopener noreferrer");
+      }
+    });
+    return new marked.Marked({
+      gfm: true,
+      breaks: true,  // a line break in a chat message is a line break, as on GitHub
+      renderer: {
+        html({text, block}) {
+          const shown = escapeHtml(text);
+          return block ? "<p>" + shown.trim().replace(/\n/g, "<br>") + "</p>" : shown;
+        },
+        image({href, title, text}) {
+          // The page loads no image from elsewhere: an image is a link to it, named by its alt.
+          const label = text || href;  // escaped by marked's text renderer
+          return this.link({href, title, tokens: [{type: "text", raw: label, text: label}]});
+        },
+        checkbox({checked}) { return checked ? "\u2611 " : "\u2610 "; },
+      },
+    });
+  }
+
+  function renderText(target, message) {
+    if (message.author === "operator" || !markdown) {
+      target.textContent = message.text;
+      return;
+    }
+    try {
+      const html = markdown.parse(message.text).trim();
+      target.classList.add("markdown");
+      target.replaceChildren(DOMPurify.sanitize(html, MARKUP));
+    } catch (e) {
+      target.textContent = message.text;  // whatever failed, the words are still shown
+    }
+  }
+
+  // --- approval requests ----------------------------------------------------------------------
+
+  function offeredChoices(message) {
+    if (message.author !== "hermes" || !message.text.startsWith(APPROVAL_MARKER)) return [];
+    return Array.from(message.text.matchAll(CHOICE_LINE), (match) => match[1]);
+  }
+
+  function offerChoices() {
+    // Buttons only on the thread's latest message: once anything follows, the question is
+    // answered (or given up), and a late click would be read as a new message.
+    const last = ui.log.lastElementChild;
+    ui.log.querySelectorAll(".choices").forEach((group) => {
+      if (group.parentElement !== last) group.remove();
+    });
+    if (!last || !last.choices || last.querySelector(".choices")) return;
+    const group = document.createElement("div");
+    group.className = "choices";
+    group.setAttribute("role", "group");
+    group.setAttribute("aria-label", "Your decision");
+    for (const word of last.choices) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "choice";
+      button.dataset.choice = word;
+      button.textContent = CHOICE_LABELS[word];
+      button.addEventListener("click", () => choose(group, word));
+      group.append(button);
+    }
+    last.append(group);
+  }
+
+  async function choose(group, word) {
+    const buttons = group.querySelectorAll("button");
+    const hadFocus = group.contains(document.activeElement);
+    buttons.forEach((button) => { button.disabled = true; });
+    const sent = await postText(word);
+    if (sent) {
+      if (hadFocus && !matchMedia("(pointer: coarse)").matches) ui.input.focus();
+    } else {
+      buttons.forEach((button) => { button.disabled = false; });
+    }
+  }
+
   // --- the conversation ---------------------------------------------------------------------
 
   function formatTime(epoch) {
@@ -157,10 +269,15 @@
     meta.append(AUTHORS[message.author] || message.author, " · ", time);
     const text = document.createElement("div");
     text.className = "text";
-    text.textContent = message.text;
+    renderText(text, message);
     item.append(meta, text);
+    const choices = offeredChoices(message);
+    if (choices.length) {
+      item.classList.add("approval");
+      item.choices = choices;
+    }
 
-    const stick = ui.scroll.scrollHeight - ui.scroll.scrollTop - ui.scroll.clientHeight < 80;
+    const stick = nearBottom();
     let after = ui.log.lastElementChild;  // keep the log in epoch order whatever arrives first
     while (after && Number(after.dataset.epoch) > message.epoch) {
       after = after.previousElementSibling;
@@ -170,6 +287,10 @@
     if (stick || message.author === "operator") ui.scroll.scrollTop = ui.scroll.scrollHeight;
   }
 
+  function nearBottom() {
+    return ui.scroll.scrollHeight - ui.scroll.scrollTop - ui.scroll.clientHeight < 80;
+  }
+
   function setAwaiting(awaiting) {
     if (awaiting && !state.awaiting) {
       state.awaitingSince = Date.now();
@@ -177,7 +298,8 @@
       overdueDelay.reset();
     }
     state.awaiting = awaiting;
-    say(ui.status, !awaiting ? ""
+    const asking = ui.log.lastElementChild && ui.log.lastElementChild.choices;
+    say(ui.status, !awaiting ? (asking ? "Hermes is waiting for your decision." : "")
       : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
       : "Hermes is working on an answer…");
   }
@@ -212,20 +334,11 @@
     clearTimeout(state.timer);
     if (state.polling) { state.pollAgain = true; return; }
     state.polling = true;
+    const token = state.token;
     let delay;
     try {
       const body = await call(POLL_URL + "?since=" + state.cursor, {method: "GET"});
-      body.messages.forEach(addMessage);
-      state.cursor = Math.max(state.cursor, body.cursor);
-      ui.thread.textContent = "Conversation " + body.thread +
-        (ephemeral ? " (storage is blocked: a reload starts a new one)" : "");
-      ui.log.setAttribute("aria-busy", "false");
-      if (body.messages.length) idleDelay.reset();
-      setAwaiting(body.awaiting);
-      errorDelay.reset();
-      clearAlert("poll");
-      delay = !body.awaiting ? idleDelay.next()
-        : overdue() ? overdueDelay.next() : awaitingDelay.next();
+      delay = token === state.token ? showPolled(body) : 0;  // else: a new conversation began
     } catch (err) {
       delay = errorDelay.next();
       if (state.alertSource !== "send") {
@@ -239,7 +352,55 @@
     schedule(delay);
   }
 
+  function showPolled(body) {
+    // Returns how long to wait before the next poll.
+    const stick = nearBottom() || state.cursor === 0;  // a first look starts at the newest
+    body.messages.forEach(addMessage);
+    offerChoices();
+    if (stick) ui.scroll.scrollTop = ui.scroll.scrollHeight;
+    state.cursor = Math.max(state.cursor, body.cursor);
+    ui.thread.textContent = "Conversation " + body.thread +
+      (ephemeral ? " (storage is blocked: a reload starts a new one)" : "");
+    ui.log.setAttribute("aria-busy", "false");
+    if (body.messages.length) idleDelay.reset();
+    setAwaiting(body.awaiting);
+    errorDelay.reset();
+    clearAlert("poll");
+    return !body.awaiting ? idleDelay.next()
+      : overdue() ? overdueDelay.next() : awaitingDelay.next();
+  }
+
   // --- sending ------------------------------------------------------------------------------
+
+  async function postText(text) {
+    // Post `text` as the person's message; true when the server took it. A refusal is shown
+    // in the alert region.
+    if (state.sending) return false;
+    state.sending = true;
+    ui.form.setAttribute("aria-busy", "true");
+    ui.restart.disabled = true;  // the message belongs to the conversation it was typed in
+    const token = state.token;
+    try {
+      const sent = await call(POST_URL, {method: "POST",
+        headers: {"Content-Type": "application/json"},
+        body: JSON.stringify({text: text, kind: "operator"})});
+      if (token !== state.token) return true;  // another tab started a new conversation
+      addMessage({id: sent.id, epoch: sent.epoch, ts: sent.ts, author: "operator", text: text});
+      offerChoices();
+      clearAlert();
+      setAwaiting(true);
+      idleDelay.reset();
+      poll();
+      return true;
+    } catch (err) {
+      showAlert(sendFailure(err), "send");
+      return false;
+    } finally {
+      state.sending = false;
+      ui.form.removeAttribute("aria-busy");
+      ui.restart.disabled = false;
+    }
+  }
 
   async function send(event) {
     event.preventDefault();
@@ -250,28 +411,60 @@
       ui.input.focus();
       return;
     }
-    state.sending = true;
-    ui.form.setAttribute("aria-busy", "true");
-    try {
-      const sent = await call(POST_URL, {method: "POST",
-        headers: {"Content-Type": "application/json"},
-        body: JSON.stringify({text: text, kind: "operator"})});
-      addMessage({id: sent.id, epoch: sent.epoch, ts: sent.ts, author: "operator", text: text});
+    if (await postText(text)) {
       // Only what was sent leaves the box: anything typed meanwhile stays.
       if (ui.input.value.startsWith(text)) ui.input.value = ui.input.value.slice(text.length);
       storeDraft();
       fitInput();
-      clearAlert();
-      setAwaiting(true);
-      idleDelay.reset();
-      poll();
-    } catch (err) {
-      showAlert(sendFailure(err), "send");  // the text stays in the box, untouched
-    } finally {
-      state.sending = false;
-      ui.form.removeAttribute("aria-busy");
-    }
+    }  // else the text stays in the box, untouched
   }
+
+  // --- a new conversation -----------------------------------------------------------------
+  // A fresh token is a fresh thread: Hermes starts over. The old thread is left on the server
+  // (retention removes it in time); this browser just stops asking for it.
+
+  function startOver(token) {
+    state.token = token;
+    state.cursor = 0;
+    state.seen.clear();
+    ui.log.replaceChildren();
+    ui.log.setAttribute("aria-busy", "true");
+    ui.empty.hidden = false;
+    ui.thread.textContent = "";
+    clearAlert();
+    setAwaiting(false);
+    idleDelay.reset();
+    errorDelay.reset();
+    poll();
+  }
+
+  function newConversation() {
+    const token = mintToken();
+    try {
+      localStorage.setItem(TOKEN_KEY, token);
+      ephemeral = false;
+    } catch (e) {
+      ephemeral = true;
+    }
+    startOver(token);
+    ui.input.focus();
+  }
+
+  ui.restart.addEventListener("click", () => {
+    if (!ui.log.childElementCount) { newConversation(); return; }  // nothing to leave behind
+    ui.confirm.returnValue = "";
+    ui.confirm.showModal();
+  });
+  $("restart-yes").addEventListener("click", () => ui.confirm.close("new"));
+  $("restart-no").addEventListener("click", () => ui.confirm.close(""));
+  ui.confirm.addEventListener("close", () => {
+    if (ui.confirm.returnValue === "new") newConversation(); else ui.restart.focus();
+  });
+  window.addEventListener("storage", (event) => {
+    // Another tab of this browser started a new conversation: follow it.
+    const token = event.key === TOKEN_KEY ? event.newValue || "" : "";
+    if (/^[0-9a-f]{64}$/.test(token) && token !== state.token) startOver(token);
+  });
 
   ui.form.addEventListener("submit", send);
   ui.input.addEventListener("input", () => { storeDraft(); fitInput(); });
