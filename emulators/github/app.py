@@ -105,7 +105,7 @@ def create_service(settings=None):
     return Service(name="github", version=VERSION, default_port=DEFAULT_PORT, openapi=DOCUMENT,
                    provider_app=create_provider_app, presets=PRESETS,
                    describe=lambda instance: {"apiVersion": errors.API_VERSION},
-                   # the runtime's hub (emulators/runtime/admin/webhooks.py); events from models.py
+                   # the runtime's hub (emulators/runtime/webhooks.py); events from models.py
                    webhooks=True, webhook_ping=admin.webhook_ping,
                    webhook_headers=events.delivery_headers,
                    webhook_user_agent="GitHub-Hookshot/mockingbird",

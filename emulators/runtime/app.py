@@ -15,13 +15,13 @@ import falcon
 from . import names
 from .admin.app import BASE_URL_KEY, NAMESPACE_KEY, Admin
 from .bodies import guard
-from .state.clock import wall_ms
 from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .instance import MUTATING, Instance
 from .mount import public_base, rewrite_response
 from .names import NAME
 from .requestlog import guarded_sink
+from .state.clock import wall_ms
 from .state.timeline import MAIN, START_ON_MAIN, TimelineError, checkpoint_id, storage_key
 
 log = logging.getLogger("emulators")

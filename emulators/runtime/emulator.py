@@ -6,19 +6,19 @@ import re
 import time
 from urllib.parse import parse_qs
 
-from .state.clock import Clocks, wall_ms
-from .admin.credentials import Credentials
-from .state.db import Database
-from .state.faults import Faults
 from .instance import Instance
-from .state.journal import Journal
 from .mount import PREFIX
 from .openapi import OperationMatcher
-from .state.rng import seed_state
 from .settings import Settings
+from .state.clock import Clocks, wall_ms
+from .state.credentials import Credentials
+from .state.db import Database
+from .state.faults import Faults
+from .state.journal import Journal
+from .state.rng import seed_state
 from .state.shapes import ShapeCache
 from .state.timeline import MAIN, Timeline, storage_key
-from .admin.webhooks import WebhookHub
+from .webhooks import WebhookHub
 
 PROVIDER, ADMIN = "provider", "admin"
 
@@ -51,7 +51,7 @@ class Emulator:
         self.timeline = Timeline(db, self.name, self.clocks, seed_state(settings.seed),
                                  settings.max_checkpoints)
         self.credentials = Credentials(db, self.name)
-        # the webhook hub (admin/webhooks.py), only for services that emit events
+        # the webhook hub (webhooks.py), only for services that emit events
         self.webhooks = WebhookHub(db, self.name, user_agent=service.webhook_user_agent,
                                    headers=service.webhook_headers) if service.webhooks else None
         self.started = time.monotonic()

@@ -22,7 +22,7 @@ class Service:
     # token, API key...). Declared, it routes requests that name no namespace through the
     # credential map (`PUT /__admin/credentials`); None keeps that lookup off.
     credential = None
-    # Webhooks: `webhooks=True` gives the service a hub (admin/webhooks.py) and its admin routes;
+    # Webhooks: `webhooks=True` gives the service a hub (webhooks.py) and its admin routes;
     # `webhook_ping(instance, endpoint) -> (event, payload)` is sent to each new endpoint;
     # `webhook_headers(event, payload) -> dict` adds headers to each delivery.
     webhooks = False

@@ -7,13 +7,13 @@ import re
 
 import falcon
 
-from .catalog import Catalog
 from ..errors import InvalidFireToken, InvalidPlatform, PlatformEventsUnsupported
 from ..errors import PlatformUnavailable
-from .jobs import JobBoard
 from ..resources import HermesResource, open_stream, send_json
-from .chat import SessionChat
 from ..sse import paced
+from .catalog import Catalog
+from .chat import SessionChat
+from .jobs import JobBoard
 
 PLATFORM_NAME = re.compile(r"^[a-z0-9_]+$")
 PROFILE_PREFIX = re.compile(r"^/p/[^/]+(?=/)")

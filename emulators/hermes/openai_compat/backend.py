@@ -13,10 +13,10 @@ from ..errors import (AgentCrashed, AgentIncomplete, InvalidMessages, InvalidReq
                       InvalidSessionId, MessageTypeOnly, NoUserMessage, PreviousResponseNotFound,
                       ResponseNotFound, SessionIdTooLong, Throttled)
 from ..inputs import checked_history, memory_key_of
-from ..runs.backend import EFFECT_THROTTLE
-from ..schemas import TERMINAL
 from ..management.sessions import SESSION_ENDPOINTS, SessionBook
 from ..management.sessions import Turn as StoredTurn
+from ..runs.backend import EFFECT_THROTTLE
+from ..schemas import TERMINAL
 from ..store import HermesStore
 from ..upstream import (arguments_text, chat_usage, coerce_bool, derive_session_id, fingerprint,
                         flatten, json_type, message_item, normalize, path_unsafe, result_text,

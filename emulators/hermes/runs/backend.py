@@ -5,13 +5,13 @@ one `instance.transaction()`, so all gunicorn workers see one consistent set of 
 """
 import math
 
-from . import approvals
 from .. import canonical, inputs, schemas, sse
+from . import approvals
 from ..errors import (HermesError, IdempotencyConflict, InvalidIdempotencyKey, InvalidRequest,
                       InvalidSteerInput, RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun,
                       Throttled, Unsupported)
-from ..schemas import TERMINAL
 from ..management.sessions import SessionBook, StoredResult, Turn, input_text
+from ..schemas import TERMINAL
 from ..store import HermesStore
 
 DEFAULT_PROFILE = "default"

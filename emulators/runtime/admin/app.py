@@ -13,12 +13,12 @@ from urllib.parse import parse_qs
 import falcon
 
 from ..bodies import InvalidJSON, TooDeep, loads, read_body
-from .controls import Basics, ClockControls, FaultControls, JournalControls, TimelineControls
-from .credentials import CredentialRoutes
 from ..errors import AdminError, EmulatorError
 from ..instance import MUTATING
 from ..names import NAME, NAMESPACE_PARAM
 from ..service import AdminCall
+from .controls import Basics, ClockControls, FaultControls, JournalControls, TimelineControls
+from .credentials import CredentialRoutes
 from .snapshots import SnapshotRoutes
 from .state_api import StateRoutes
 from .ui import Page, UiRoutes

@@ -6,11 +6,11 @@ import json
 import re
 import time
 
-from ..state.clock import parse_duration, parse_instant
 from ..errors import AdminError
-from ..state.faults import validate_rule
 from ..names import NAME
 from ..openapi import admin_document
+from ..state.clock import parse_duration, parse_instant
+from ..state.faults import validate_rule
 from ..state.timeline import MAIN, TimelineError
 
 RESET_PARTS = {"faults", "clock", "journal", "metrics"}

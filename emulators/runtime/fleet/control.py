@@ -20,9 +20,9 @@ from urllib.parse import parse_qs
 import falcon
 
 from ..bodies import loads, read_body
-from ..state.clock import MAX_MS, parse_duration, parse_instant
 from ..errors import EmulatorError
 from ..names import NAME, SHOWN
+from ..state.clock import MAX_MS, parse_duration, parse_instant
 
 log = logging.getLogger("emulators")
 

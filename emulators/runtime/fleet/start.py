@@ -19,16 +19,16 @@ from urllib.request import ProxyHandler, build_opener
 
 from .. import requestlog
 from ..app import Runtime
+from ..server import Listener, Server
+from ..settings import Settings
 from ..state.clock import Clocks, iso, wall_ms
 from ..state.db import Database
+from ..state.timeline import MAIN
+from . import store
 from .config import ConfigError, plan as make_plan, read_config
 from .control import FleetControl
 from .guard import Guard
-from . import store
 from .store import FleetSnapshots
-from ..server import Listener, Server
-from ..settings import Settings
-from ..state.timeline import MAIN
 
 log = logging.getLogger("emulators")
 

@@ -7,7 +7,7 @@ import json
 
 SAVE = ("INSERT INTO fleet_snapshots (id, service, namespace, label, at_ms, state, fleet_now,"
         " fleet_frozen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-# The hub's rows of a namespace (admin/webhooks.py), ids and sequence numbers kept: a restored
+# The hub's rows of a namespace (webhooks.py), ids and sequence numbers kept: a restored
 # endpoint keeps its X-GitHub-Hook-ID and the delivery log its order. A snapshot is taken only
 # when nothing is pending (quiescence), so the restored log holds no delivery to send again.
 WEBHOOK_TABLES = {

@@ -4,8 +4,8 @@ import re
 import time
 from datetime import datetime, timedelta, timezone
 
-from .db import delete_scoped
 from ..errors import AdminError
+from .db import delete_scoped
 
 DURATION = re.compile(r"^(-?\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\Z")
 UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

@@ -9,8 +9,8 @@ import threading
 import weakref
 from pathlib import Path
 
-from . import writer
 from ..errors import ConnectionDropped
+from . import writer
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS namespaces (

@@ -29,8 +29,8 @@ Design (why each piece exists; the triggers are in db.py):
 import json
 import re
 
-from .db import CHECKPOINT_COUNTER
 from ..errors import AdminError
+from .db import CHECKPOINT_COUNTER
 
 CP = re.compile(r"^cp_([0-9a-z]{8,})\Z")
 MAIN = "main"

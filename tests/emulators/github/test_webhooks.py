@@ -180,7 +180,7 @@ def test_no_endpoint_means_no_payload_is_built(seeded):
 # A worker that queues events and dies before its dispatcher sends any of them.
 DYING_WORKER = """
 import sys
-from emulators.runtime.admin import webhooks
+from emulators.runtime import webhooks
 webhooks.WebhookHub.wake = lambda self: None  # its dispatcher never gets to run
 from emulators.github.app import create_service
 from emulators.pytest_plugin import test_app

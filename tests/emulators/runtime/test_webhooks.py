@@ -7,7 +7,7 @@ import pytest
 from emulators.runtime import Service
 from emulators.runtime.state.db import Database
 from emulators.pytest_plugin import test_app
-from emulators.runtime.admin.webhooks import WebhookError, WebhookHub, parse_endpoints, sign
+from emulators.runtime.webhooks import WebhookError, WebhookHub, parse_endpoints, sign
 from tests.emulators.receiver import Receiver
 from testkit.counter_service import OPENAPI, provider_app
 
@@ -174,7 +174,7 @@ def test_queued_deliveries_survive_a_new_hub_over_the_same_database(tmp_path, re
 
 def test_an_idle_dispatcher_stops_and_the_next_event_starts_another(
         tmp_path, receiver, monkeypatch):
-    from emulators.runtime.admin import webhooks
+    from emulators.runtime import webhooks
     monkeypatch.setattr(webhooks, "POLL_S", 0.01)
     monkeypatch.setattr(webhooks, "IDLE_ROUNDS", 3)
     hub = WebhookHub(Database(str(tmp_path / "hooks.sqlite3")), "svc", user_agent="a")
