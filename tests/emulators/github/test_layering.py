@@ -10,6 +10,7 @@ ORDER = ["app", "admin", "resources", "context", "models", "refs", "pulls", "eve
 
 def test_github_layers_point_down_and_only_the_http_layer_imports_falcon():
     assert_layers_point_down("emulators/github", ORDER)
+    assert {path.stem for path in FOLDER.glob("*.py")} - {"__init__"} == set(ORDER)
     for path in FOLDER.glob("*.py"):
         if path.stem in ORDER and path.stem not in ("app", "resources"):
             for module in imports_of(path):
