@@ -8,6 +8,7 @@ import re
 import secrets
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,17 @@ def worker_pids(arbiter):
     return children
 
 
+def settled_thread_count(pid):
+    """How many threads `pid` runs, once a booting worker has started all of its own."""
+    counts = [len(os.listdir(f"/proc/{pid}/task"))]
+    deadline = time.monotonic() + 10
+    while len(counts) < 3 or len(set(counts[-3:])) > 1:
+        assert time.monotonic() < deadline, counts
+        time.sleep(0.1)
+        counts.append(len(os.listdir(f"/proc/{pid}/task")))
+    return counts[-1]
+
+
 def what_workers_hold(app, tmp_path, *, chat=True):
     """Serve `app` with gunicorn.conf.py (two workers, the shipped request threads); when it
     serves the `chat`, post and poll and ask each emulator path; then read each worker's
@@ -104,8 +116,10 @@ def what_workers_hold(app, tmp_path, *, chat=True):
             assert requests.get(url + POLL_PATH, headers=token, timeout=10).status_code == 200
             statuses |= {requests.get(url + path, timeout=10).status_code
                          for path in EMULATOR_PATHS}
-        workers = worker_pids(int(pidfile.read_text()))
-        assert len(workers) == 2
+        deadline = time.monotonic() + 20
+        while len(workers := worker_pids(int(pidfile.read_text()))) < 2:  # both booted
+            assert time.monotonic() < deadline, workers
+            time.sleep(0.1)
         held = []
         for pid in workers:
             files = []
@@ -114,7 +128,7 @@ def what_workers_hold(app, tmp_path, *, chat=True):
                     files.append(os.readlink(f"/proc/{pid}/fd/{fd}"))
                 except OSError:
                     pass
-            held.append({"threads": len(os.listdir(f"/proc/{pid}/task")), "files": files,
+            held.append({"threads": settled_thread_count(pid), "files": files,
                          "maps": Path(f"/proc/{pid}/maps").read_text()})
         return statuses, held
 
