@@ -3,13 +3,13 @@
 Run against a real server (loopback only) whose terminal toolset is on, whose model answers
 `RUN: <command>` with one `terminal` call, and whose approval timeout is short (8 s or so):
 
-    python tests/emulators/hermes/record_approvals.py --url http://127.0.0.1:8642 \
-        --out tests/emulators/hermes/fixtures/approvals.json
+    python tests/emulators/hermes/real_server/record_approvals.py --url http://127.0.0.1:8642 \
+        --out tests/emulators/hermes/real_server/fixtures/approvals.json
 
 Each scenario is a list of steps, each the request sent and what came back: status and JSON
 body, or the frames of an event stream (data payloads and comments, in arrival order). Run ids,
 the temporary directory and the model's tool result text are replaced by placeholders so the
-file is stable; times are kept as the floats they were. test_compare_approvals.py replays every
+file is stable; times are kept as the floats they were. test_approvals.py replays every
 scenario against the emulator. The `always` scenario runs last: it makes the real server allow
 the pattern permanently, so later runs would not ask.
 """

@@ -1,7 +1,7 @@
 """Replay the sessions, jobs, skills, toolsets and cron routes side by side with what the real
 server (Hermes 0.19.0) answers; each case is named after the recorded exchange it checks.
 
-As in test_compare.py: each case is a request and the recorded answer's status, headers and
+As in test_openai_compat.py: each case is a request and the recorded answer's status, headers and
 exact body shape (key order included), with ids, times and model text matched by pattern. The
 cases form one chain (later ones use what earlier ones made) and run against the emulator; with
 HERMES_ORACLE_URL set (a real Hermes Agent API server on loopback) they also run against the real
@@ -17,8 +17,8 @@ import requests
 from emulators.hermes import serve
 from emulators.hermes.settings import HermesSettings
 
-from .test_compare import ABSENT, INT, KEY, SECURITY, TEXT, Like, mismatches, oracle_target
-from .test_compare import parse_sse
+from .test_openai_compat import ABSENT, INT, KEY, SECURITY, TEXT, Like, mismatches, oracle_target
+from .test_openai_compat import parse_sse
 
 pytestmark = pytest.mark.timeout(120)
 

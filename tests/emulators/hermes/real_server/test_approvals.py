@@ -25,7 +25,7 @@ from emulators.hermes.settings import HermesSettings
 
 from . import record_approvals
 from .record_approvals import Recorder, Stream
-from .test_compare import ORACLE_KEY
+from .test_openai_compat import ORACLE_KEY
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "approvals.json").read_text())
 KEY = "approvals-key-0123456789abcdef"
