@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.emulators.receiver import Receiver
+from testkit.webhook_receiver import Receiver
 from testkit.servers import gunicorn
 
 from tests.emulators.github.conftest import A, B, C, D, E, graph_body

@@ -13,7 +13,7 @@ import pytest
 
 from emulators.github.app import create_service
 from emulators.pytest_plugin import test_app
-from tests.emulators.receiver import Receiver
+from testkit.webhook_receiver import Receiver
 from testkit.servers import REPO as ROOT, unused_port
 
 from .conftest import B, C, E

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from emulators import start_fleet
 from emulators.runtime.fleet.control import FleetControl
 from testkit.counter_service import service as counter
-from tests.emulators.receiver import Receiver
+from testkit.webhook_receiver import Receiver
 
 from .conftest import (BOTH, QUIET, SHA, W1, Gate, gate_service, loader_with, post,
                        repo_status, seed_repo)
