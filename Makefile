@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN = $(VENV)/bin
 
-.PHONY: serve test bench clean browser
+.PHONY: serve test bench clean tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,19 +21,22 @@ $(VENV)/.installed-test: setup.cfg pyproject.toml | $(BIN)/python
 serve: $(VENV)/.installed-serve
 	$(BIN)/gunicorn -c gunicorn.conf.py --access-logfile - wsgi:application
 
-test: $(VENV)/.installed-test browser
+test: $(VENV)/.installed-test tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # The browser test drives Debian's chromium (no browser download is possible, so not
-# `playwright install`). Installed once when missing, as root with apt; the package lists are
-# refreshed only if the first try fails. Otherwise the test skips with the reason (fails in CI).
+# `playwright install`); the deploy tests run real nginx and logrotate. Each missing one is
+# installed once, as root with apt; the package lists are refreshed only if the first try
+# fails. Otherwise those tests skip with the reason (in CI they fail instead).
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   -o DPkg::Lock::Timeout=300
-browser:
-	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] \
-	  || ! command -v apt-get >/dev/null 2>&1 \
-	  || $(APT_INSTALL) chromium || { apt-get update -q && $(APT_INSTALL) chromium; } \
-	  || echo "make: could not install chromium; the browser test will say why"
+TEST_TOOLS = chromium nginx logrotate
+tools:
+	@missing=$$(for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 \
+	  || [ -x /usr/sbin/$$t ] || echo $$t; done | tr '\n' ' '); \
+	[ -z "$$missing" ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 \
+	  || $(APT_INSTALL) $$missing || { apt-get update -q && $(APT_INSTALL) $$missing; } \
+	  || echo "make: could not install$$missing; their tests will say why"
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python -m bench
