@@ -1,11 +1,12 @@
-"""Run the benchmarks bench/bench_*.py in turn: `python -m bench [NAME ...]`."""
+"""Run the benchmarks (bench/<name>.py, each also `python -m bench.<name>`) in turn:
+`python -m bench [NAME ...]`. The other modules of bench/ are what they share."""
 import argparse
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = {path.stem[len("bench_"):]: path for path in sorted(HERE.glob("bench_*.py"))}
+SCRIPTS = ("approvals", "chat", "emulators", "github", "hermes", "relay", "runtime")
 
 
 def main(argv):
@@ -21,8 +22,9 @@ def main(argv):
         parser.error(f"no benchmark {unknown[0]!r}; there are: {', '.join(SCRIPTS)}")
     failed = 0
     for name in names:
-        print(f"== bench_{name}", flush=True)
-        failed |= subprocess.call([sys.executable, str(SCRIPTS[name])], cwd=HERE.parent)
+        print(f"== {name}", flush=True)
+        # as a module from the checkout, so bench/ never shadows a package (bench/github.py)
+        failed |= subprocess.call([sys.executable, "-m", f"bench.{name}"], cwd=HERE.parent)
     return failed
 
 

@@ -1,4 +1,4 @@
-"""The counter service (testkit) under gunicorn for bench_runtime: through the full runtime
+"""The counter service (testkit) under gunicorn for bench/runtime.py: through the full runtime
 pipeline (`full`), and its provider app alone with a ready instance per request (`bare`).
 
 Both read EMULATORS_DB, so they share one SQLite file and its settings."""

@@ -21,7 +21,7 @@ def load(name, environ=None):
 
 
 def start_fleet(config, *, loader=None, **options):
-    """Start a fleet (emulators.runtime.fleet.start_fleet) of registered services, configured
+    """Start a fleet (emulators.runtime.fleet.start.start_fleet) of registered services, configured
     from the environment (HERMES_*) unless `loader(name)` says otherwise."""
-    from .runtime.fleet import start_fleet as start  # on call: `import emulators` stays light
+    from .runtime.fleet.start import start_fleet as start  # on call: `import emulators` stays light
     return start(config, loader=loader or (lambda name: load(name, os.environ)), **options)

@@ -1,5 +1,6 @@
-"""Pytest fixtures: `hermes_emulator`, `github_emulator` (a served emulator, reset before each
-test) and `emulator_app` (a factory of in-process webtest apps). Load with
+"""What the emulators offer the tests of their users' clients: the pytest fixtures
+`hermes_emulator`, `github_emulator` (a served emulator, reset before each test) and
+`emulator_app` (a factory of in-process webtest apps), and `test_app` beneath it. Load with
 `pytest_plugins = ["emulators.pytest_plugin"]` in a root conftest, or import the fixtures.
 An entry point above the runtime: it takes services from the registry (HERMES_* apply).
 """
@@ -8,8 +9,25 @@ import os
 import pytest
 
 from . import load
+from .runtime.app import Runtime
 from .runtime.server import serve
-from .runtime.testing import test_app
+from .runtime.settings import Settings
+
+
+def test_app(service, db, *, admin_key=None, wall=None, **settings):
+    """Return a `webtest.TestApp` of the service over the SQLite file `db` (`.runtime` attached).
+
+    A dropped connection surfaces as `emulators.runtime.DroppedByFault` raised by the call.
+    """
+    import webtest
+    kwargs = {"wall": wall} if wall else {}
+    runtime = Runtime(service, Settings(db=str(db), admin_key=admin_key, **settings), **kwargs)
+    app = webtest.TestApp(runtime)
+    app.runtime = runtime
+    return app
+
+
+test_app.__test__ = False  # not a pytest test despite its name
 
 
 @pytest.fixture(scope="session")

@@ -23,7 +23,7 @@ def test_the_hermes_readme_calls_no_served_route_unserved(tmp_path):
     """Every route of the Hermes README's table answers (none is 404, 405 or 501), also under a
     `/p/<profile>/` mirror, and no sentence of the README says a route it lists is not served."""
     from emulators import load
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     readme = (REPO / "emulators" / "hermes" / "README.md").read_text()
     app = test_app(load("hermes"), tmp_path / "e.db")
     table = readme[readme.index("## Routes"):readme.index("Admin controls")]

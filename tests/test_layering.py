@@ -180,3 +180,19 @@ def test_the_runtime_imports_nothing_from_emulators_outside_itself():
         for mod in imports_of(path):
             if mod.split(".")[0] == "emulators":
                 assert mod.startswith("emulators.runtime"), f"{path.name} imports {mod}"
+
+
+def test_runtime_layers_point_down():
+    """The pipeline on top, the admin plane's route parts below it, then the Emulator and what
+    it owns, the state in SQLite at the bottom; the fleet runs whole runtimes."""
+    order = ["cli", "fleet.start", "fleet.guard", "fleet.control", "fleet.config", "fleet.store",
+             "server", "app", "admin.app", "admin.controls", "admin.snapshots", "admin.state_api",
+             "admin.credentials", "admin.webhooks", "admin.ui", "emulator", "webhooks",
+             "instance", "settings", "bodies", "openapi", "service",
+             "state.journal", "state.segments", "state.timeline", "state.faults", "state.clock",
+             "state.credentials", "state.db", "state.writer", "state.records", "state.rng",
+             "state.shapes", "names", "mount", "requestlog", "errors"]
+    assert_layers_point_down("emulators/runtime", order)
+    modules = {".".join(p.relative_to(REPO / "emulators/runtime").with_suffix("").parts)
+               for p in python_files("emulators/runtime") if p.name != "__init__.py"}
+    assert modules == set(order)  # a new module takes its place in the order

@@ -1,4 +1,5 @@
-"""The README's layout table is the tree as it is: every folder it names exists and every folder
+"""A README's layout table is the tree as it is (the top README for the chat's side, the
+emulators' READMEs for emulators/): every folder it names exists and every folder
 under the roots it covers is named; every file of a folder is named in its row, and every module
 a row names is in that folder. Written for any README whose table has a backticked path in its
 first cell, so other parts (emulators/) can hold their own tables to the same rule."""
@@ -34,7 +35,8 @@ def table_problems(readme, heading, roots):
     rows = layout_table(readme, heading)
     problems = [f"the table names {folder}, which is not a folder" for folder in rows
                 if not (REPO / folder).is_dir()]
-    covered = {folder for folder in rows if folder.split("/")[0] in roots}
+    covered = {folder for folder in rows
+               if any(f"{folder}".startswith(f"{root}/") for root in roots)}
     actual = set().union(*(folders_under(root) for root in roots))
     problems += [f"{folder} is not in the table" for folder in sorted(actual - covered)]
     for folder, text in rows.items():
@@ -55,6 +57,22 @@ def test_the_readme_layout_table_is_the_chat_sides_tree():
                           ("spaces", "scripts", "cron", "deploy", "testkit")) == []
 
 
+def test_the_emulators_layout_tables_are_their_trees():
+    emulators = REPO / "emulators"
+    assert table_problems(emulators / "README.md", "## Layout", ("emulators",)) == []
+    assert table_problems(emulators / "hermes" / "README.md", "## Layout",
+                          ("emulators/hermes",)) == []
+    assert table_problems(emulators / "github" / "README.md", "## Files",
+                          ("emulators/github",)) == []
+
+
+def test_every_emulator_package_is_a_row_of_the_emulators_table():
+    rows = layout_table(REPO / "emulators" / "README.md", "## Layout")
+    packages = {f"{path.parent.relative_to(REPO)}/" for path in
+                (REPO / "emulators").rglob("__init__.py")}
+    assert packages == set(rows)
+
+
 def test_the_layout_check_sees_a_missing_package_an_unlisted_one_and_a_stray_module(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text("# A project\n\n## Where\n\n| folder | what |\n|---|---|\n"
@@ -66,3 +84,5 @@ def test_the_layout_check_sees_a_missing_package_an_unlisted_one_and_a_stray_mod
     assert "spaces/newos4/relay/ is not in the table" in problems
     assert "spaces/newos4/app.py is not named in its row" not in problems  # (folder unnamed)
     assert "cron/ names sweep.py, which is not in it" in problems
+    deeper = table_problems(readme, "## Where", ("spaces/newos4",))
+    assert "spaces/newos4/relay/ is not in the table" in deeper

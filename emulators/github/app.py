@@ -10,7 +10,7 @@ import falcon
 
 from emulators.runtime import Service, add_fallback_handlers, bodies
 
-from . import errors, events, media, resources
+from . import admin, errors, events, media, resources
 from .openapi import DOCUMENT
 from .presets import PRESETS
 
@@ -106,11 +106,10 @@ def create_service(settings=None):
                    provider_app=create_provider_app, presets=PRESETS,
                    describe=lambda instance: {"apiVersion": errors.API_VERSION},
                    # the runtime's hub (emulators/runtime/webhooks.py); events from models.py
-                   webhooks=True, webhook_ping=resources.webhook_ping,
+                   webhooks=True, webhook_ping=admin.webhook_ping,
                    webhook_headers=events.delivery_headers,
                    webhook_user_agent="GitHub-Hookshot/mockingbird",
-                   admin_routes=[("POST", "/github/repositories", resources.seed_repository),
-                                 ("POST", "/github/refs/move", resources.move_ref)])
+                   admin_routes=admin.ROUTES)
 
 
 def from_env(environ):

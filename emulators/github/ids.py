@@ -1,14 +1,5 @@
-"""The reference's identifiers and times: node ids and JavaScript-style ISO timestamps."""
-from datetime import datetime, timedelta, timezone
-
+"""The reference's deterministic node ids (its timestamps come from the runtime clock's `iso`)."""
 _ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-
-
-def iso(ms):
-    """Format epoch milliseconds like JavaScript's `Date.toISOString()`."""
-    moment = _EPOCH + timedelta(milliseconds=ms)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def _fnv1a(text):

@@ -6,6 +6,8 @@ checks (the first that fails answers) and returns wire-shaped dicts or raises
 """
 import re
 
+from emulators.runtime.state.clock import iso
+
 from . import errors, events, git, ids, shapes
 from .pulls import PullRules
 from .refs import RefRules
@@ -39,11 +41,11 @@ class GitHubBackend(RefRules, PullRules):
     # shapes ------------------------------------------------------------------------------
 
     def repo_json(self, repo):
-        created = ids.iso(repo["created_ms"])
+        created = iso(repo["created_ms"])
         return shapes.repository(
             self.base_url, repo, self.store.owner(repo["owner"]),
             open_pulls=self.open_pulls(repo),
-            created_at=created, pushed_at=ids.iso(repo.get("pushed_ms", repo["created_ms"])))
+            created_at=created, pushed_at=iso(repo.get("pushed_ms", repo["created_ms"])))
 
     def open_pulls(self, repo):
         """The repository's open PR count: kept in its record by every PR write (`_put_pull`),

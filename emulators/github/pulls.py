@@ -4,6 +4,8 @@ A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and
 """
 import re
 
+from emulators.runtime.state.clock import iso
+
 from . import errors, events, git, ids, schemas
 
 MAX_SAFE_INTEGER = 2 ** 53 - 1
@@ -50,7 +52,7 @@ class PullRules:
         with self.transaction():
             tips = self._tips(key, (head, base))
             self._check_pair(key, login, head, base, tips, op, exclude=None)
-            now = ids.iso(self.now_ms())
+            now = iso(self.now_ms())
             number = self.store.next_id(f"pull_numbers:{key}")
             pull = {
                 "repo": key, "number": number,
@@ -165,7 +167,7 @@ class PullRules:
                 login = self.store.owner(repo["owner"])["login"]
                 self._check_open_pair(key, login, pull["head_ref"], base, tips, op,
                                       exclude=number)
-            now = ids.iso(self.now_ms())
+            now = iso(self.now_ms())
             before = pull
             pull = {**pull, "state": state, "base_ref": base, "updated_at": now,
                     "head_sha": tips[pull["head_ref"]], "base_sha": tips[base],

@@ -2,6 +2,8 @@
 
 A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and shapes.
 """
+from emulators.runtime.state.clock import iso
+
 from . import errors, events, git, ids, schemas
 from .store import repo_key
 
@@ -147,7 +149,7 @@ class RefRules:
 
     def _close_pulls_on(self, repo, branch, last_sha):
         """Close the open PRs whose head or base branch is gone, keeping their last tips."""
-        key, now = repo["key"], ids.iso(self.now_ms())
+        key, now = repo["key"], iso(self.now_ms())
         gone = [p for side in ("head_ref", "base_ref")
                 for p in self.store.pulls({"repo": key, "state": "open", side: branch},
                                           order_by=None, desc=False, limit=None, offset=0)]
@@ -168,7 +170,7 @@ class RefRules:
                 known = set(graph)
             return events.push(self.repo_json(self.store.repo(key)), ref_name, before, after,
                                git.new_commits(graph, after, known), self._sender(),
-                               forced=forced, timestamp=ids.iso(self.now_ms()))
+                               forced=forced, timestamp=iso(self.now_ms()))
         self.emit("push", build)
 
     def _emit_synchronize(self, key, ref_name, before, after):

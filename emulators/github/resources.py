@@ -1,4 +1,4 @@
-"""Falcon resources of the GitHub operations, and the two GitHub admin controls.
+"""Falcon resources of the GitHub operations (the admin controls are in admin.py).
 
 Thin: each responder parses the request, calls `GitHubBackend`, and shapes the answer. Mutations
 report their ids to the journal and honour the `github.accepted_drop` effect (commit, then drop).
@@ -10,8 +10,7 @@ import falcon
 
 from emulators.runtime import instance_of
 
-from . import context, events, media, schemas
-from .ids import iso
+from . import context, media, schemas
 from .models import GitHubBackend
 from .presets import ACCEPTED_DROP
 
@@ -185,25 +184,3 @@ class Pull:
         pull = backend_for(instance).update_pull(owner, repo, pull_number, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
         _answer_pulls(resp, 200, pull, param)
-
-
-# --- admin controls: handler(call) -> (status, body); the admin plane answers a GitHubError
-# raised here with its own status and mock-only envelope (`{message, code}`).
-
-def seed_repository(call):
-    """`POST /__admin/github/repositories`: seed one synthetic repository (runtime checkpoints)."""
-    repository = backend_for(call.instance).seed(call.body)
-    return 201, {"repository": repository, "simulated": True}
-
-
-def move_ref(call):
-    """`POST /__admin/github/refs/move`: an intervening actor fast-forwards a branch."""
-    reference = backend_for(call.instance).move_ref(call.body)
-    return 200, {"reference": reference, "checkpoint": context.checkpoint(call.instance),
-                 "simulated": True}
-
-
-def webhook_ping(instance, endpoint):
-    """The `ping` a newly registered webhook endpoint is sent (runtime hub hook)."""
-    return "ping", events.ping(context.public_base(instance), endpoint,
-                               now=iso(instance.now_ms()))

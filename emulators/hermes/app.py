@@ -1,5 +1,5 @@
-"""The Hermes service: provider routes (runs API and the OpenAI-compatible surface), Hermes
-admin controls and presets.
+"""The Hermes service: provider routes (runs API, the OpenAI-compatible surface, sessions and
+jobs), with its admin controls (admin.py) and presets.
 
 The runtime wraps the Service `create_service(settings)` builds with namespaces, clock, faults,
 journal and timeline; this module only wires routes.
@@ -8,36 +8,36 @@ import falcon
 
 from emulators.runtime import Service, add_fallback_handlers
 
-from . import openapi_sessions, resources, session_resources
-from .catalog import Catalog
-from .compat import CompatBackend
+from . import admin, resources
 from .errors import HermesError
-from .models import HermesBackend
+from .management import openapi as management_openapi, resources as management
+from .openai_compat import resources as compat
 from .openapi import DOCUMENT
 from .presets import PRESETS
+from .runs import resources as runs
 from .settings import HermesSettings
 
 VERSION = "0.1.0"
 OPERATIONS = ("RunCreate", "RunGet", "RunStop", "RunEvents", "RunApproval", "RunSteer",
               "Health", "HealthV1", "HealthDetailed", "ModelList", "Capabilities",
               "ChatCompletionCreate", "ResponseCreate", "ResponseGet", "ResponseDelete",
-              *openapi_sessions.OPERATIONS)
+              *management_openapi.OPERATIONS)
 ROUTES = (  # path, resource class
-    ("/health", resources.Health),
-    ("/v1/health", resources.Health),
-    ("/health/detailed", resources.HealthDetailed),
-    ("/v1/models", resources.Models),
-    ("/v1/capabilities", resources.Capabilities),
-    ("/v1/chat/completions", resources.ChatCompletions),
-    ("/v1/responses", resources.Responses),
-    ("/v1/responses/{response_id}", resources.Response),
-    ("/v1/runs", resources.Runs),
-    ("/v1/runs/{run_id}", resources.Run),
-    ("/v1/runs/{run_id}/stop", resources.RunStop),
-    ("/v1/runs/{run_id}/events", resources.RunEvents),
-    ("/v1/runs/{run_id}/approval", resources.RunApproval),
-    ("/v1/runs/{run_id}/steer", resources.RunSteer),
-    *session_resources.ROUTES,   # sessions, jobs, skills, toolsets, cron fire, platform events
+    ("/health", compat.Health),
+    ("/v1/health", compat.Health),
+    ("/health/detailed", compat.HealthDetailed),
+    ("/v1/models", compat.Models),
+    ("/v1/capabilities", compat.Capabilities),
+    ("/v1/chat/completions", compat.ChatCompletions),
+    ("/v1/responses", compat.Responses),
+    ("/v1/responses/{response_id}", compat.Response),
+    ("/v1/runs", runs.Runs),
+    ("/v1/runs/{run_id}", runs.Run),
+    ("/v1/runs/{run_id}/stop", runs.RunStop),
+    ("/v1/runs/{run_id}/events", runs.RunEvents),
+    ("/v1/runs/{run_id}/approval", runs.RunApproval),
+    ("/v1/runs/{run_id}/steer", runs.RunSteer),
+    *management.ROUTES,   # sessions, jobs, skills, toolsets, cron fire, platform events
 )
 
 
@@ -72,77 +72,20 @@ class ProviderApp(falcon.App):
                 headers = [(name, value) for name, value in headers
                            if name.lower() not in (resources.BARE, "content-type")]
             return start_response(status, headers, exc_info)
-        return super().__call__(session_resources.without_profile_prefix(env), start)
+        return super().__call__(management.without_profile_prefix(env), start)
 
 
 def create_provider_app(settings):
     """Return the falcon app of the Hermes provider routes."""
     app = add_fallback_handlers(ProviderApp(
         media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings), resources.BodyLimit(),
-                                                  session_resources.EmptySegments()]))
+                                                  management.EmptySegments()]))
     for path, resource in ROUTES:
         app.add_route(path, resource(settings))
     app.add_error_handler(falcon.HTTPNotFound, _not_found)
     app.add_error_handler(falcon.HTTPMethodNotAllowed, _method_not_allowed)
     app.add_error_handler(HermesError, _hermes_error)
     return app
-
-
-def _runs(action):
-    """A runs control over HermesBackend; a HermesError keeps its Hermes envelope (the admin
-    plane answers a service route's errors with their own body)."""
-    return lambda call: (200, action(HermesBackend(call.instance), call))
-
-
-def _replies(settings, action):
-    """A scripted-replies control over CompatBackend."""
-    return lambda call: (200, action(CompatBackend(call.instance, settings), call))
-
-
-def _observe(backend, call):
-    """Script one lifecycle observation of a run."""
-    return backend.observe(call.params["id"], call.body)
-
-
-def _scope(backend, call):
-    """Select the synthetic profile/identity scope."""
-    return backend.set_scope(call.body)
-
-
-def _restart(backend, call):
-    """Logical gateway restart with a stale or alive owner."""
-    return backend.restart(call.body)
-
-
-def _sweep(backend, call):
-    """Run one cache sweep now."""
-    return backend.sweep()
-
-
-def _queue_replies(backend, call):
-    """Queue scripted replies for the next chat completions / responses of the namespace."""
-    return backend.queue_replies(call.body)
-
-
-def _list_replies(backend, call):
-    """List the queued scripted replies."""
-    return backend.queued()
-
-
-def _clear_replies(backend, call):
-    """Drop every queued scripted reply."""
-    return backend.clear_replies()
-
-
-def _set_skills(call):
-    """Replace the namespace's skills (what GET /v1/skills lists); a HermesError keeps its
-    Hermes envelope (the admin plane answers it with its own body)."""
-    return 200, Catalog(call.instance).set_skills(call.body)
-
-
-def _skills(call):
-    """List the namespace's skills."""
-    return 200, Catalog(call.instance).skills()
 
 
 def describe(instance):
@@ -156,15 +99,7 @@ def create_service(settings=None):
     return Service(
         name="hermes", version=VERSION, default_port=8827, openapi=DOCUMENT, presets=PRESETS,
         provider_app=lambda: create_provider_app(settings), describe=describe,
-        admin_routes=[("POST", "/hermes/runs/:id/observe", _runs(_observe)),
-                      ("POST", "/hermes/scope", _runs(_scope)),
-                      ("POST", "/hermes/restart", _runs(_restart)),
-                      ("POST", "/hermes/sweep", _runs(_sweep)),
-                      ("POST", "/hermes/replies", _replies(settings, _queue_replies)),
-                      ("GET", "/hermes/replies", _replies(settings, _list_replies)),
-                      ("DELETE", "/hermes/replies", _replies(settings, _clear_replies)),
-                      ("POST", "/hermes/skills", _set_skills),
-                      ("GET", "/hermes/skills", _skills)])
+        admin_routes=admin.routes(settings))
 
 
 def from_env(environ):

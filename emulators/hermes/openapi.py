@@ -1,6 +1,6 @@
 """OpenAPI 3 document of the Hermes routes the emulator serves (runs operationIds as reference;
 the OpenAI-compatible operations are named by us)."""
-from . import openapi_sessions
+from .management import openapi as openapi_sessions
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _RESPONSE_ID = {"name": "response_id", "in": "path", "required": True,

@@ -5,7 +5,7 @@ only for a genuinely new run, after the idempotent replay lookup (Hermes' source
 lost-acceptance replay still succeeds while the cap is full. Draining precedes the handler
 upstream, so it stays a canned 503.
 """
-from .models import EFFECT_DROP, EFFECT_THROTTLE
+from .runs.backend import EFFECT_DROP, EFFECT_THROTTLE
 
 PRESETS = {
     "hermes_submit_accepted_drop": {

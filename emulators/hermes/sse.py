@@ -1,5 +1,5 @@
 """Server-Sent Events as upstream frames them: one frame, the comment lines, and the frames of a
-streamed chat completion and Responses turn. Plain Python; resources.py sends them.
+streamed chat completion and Responses turn. Plain Python; the resources send them.
 """
 import json
 import time

@@ -2,7 +2,7 @@
 database every worker shares. Services plug in with `Service` (see emulators/README.md)."""
 from .app import Runtime, add_fallback_handlers
 from .errors import AdminError, ConnectionDropped, DroppedByFault, EmulatorError
-from .fleet import start_fleet
+from .fleet.start import start_fleet
 from .instance import Instance, instance_of
 from .mount import PathDispatcher
 from .server import Server, serve

@@ -13,16 +13,16 @@ from time import perf_counter
 import falcon
 
 from . import names
-from .admin import BASE_URL_KEY, NAMESPACE_KEY, Admin
+from .admin.app import BASE_URL_KEY, NAMESPACE_KEY, Admin
 from .bodies import guard
-from .clock import wall_ms
 from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .instance import MUTATING, Instance
 from .mount import public_base, rewrite_response
 from .names import NAME
 from .requestlog import guarded_sink
-from .timeline import MAIN, START_ON_MAIN, TimelineError, checkpoint_id, storage_key
+from .state.clock import wall_ms
+from .state.timeline import MAIN, START_ON_MAIN, TimelineError, checkpoint_id, storage_key
 
 log = logging.getLogger("emulators")
 
@@ -225,7 +225,7 @@ class Runtime:
 
         `head` is (timeline moves, transaction restarts, (main's head, next checkpoint number)
         or None) read at the start of a mutation's transaction: still true at the end unless a
-        checkpoint moved it or the transaction was begun anew (db.py) since.
+        checkpoint moved it or the transaction was begun anew (state/db.py) since.
         """
         environ, start_response, entry, echo, started = call
         environ["emulators.instance"] = instance
@@ -294,10 +294,10 @@ class Runtime:
         """Journal the request; commit a checkpoint of branch `commit` inside the mutation's
         transaction. Return the checkpoint id or None.
 
-        The entry goes to the journal segment (journal.py) once the transaction has committed
+        The entry goes to the journal segment (state/journal.py) once the transaction has committed
         (at once when none is open), before the answer leaves: a read writes no SQLite row.
         `version` is the control version read for this request: the clock comes from the
-        worker's kept copy (clock.py). Without it the clock row is read. `head` is the
+        worker's kept copy (state/clock.py). Without it the clock row is read. `head` is the
         branch's (head, next number) when still known (_dispatch).
         """
         entry["durationMs"] = int((perf_counter() - started) * 100_000 + 0.5) / 100

@@ -9,8 +9,8 @@ import sys
 import threading
 
 from . import requestlog
-from .fleet import FleetError, FleetStartError, start_fleet
-from .fleetconfig import ConfigError
+from .fleet.config import ConfigError
+from .fleet.start import FleetError, FleetStartError, start_fleet
 from .mount import PREFIX
 from .server import serve
 from .settings import Settings

@@ -6,18 +6,18 @@ import re
 import time
 from urllib.parse import parse_qs
 
-from .clock import Clocks, wall_ms
-from .credentials import Credentials
-from .db import Database
-from .faults import Faults
 from .instance import Instance
-from .journal import Journal
 from .mount import PREFIX
 from .openapi import OperationMatcher
-from .rng import seed_state
 from .settings import Settings
-from .shapes import ShapeCache
-from .timeline import MAIN, Timeline, storage_key
+from .state.clock import Clocks, wall_ms
+from .state.credentials import Credentials
+from .state.db import Database
+from .state.faults import Faults
+from .state.journal import Journal
+from .state.rng import seed_state
+from .state.shapes import ShapeCache
+from .state.timeline import MAIN, Timeline, storage_key
 from .webhooks import WebhookHub
 
 PROVIDER, ADMIN = "provider", "admin"

@@ -1,9 +1,9 @@
 """The instance a provider handler works on: one storage key of one namespace for one request."""
 from .errors import ConnectionDropped
 from .mount import public_base
-from .records import Records
-from .rng import Rng
-from .timeline import storage_key
+from .state.records import Records
+from .state.rng import Rng
+from .state.timeline import storage_key
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 READS = {"GET", "HEAD"}
@@ -43,7 +43,7 @@ class Instance:
         self._records = None
         self._rng = None
         # The control version the runtime read for this request: the namespace clock is the
-        # worker's kept copy while it holds (clock.py). None (admin and tool instances): read.
+        # worker's kept copy while it holds (state/clock.py). None (admin and tool instances): read.
         self.version = version
         # (timeline moves, transaction restarts, (main's head, next number)) read at the start
         # of a mutation's transaction on main (app.py), or None: checkpoint() reuses it while
@@ -66,7 +66,7 @@ class Instance:
 
     def _cached_record(self, token, fetch):
         """A record's text as a read request saw it at the key's version: one version read per
-        request, then each record once per change of the key (shapes.py). Once the request
+        request, then each record once per change of the key (state/shapes.py). Once the request
         wrote anything, reads go to the database."""
         if self.writes:
             return fetch()
@@ -109,7 +109,7 @@ class Instance:
 
     def cached(self, token, build, size=len):
         """Return `build()` for this key's records as they are now, built once per change of
-        them (shapes.py) and `token`: everything else the answer depends on (route, path,
+        them (state/shapes.py) and `token`: everything else the answer depends on (route, path,
         query, base URL, media type). Mutations, fault hits and historical views build anew."""
         if not self._cacheable() or self.writes:
             return build()

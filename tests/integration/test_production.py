@@ -70,7 +70,7 @@ def test_the_production_entry_loads_no_emulator_and_opens_no_sqlite_file(tmp_pat
 
 def test_the_probe_sees_the_emulators_in_the_development_monolith(tmp_path):
     held = probe(MONOLITH, tmp_path)
-    assert "emulators.runtime.db" in held["modules"] and "sqlite3" in held["modules"]
+    assert "emulators.runtime.state.db" in held["modules"] and "sqlite3" in held["modules"]
     assert sqlite_files(held["files"]), held["files"]
 
 

@@ -4,11 +4,12 @@ import pytest
 from emulators.github import errors
 from emulators.github.context import form_encode
 from emulators.github.git import is_ancestor, valid_ref_name
-from emulators.github.ids import iso, node_id
+from emulators.github.ids import node_id
+from emulators.runtime.state.clock import iso
 from emulators.github.models import GitHubBackend
 from emulators.github.pulls import parse_pull_number
-from emulators.runtime.db import Database
-from emulators.runtime.records import Records
+from emulators.runtime.state.db import Database
+from emulators.runtime.state.records import Records
 
 A, B, C, D = ("a" * 40, "b" * 40, "c" * 40, "d" * 40)
 

@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 
 from emulators.github.app import create_service
-from emulators.runtime.testing import test_app
-from tests.emulators.receiver import Receiver
+from emulators.pytest_plugin import test_app
+from testkit.webhook_receiver import Receiver
 from testkit.servers import REPO as ROOT, unused_port
 
 from .conftest import B, C, E
@@ -183,7 +183,7 @@ import sys
 from emulators.runtime import webhooks
 webhooks.WebhookHub.wake = lambda self: None  # its dispatcher never gets to run
 from emulators.github.app import create_service
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from tests.emulators.github.conftest import B, graph_body
 app = test_app(create_service(), sys.argv[1])
 app.post_json("/__admin/github/repositories", graph_body(), status=201)

@@ -1,6 +1,6 @@
 """Approvals in runs as a client rehearses them: scripted on the admin plane, no model anywhere.
 
-test_compare_approvals.py checks the same behaviour against recordings of the real server; these
+real_server/test_approvals.py checks the same behaviour against recordings of the real server; these
 tests pin down each rule on its own (timeouts on the emulator clock, the gated tool call, the
 second subscriber) and walk one whole run the way a client such as our relay sees it.
 """
@@ -12,11 +12,11 @@ import pytest
 import requests
 
 from emulators.hermes import serve
-from emulators.hermes.approvals import guard_payload, tool_result
+from emulators.hermes.runs.approvals import guard_payload, tool_result
 from emulators.hermes.settings import HermesSettings
 
 from .conftest import T0_S
-from .record_approvals import hang_up
+from .real_server.record_approvals import hang_up
 from .test_events import events, frames
 
 pytestmark = pytest.mark.timeout(60)

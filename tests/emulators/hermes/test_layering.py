@@ -1,61 +1,61 @@
-"""Imports point down: app -> resources -> compat -> models -> store (sse and upstream below
-compat); falcon and marshmallow stay in place."""
-import ast
-from pathlib import Path
+"""Imports point down: app -> admin, the resources of runs/, openai_compat/ and management/ ->
+their backends -> store (sse, upstream, canonical and errors below them all); falcon and
+marshmallow stay in place."""
+from tests.test_layering import module_graph
 
-import emulators.hermes
-
-HERE = Path(emulators.hermes.__file__).parent
-FALCON_OK = {"app", "resources", "session_resources"}
+PACKAGE = "emulators.hermes."
+FALCON_OK = {"app", "resources", "runs.resources", "openai_compat.resources",
+             "management.resources"}
 MARSHMALLOW_OK = {"schemas"}
-# What each module may import from this package (by module name).
+# What each module may import from this package (by module name below emulators.hermes).
 ALLOWED = {
-    "app": {"resources", "session_resources", "errors", "models", "compat", "openapi",
-            "openapi_sessions", "presets", "settings", "catalog"},
-    "resources": {"errors", "models", "compat", "sse", "inputs"},
-    "session_resources": {"resources", "errors", "compat", "sessionchat", "jobs", "catalog",
-                          "sse"},
-    "catalog": {"errors", "toolsets"}, "toolsets": set(),
-    "sessionchat": {"errors", "inputs", "sessions", "sse", "upstream"},
-    "compat": {"canonical", "schemas", "errors", "store", "models", "inputs", "sessions", "sse",
-               "upstream"},
-    "sessions": {"canonical", "errors", "upstream"},
-    "jobs": {"errors", "sessions", "schedule", "upstream"},
-    "schedule": {"errors"},
-    "models": {"approvals", "canonical", "inputs", "schemas", "errors", "store", "sessions",
-               "sse"},
-    "approvals": {"errors", "inputs", "schemas"},
+    "app": {"admin", "errors", "management.openapi", "management.resources", "openapi",
+            "openai_compat.resources", "presets", "resources", "runs.resources", "settings"},
+    "admin": {"management.catalog", "openai_compat.backend", "runs.backend"},
+    "runs.resources": {"errors", "inputs", "resources", "runs.backend", "sse"},
+    "openai_compat.resources": {"openai_compat.backend", "resources", "sse"},
+    "management.resources": {"errors", "management.catalog", "management.chat",
+                             "management.jobs", "resources", "sse"},
+    "resources": {"errors", "openai_compat.backend", "runs.backend", "sse"},
+    "openai_compat.backend": {"canonical", "errors", "inputs", "management.sessions",
+                              "runs.backend", "schemas", "sse", "store", "upstream"},
+    "runs.backend": {"canonical", "errors", "inputs", "management.sessions", "runs.approvals",
+                     "schemas", "sse", "store"},
+    "runs.approvals": {"errors", "inputs", "schemas"},
+    "management.chat": {"errors", "inputs", "management.sessions", "sse", "upstream"},
+    "management.jobs": {"errors", "management.schedule", "management.sessions", "upstream"},
+    "management.catalog": {"errors", "management.toolsets"},
+    "management.sessions": {"canonical", "errors", "upstream"},
+    "management.schedule": {"errors"},
+    "management.toolsets": set(), "management.openapi": set(),
     "inputs": {"canonical", "errors"},
     "sse": {"upstream"}, "upstream": set(),
-    "presets": {"models"},
+    "presets": {"runs.backend"},
     "schemas": {"errors"},
-    "store": set(), "canonical": set(), "errors": set(), "openapi": {"openapi_sessions"},
-    "openapi_sessions": set(), "settings": set(),
-    "__init__": {"app"},
+    "openapi": {"management.openapi"},
+    "store": set(), "canonical": set(), "errors": set(), "settings": set(),
+    "": {"app"}, "runs": set(), "openai_compat": set(), "management": set(),
 }
 
 
-def imports_of(path):
-    tree = ast.parse(path.read_text())
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = ("." * node.level) + (node.module or "")
-            found |= {base} if node.module else {"." + alias.name for alias in node.names}
-    return found
-
-
 def test_every_module_imports_only_downwards():
-    for path in HERE.glob("*.py"):
-        name = path.stem
+    graph = module_graph(folders=("emulators/hermes",), files=())
+    assert {name[len(PACKAGE):] if name != PACKAGE[:-1] else "" for name in graph} == set(ALLOWED)
+    for name, targets in graph.items():
+        short = name[len(PACKAGE):] if name != PACKAGE[:-1] else ""
+        inside = {t[len(PACKAGE):] for t in targets if t.startswith(PACKAGE)}
+        assert inside <= ALLOWED[short], f"{short} imports {inside - ALLOWED[short]}"
+
+
+def test_falcon_and_marshmallow_stay_in_their_modules_and_only_the_runtime_is_imported():
+    from tests.test_layering import REPO, imports_of
+    for path in (REPO / "emulators" / "hermes").rglob("*.py"):
+        parts = path.relative_to(REPO / "emulators" / "hermes").with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         for target in imports_of(path):
-            top = target.split(".")[0]
-            if target.startswith("."):
-                assert target[1:].split(".")[0] in ALLOWED[name], f"{name} imports {target}"
-            elif top == "emulators":
-                assert target.startswith("emulators.runtime"), f"{name} imports {target}"
+            top = (target or "").split(".")[0]
+            if top == "emulators":
+                assert target.startswith(("emulators.runtime", "emulators.hermes")), name
             assert top != "falcon" or name in FALCON_OK, f"{name} imports falcon"
             assert top != "marshmallow" or name in MARSHMALLOW_OK, f"{name} imports marshmallow"
             assert top != "spaces", f"{name} imports the chat service"

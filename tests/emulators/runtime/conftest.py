@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from emulators.cli import main
 from testkit.counter_service import service
 from testkit.servers import unused_port

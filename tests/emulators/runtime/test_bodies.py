@@ -7,7 +7,7 @@ import pytest
 from emulators.runtime.bodies import (MAX_ADMIN_BODY, MAX_BODY, MAX_DEPTH, BodyTooLarge,
                                       InvalidJSON, LimitedInput, TooDeep, loads, read_body)
 from emulators.runtime.settings import Settings
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from testkit.counter_service import service
 
 DEEP = b"[" * 5000 + b"]" * 5000

@@ -13,7 +13,7 @@ import threading
 import pytest
 import requests
 
-from emulators.runtime.rng import mulberry32, seed_state
+from emulators.runtime.state.rng import mulberry32, seed_state
 from testkit.counter_service import service as counter
 from tests.emulators.runtime.conftest import run_main
 from testkit.servers import REPO

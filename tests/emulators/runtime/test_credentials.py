@@ -4,7 +4,7 @@ import logging
 import pytest
 
 from emulators.runtime import Service
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from testkit import counter_service
 from tests.emulators.runtime.conftest import ns
 

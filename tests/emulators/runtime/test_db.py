@@ -1,7 +1,7 @@
 """Database.transaction(): nesting, savepoints, and the clean first block of a batch."""
 import pytest
 
-from emulators.runtime.db import Database
+from emulators.runtime.state.db import Database
 from emulators.runtime.errors import ConnectionDropped
 
 

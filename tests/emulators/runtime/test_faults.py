@@ -222,7 +222,7 @@ def test_one_shot_fault_fires_once_under_concurrency(app, db):
 
 
 def test_rules_changed_by_another_worker_are_seen_on_the_next_request(db, wall):
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     from testkit.counter_service import service
     one, two = test_app(service, db, wall=wall), test_app(service, db, wall=wall)
     assert one.get("/counter").status_int == 200  # `one` now holds the (empty) rule list
@@ -244,8 +244,8 @@ def test_rules_changed_by_another_worker_are_seen_on_the_next_request(db, wall):
 def test_a_version_3_database_gains_control_versions_and_keeps_its_rules(db, wall):
     import sqlite3
 
-    from emulators.runtime.db import SCHEMA_VERSION, Database
-    from emulators.runtime.testing import test_app
+    from emulators.runtime.state.db import SCHEMA_VERSION, Database
+    from emulators.pytest_plugin import test_app
     from testkit.counter_service import service
     Database(db).one("SELECT 1")
     with sqlite3.connect(db) as conn:

@@ -69,7 +69,7 @@ def test_admin_requests_are_not_journaled(app):
 
 
 def test_journal_ring_keeps_newest(tmp_path):
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     from testkit.counter_service import service
     small = test_app(service, tmp_path / "ring.db", journal_size=5)
     for _ in range(70):
@@ -114,8 +114,8 @@ def _entry(namespace, n=0):
 
 
 def test_the_ring_is_trimmed_when_segments_are_drained(tmp_path):
-    from emulators.runtime.db import Database
-    from emulators.runtime.journal import Journal
+    from emulators.runtime.state.db import Database
+    from emulators.runtime.state.journal import Journal
     db = Database(tmp_path / "trim.db")
     journal = Journal(db, "svc", size=400)
 
@@ -138,7 +138,7 @@ def test_the_ring_is_trimmed_when_segments_are_drained(tmp_path):
 
 
 def test_reads_write_no_sqlite_row_and_the_journal_still_shows_them_in_order(app, db):
-    from emulators.runtime.db import Database
+    from emulators.runtime.state.db import Database
     app.post_json("/items", {"name": "x"})
     requests(app)  # drained
     other = Database(db)  # another worker's connection sees every commit made by this one
@@ -155,9 +155,9 @@ def test_entries_of_a_killed_process_and_of_full_segments_all_land_once(tmp_path
     import signal
     import time
 
-    from emulators.runtime import segments
-    from emulators.runtime.db import Database
-    from emulators.runtime.journal import Journal
+    from emulators.runtime.state import segments
+    from emulators.runtime.state.db import Database
+    from emulators.runtime.state.journal import Journal
     db = Database(tmp_path / "kill.db")
     journal = Journal(db, "svc", size=1000)
     journal.record(_entry("w", -1), 0)
@@ -184,7 +184,7 @@ def test_entries_of_a_killed_process_and_of_full_segments_all_land_once(tmp_path
 
 
 def test_two_workers_folding_metrics_count_every_request_once(tmp_path):
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     from testkit.counter_service import service
     db = tmp_path / "fold.db"
     one, two = (test_app(service, db, journal_size=5) for _ in range(2))

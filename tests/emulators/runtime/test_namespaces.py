@@ -83,7 +83,7 @@ def test_reset_all_and_keep(app):
 
 def test_reset_hook_runs(tmp_path):
     from emulators.runtime import Service
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     seen = []
     svc = Service(name="hooked", reset=lambda inst: seen.append(inst.namespace))
     test_app(svc, tmp_path / "h.db").post("/__admin/reset?namespace=zz")

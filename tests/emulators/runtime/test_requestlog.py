@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from emulators.runtime import requestlog
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from tests.emulators.runtime.conftest import ns
 from testkit.counter_service import service
 

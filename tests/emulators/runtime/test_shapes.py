@@ -1,5 +1,5 @@
 """Reads reuse what they read at the key's records version; any write moves it."""
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from testkit.counter_service import service
 
 

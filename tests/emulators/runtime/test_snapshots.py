@@ -1,7 +1,7 @@
 """Legacy snapshots: aliases of pinned main checkpoints."""
 import pytest
 
-from emulators.runtime.testing import test_app
+from emulators.pytest_plugin import test_app
 from tests.emulators.runtime.conftest import ns
 from testkit.counter_service import service
 

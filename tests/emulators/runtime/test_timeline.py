@@ -185,7 +185,7 @@ def test_a_batch_begun_anew_after_a_failed_first_block_reads_the_head_again(app,
 
 
 def test_retention_keeps_heads(tmp_path):
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     from testkit.counter_service import service
     small = test_app(service, tmp_path / "r.db", max_checkpoints=5)
     for _ in range(40):
@@ -196,7 +196,7 @@ def test_retention_keeps_heads(tmp_path):
 
 
 def test_namespaces_committing_in_turn_are_all_pruned(tmp_path):
-    from emulators.runtime.testing import test_app
+    from emulators.pytest_plugin import test_app
     from testkit.counter_service import service
     small = test_app(service, tmp_path / "r.db", max_checkpoints=32)  # pruned every 2 commits
     for _ in range(60):

@@ -3,8 +3,8 @@ every retained node restorable, bounded storage, and the migration of older data
 import random
 import sqlite3
 
-from emulators.runtime.db import SCHEMA_VERSION, Database
-from emulators.runtime.testing import test_app
+from emulators.runtime.state.db import SCHEMA_VERSION, Database
+from emulators.pytest_plugin import test_app
 from testkit.counter_service import service
 
 

@@ -5,10 +5,10 @@ import os
 import pytest
 
 from emulators.runtime import Service
-from emulators.runtime.db import Database
-from emulators.runtime.testing import test_app
+from emulators.runtime.state.db import Database
+from emulators.pytest_plugin import test_app
 from emulators.runtime.webhooks import WebhookError, WebhookHub, parse_endpoints, sign
-from tests.emulators.receiver import Receiver
+from testkit.webhook_receiver import Receiver
 from testkit.counter_service import OPENAPI, provider_app
 
 

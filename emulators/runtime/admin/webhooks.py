@@ -1,0 +1,61 @@
+"""The webhook admin routes (`/webhook-endpoints`, `/webhooks...`) over the service's hub
+(runtime/webhooks.py), present only when the service has one."""
+from ..webhooks import parse_endpoints
+
+
+class WebhookRoutes:
+    """The admin routes `/webhook-endpoints` and `/webhooks*`, present only with a hub."""
+
+    def __init__(self, emulator):
+        self.emulator = emulator
+        self.hub = emulator.webhooks
+
+    def routes(self):
+        """Return (method, path, handler) of every webhook route (none without a hub)."""
+        if self.hub is None:
+            return []
+        return [("GET", "/webhooks", self.deliveries), ("GET", "/webhooks/events", self.events),
+                ("POST", "/webhooks/:id/replay", self.replay),
+                ("POST", "/webhooks/flush", self.flush),
+                ("POST", "/webhooks/faults", self.fault),
+                ("GET", "/webhook-endpoints", self.endpoints),
+                ("PUT", "/webhook-endpoints", self.put_endpoints),
+                ("DELETE", "/webhook-endpoints", self.delete_endpoints)]
+
+    def deliveries(self, request):
+        self.hub.wake()
+        return 200, {"deliveries": self.hub.deliveries(
+            request.namespace, every=request.flag("all"), event=request.query.get("type"))}
+
+    def events(self, request):
+        return 200, {"events": self.hub.events(request.namespace)}
+
+    def replay(self, request):
+        self.hub.replay(request.namespace, request.params["id"])
+        return 200, {"status": "ok"}
+
+    def flush(self, request):
+        self.hub.flush(request.namespace)
+        return 200, {"status": "ok"}
+
+    def fault(self, request):
+        return 201, self.hub.set_fault(request.namespace, request.body)
+
+    def endpoints(self, request):
+        return 200, {"endpoints": self.hub.endpoints(request.namespace)}
+
+    def put_endpoints(self, request):
+        """Replace the endpoints; each new one is sent the service's `ping`."""
+        added = self.hub.put_endpoints(request.namespace, parse_endpoints(request.body))
+        ping = self.emulator.service.webhook_ping
+        if ping is not None:
+            instance = self.emulator.instance(request.namespace)
+            for endpoint in added:
+                event, payload = ping(instance, endpoint)
+                self.hub.emit(request.namespace, event, payload, created_ms=instance.now_ms(),
+                              endpoint=endpoint["id"])
+        return 200, {"endpoints": self.hub.endpoints(request.namespace)}
+
+    def delete_endpoints(self, request):
+        self.hub.delete_endpoints(request.namespace)
+        return 200, {"status": "ok"}
