@@ -7,8 +7,8 @@ import time
 import pytest
 from gunicorn.config import Config
 
-from spaces.worker import (CLOSED, HANDOVER, PARTIAL, REQUEST_BUFFER, WHOLE, ClientConnection,
-                           Incoming, SettledConfig)
+from spaces.reader import CLOSED, HANDOVER, PARTIAL, REQUEST_BUFFER, WHOLE, Incoming
+from spaces.worker import ClientConnection, SettledConfig
 
 
 class Recording:
