@@ -1,5 +1,5 @@
 """The chat page's files over HTTP: what is served, how it is cached, and what never is.
-(What the page does in a browser: tests/integration/test_chat_page.py.)"""
+(What the page does in a browser: tests/integration/chat_page/.)"""
 import configparser
 import hashlib
 import re

@@ -1,0 +1,162 @@
+"""Approval requests on the chat page in a real headless Chromium: the offered choices as
+buttons on the latest request, a click sent as an ordinary message, the request readable on a
+phone and a desktop, and the whole journey through the watching relay to the Hermes emulator.
+
+The journey also runs, opt-in, against a real Hermes 0.19.0 server with its terminal toolset
+(HERMES_ORACLE_URL, HERMES_ORACLE_KEY if not the oracle's default; see
+tests/integration/test_relay_approvals.py for how to start one)."""
+import os
+import secrets
+
+import pytest
+
+from testkit.servers import Watcher, gunicorn
+from .browsing import (EXPLAINED, LABELS, MARKDOWN, OUTPUTS, PAGE, WAIT_MS, approval,
+                       choice_buttons, complete_run, expect, hermes_behind, hermes_says,
+                       log_entries, open_page, polled, say_as_browser, submitted_run, thread_of,
+                       token_of)
+
+pytestmark = [pytest.mark.gunicorn, pytest.mark.browser]
+
+
+def test_an_approval_request_is_answered_with_a_click(page, site):
+    # The request comes as a run's output here, so its layout can hold what a real command
+    # rarely does (backticks); the relay's own asking is the end-to-end test further down.
+    token = token_of(page)
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("RUN: chmod -R 777 /tmp/x")
+    page.get_by_role("button", name="Send").click()
+    first = submitted_run(site, thread_of(token))
+    request = approval("once", "session", "always", "deny")
+    complete_run(site, first, request)
+
+    expect(page.locator(".msg")).to_have_count(2, timeout=WAIT_MS)
+    shown = page.locator(".msg.approval")
+    expect(shown).to_contain_text("Why: world/other-writable permissions")
+    assert shown.get_attribute("data-author") == "hermes"
+    buttons = choice_buttons(page)
+    expect(buttons).to_have_text([LABELS[c] for c in ("once", "session", "always", "deny")])
+    # The command is shown whole, in its code block, backticks and all.
+    command = page.locator(".msg.approval pre code")
+    assert command.text_content() == "chmod -R 777 /tmp/x && echo ```done```\n"
+
+    buttons.filter(has_text="Allow once").click()
+    expect(page.locator(".msg")).to_have_count(3, timeout=WAIT_MS)
+    assert log_entries(page)[-1] == ["operator", "once"]
+    expect(buttons).to_have_count(0)
+    # An ordinary post.php message: the bare word, from the person.
+    assert polled(site, token)[-1] == ("operator", "once")
+    assert page.evaluate("document.activeElement.id") == "message"  # typing can go on
+
+    complete_run(site, submitted_run(site, thread_of(token), other_than={first}),
+                 "Done: `chmod -R 777 /tmp/x` **ran**.")
+    answer = page.locator("[role=log] [data-author=hermes]").last
+    expect(answer.locator("strong")).to_have_text("ran", timeout=WAIT_MS)
+    expect(answer.locator("code")).to_have_text("chmod -R 777 /tmp/x")
+    expect(page.get_by_role("status")).to_have_text("", timeout=WAIT_MS)
+
+
+def test_choices_are_the_offered_ones_only_on_the_latest_message_and_work_by_keyboard(page, site):
+    token = token_of(page)
+    say_as_browser(site, token, "RUN: chmod -R 777 /tmp/x")
+    hermes_says(site, token, approval("once", "deny"))
+    buttons = choice_buttons(page)
+    expect(buttons).to_have_text(["Allow once", "Deny"], timeout=WAIT_MS)
+    expect(page.get_by_role("status")).to_have_text("Hermes is waiting for your decision.")
+
+    # Anything later (here the person's own words) answers the request: the buttons go.
+    box = page.get_by_role("textbox", name="Message")
+    box.fill("what would that do?")
+    box.press("Enter")
+    expect(buttons).to_have_count(0)
+    expect(page.get_by_role("status")).to_have_text("Hermes is working on an answer…")
+    hermes_says(site, token, approval("once", "session", "deny"))
+    expect(buttons).to_have_text(["Allow once", "Allow for this conversation", "Deny"],
+                                 timeout=WAIT_MS)
+    page.reload()  # a fresh look offers them on the latest request only
+    expect(buttons).to_have_count(3, timeout=WAIT_MS)
+    assert page.locator(".choices").count() == 1
+    assert page.locator(".msg").last.locator(".choices").count() == 1
+
+    # From the keyboard: the choices come right before the message box.
+    box.focus()
+    page.keyboard.press("Shift+Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Deny"
+    page.keyboard.press("Enter")
+    expect(buttons).to_have_count(0, timeout=WAIT_MS)
+    assert polled(site, token)[-1] == ("operator", "deny")
+
+
+def test_the_approval_request_reads_well_on_a_phone_and_a_desktop(browser, site, tmp_path):
+    token = secrets.token_hex(32)
+    say_as_browser(site, token, "What is 6 x 7?")
+    hermes_says(site, token, MARKDOWN + "\n\n```\n" + "a-very-long-line " * 20 + "\n```")
+    say_as_browser(site, token, "RUN: chmod -R 777 /tmp/x")
+    hermes_says(site, token, approval("once", "session", "always", "deny").replace(
+        "/tmp/x", "/tmp/" + "a-very-long-directory-name/" * 6))
+    for width, height in [(390, 780), (1280, 800)]:
+        context = browser.new_context(viewport={"width": width, "height": height},
+                                      is_mobile=width < 500, has_touch=width < 500)
+        context.add_init_script(f"localStorage.setItem('newos4.chat.token', '{token}')")
+        page = context.new_page()
+        page.goto(site["url"] + PAGE)
+        buttons = choice_buttons(page)
+        expect(buttons).to_have_count(4, timeout=WAIT_MS)
+        page.wait_for_timeout(300)  # layout settles after the last message
+        page.screenshot(path=tmp_path / f"approval-{width}.png")
+        # Opened at the newest message: the choices are on screen, all of them, whole.
+        for button in buttons.all():
+            part = button.bounding_box()
+            assert part["x"] >= 0 and part["x"] + part["width"] <= width, part
+            assert part["y"] >= 0 and part["y"] + part["height"] <= height, part
+            assert part["height"] >= 40  # a comfortable touch target
+        overflow = page.evaluate("document.scrollingElement.scrollWidth - innerWidth")
+        # The command wraps: all of it readable without scrolling sideways.
+        command = page.locator(".msg.approval pre").evaluate("e => e.scrollWidth - e.clientWidth")
+        restart = page.get_by_role("button", name="New conversation").bounding_box()
+        context.close()
+        assert overflow <= 0 and command <= 0
+        assert restart["x"] + restart["width"] <= width and restart["height"] >= 36
+
+
+@pytest.mark.parametrize("kind", ["emulator", "real"])
+@pytest.mark.parametrize("label, choice, outcome", [("Allow once", "once", "approved"),
+                                                    ("Deny", "deny", "denied")])
+def test_hermes_asks_the_person_decides_with_a_click_and_hermes_answers(
+        browser, tmp_path, kind, label, choice, outcome):
+    # The whole path: the watching relay sees the run wait for approval and asks in the
+    # thread; the click is an ordinary post.php message, which the relay sends to Hermes'
+    # approval endpoint; the run's answer arrives as usual.
+    env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db")}
+    target = tmp_path / "target"
+    target.mkdir()
+    with gunicorn(env=env, workers=2, threads=4) as url, \
+            hermes_behind(kind, url) as (hermes, key, driver):
+        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes, "HERMES_API_KEY": key},
+                          tmp_path)
+        try:
+            with open_page(browser, url) as page:
+                token = token_of(page)
+                box = page.get_by_role("textbox", name="Message")
+                box.fill(f"RUN: chmod -R 777 {target}")
+                box.press("Enter")
+                buttons = choice_buttons(page)
+                expect(buttons).to_have_text([LABELS[c] for c in EXPLAINED], timeout=WAIT_MS)
+                request = page.locator(".msg.approval")
+                expect(request.locator("pre code")).to_have_text(f"chmod -R 777 {target}\n")
+                expect(request).to_contain_text("Why: world/other-writable permissions")
+
+                buttons.filter(has_text=label).click()
+                expect(buttons).to_have_count(0)
+                assert polled({"url": url}, token)[-1] == ("operator", choice)
+                answer = page.locator("[role=log] .msg").nth(3)
+                expect(answer).to_have_attribute("data-author", "hermes", timeout=WAIT_MS)
+                assert answer.locator(".text").text_content() == OUTPUTS[outcome]
+                if driver:
+                    assert list(driver.settled.values()) == [outcome]
+                expect(page.get_by_role("status")).to_have_text("")
+                if driver is None:  # a real chmod ran, or did not: the decision reached Hermes
+                    assert (target.stat().st_mode & 0o777 == 0o777) == (outcome == "approved")
+        finally:
+            watcher.kill()
+        assert "PROBLEM" not in watcher.stdout() + watcher.stderr(), watcher.stdout()
