@@ -3,7 +3,7 @@ Hermes emulator: answers in seconds, cron and the sweep beside it, restarts and 
 
 The test plays the browser (post.php, poll.php) and the agent (the emulator's observe control).
 Latency bounds are the issue's (2 s, p99); typical figures here are a fifth of that, and the
-`bench/bench_relay.py` benchmark prints them over more questions.
+`bench/relay.py` benchmark prints them over more questions.
 """
 import concurrent.futures
 import json
