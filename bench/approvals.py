@@ -1,9 +1,9 @@
 """Approval request -> visible in poll.php, with the watcher (`cron/relay.py --watch`) relaying.
 
 Real gunicorn serves the chat. Hermes is a real server when HERMES_ORACLE_URL is set (one with
-its terminal toolset, as tests/integration/test_relay_approvals.py describes; HERMES_ORACLE_KEY
+its terminal toolset, as tests/integration/relay/test_approvals.py describes; HERMES_ORACLE_KEY
 if not the default key), else
-the mounted emulator played by testkit.hermes_driver. One browser asks BENCH_APPROVAL_RUNS (20)
+the mounted emulator played by testkit.hermes.driver. One browser asks BENCH_APPROVAL_RUNS (20)
 times `RUN: chmod -R 777 <temporary directory>`, polls poll.php every 20 ms until the request
 message shows, then answers `deny` and waits for the answer. The delay measured runs from the
 moment the run entered waiting_for_approval (the run's own `updated_at`, set by Hermes on this
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spaces.newos4.app import POLL_PATH, POST_PATH  # noqa: E402
 from spaces.newos4.service import thread_of  # noqa: E402
-from testkit.hermes_driver import HermesDriver  # noqa: E402
+from testkit.hermes.driver import HermesDriver  # noqa: E402
 from testkit.servers import REPO, gunicorn  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_APPROVAL_RUNS", "20"))

@@ -241,9 +241,9 @@ def test_the_watcher_unit_verifies_and_runs_the_watcher(tmp_path):
     unit = (DEPLOY / "systemd" / "newos4-relay-watch.service").read_text()
     assert re.search(r"^ExecStart=(.*)$", unit, re.M).group(1) == \
         "/srv/newos4-monolith/.venv/bin/python cron/relay.py --watch"
-    # --watch without HERMES_API_URL exits 2 (tests/integration/test_relay_watch.py): no loop.
+    # --watch without HERMES_API_URL exits 2 (tests/integration/relay/test_watch.py): no loop.
     assert "Restart=on-failure" in unit and "RestartPreventExitStatus=2" in unit
-    # READY=1 and WATCHDOG=1 (test_relay_watch.py): a hung watcher is restarted.
+    # READY=1 and WATCHDOG=1 (relay/test_watch.py): a hung watcher is restarted.
     assert "Type=notify" in unit and "WatchdogSec=" in unit
     # It exits within 5 s of SIGTERM; systemd waits longer before it kills.
     assert int(re.search(r"^TimeoutStopSec=(\d+)$", unit, re.M).group(1)) > 5

@@ -1,6 +1,6 @@
 """Approvals in the conversation, over a scripted Hermes: the request message, the decision,
 what other text and silence do, and exactly-once across crashes. The processes against the
-emulator and the real server are tests/integration/test_relay_approvals.py."""
+emulator and the real server are tests/integration/relay/test_approvals.py."""
 import threading
 import time
 

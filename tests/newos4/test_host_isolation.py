@@ -14,7 +14,7 @@ import pytest
 from spaces.newos4.clock import FixedClock, SystemClock
 from spaces.newos4.service import DAY_MS, ChatService
 from spaces.newos4.settings import Settings
-from testkit.hermes_stub import HermesStub
+from testkit.hermes.stub import HermesStub
 
 REPO = Path(__file__).resolve().parents[2]
 

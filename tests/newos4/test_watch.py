@@ -1,5 +1,5 @@
 """The watcher's decisions (when a pass runs, what it says) over a scripted Hermes; the
-process itself (signals, latency, cron beside it) is tests/integration/test_relay_watch.py."""
+process itself (signals, latency, cron beside it) is tests/integration/relay/test_watch.py."""
 import pytest
 
 from spaces.newos4.relay.hermes_client import HermesUnreachable

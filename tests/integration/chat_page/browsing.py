@@ -26,7 +26,7 @@ except ImportError:  # the `browser` fixture says why and skips (or fails in CI)
 from spaces.newos4.app import POLL_PATH, POST_PATH
 from spaces.newos4.service import ChatService
 from spaces.newos4.settings import Settings
-from testkit.hermes_driver import HermesDriver
+from testkit.hermes.driver import HermesDriver
 from testkit.servers import Watcher, gunicorn
 
 PAGE = "/spaces/newos4/"

@@ -4,7 +4,7 @@ phone and a desktop, and the whole journey through the watching relay to the Her
 
 The journey also runs, opt-in, against a real Hermes 0.19.0 server with its terminal toolset
 (HERMES_ORACLE_URL, HERMES_ORACLE_KEY if not the oracle's default; see
-tests/integration/test_relay_approvals.py for how to start one)."""
+tests/integration/relay/test_approvals.py for how to start one)."""
 import os
 import secrets
 

@@ -8,7 +8,7 @@ import http.server
 import json
 import threading
 
-from .servers import serving_in_a_thread
+from ..servers import serving_in_a_thread
 
 
 class HermesStub:

@@ -1,7 +1,7 @@
 """Approvals end to end: the relay (watcher and cron, real processes) between the chat (real
 gunicorn: post.php, poll.php) and a Hermes that asks before a dangerous command.
 
-Every case runs against our emulator, played by testkit.hermes_driver with the outputs recorded
+Every case runs against our emulator, played by testkit.hermes.driver with the outputs recorded
 from the real server (tests/fixtures/hermes_approval_exchanges.json), and, when
 HERMES_ORACLE_URL is set, against a real Hermes 0.19.0 Agent API server on loopback. That server
 must be set up so that these cases can happen:
@@ -30,12 +30,12 @@ import pytest
 import requests
 
 from spaces.newos4.app import POLL_PATH, POST_PATH
-from testkit.hermes_driver import FAKE_REPLY, HermesDriver
+from testkit.hermes.driver import FAKE_REPLY, HermesDriver
 from testkit.servers import REPO, Watcher, gunicorn, serving_in_a_thread
 
 pytestmark = pytest.mark.gunicorn
 
-RECORDED = json.loads((Path(__file__).resolve().parent.parent / "fixtures"
+RECORDED = json.loads((Path(__file__).resolve().parents[2] / "fixtures"
                        / "hermes_approval_exchanges.json").read_text())
 OUTPUTS = {name: RECORDED[name]["run"]["output"] for name in ("approved", "denied", "timed_out")}
 ORACLE_KEY = "oracle-test-key-0123456789abcdef"

@@ -1,6 +1,6 @@
 """Play a tool-using Hermes through the emulator's admin plane, as the real server behaves.
 
-The real Hermes (with the test model tests/integration/test_relay_approvals.py describes)
+The real Hermes (with the test model tests/integration/relay/test_approvals.py describes)
 answers a question holding `RUN: <command>` by calling its terminal tool, which waits for
 approval; after the decision (or after its own approval timeout) the run completes with
 `Tool result: …`. Any other question gets the test model's fixed reply. `HermesDriver` watches
