@@ -25,6 +25,7 @@ from emulators.hermes.settings import HermesSettings
 
 from . import record_approvals
 from .record_approvals import Recorder, Stream
+from .matchers import FLOAT, mismatches
 from .test_openai_compat import ORACLE_KEY
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "approvals.json").read_text())
@@ -35,23 +36,15 @@ DESCRIPTION = "world/other-writable permissions"
 pytestmark = pytest.mark.timeout(120)
 
 
-def mismatches(expected, actual, where):
-    """Differences between a recorded value and a replayed one: keys in the same order, floats
-    (times, durations) by type only, everything else equal."""
-    if isinstance(expected, float):
-        return [] if isinstance(actual, float) else [f"{where}: {actual!r} is not a float"]
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict) or list(actual) != list(expected):
-            shown = list(actual) if isinstance(actual, dict) else actual
-            return [f"{where}: keys {shown!r} != {list(expected)}"]
-        return [m for key in expected for m in mismatches(expected[key], actual[key],
-                                                          f"{where}.{key}")]
-    if isinstance(expected, list):
-        if not isinstance(actual, list) or len(actual) != len(expected):
-            return [f"{where}: {actual!r} != {expected!r}"]
-        return [m for i, item in enumerate(expected)
-                for m in mismatches(item, actual[i], f"{where}[{i}]")]
-    return [] if expected == actual else [f"{where}: {actual!r} != {expected!r}"]
+def typed(recorded):
+    """The recording as an expectation: its times and durations match any float."""
+    if isinstance(recorded, float):
+        return FLOAT
+    if isinstance(recorded, dict):
+        return {key: typed(value) for key, value in recorded.items()}
+    if isinstance(recorded, list):
+        return [typed(item) for item in recorded]
+    return recorded
 
 
 def frames_of(step):
@@ -68,8 +61,8 @@ def step_mismatches(expected, actual, where):
         return [] if silent else [f"{where}: a second subscriber got {got!r}"]
     if "frames" in expected:
         got = [f for f in frames_of(actual) if f != {"comment": "keepalive"}]
-        return mismatches(frames_of(expected), got, f"{where}.frames")
-    return mismatches(expected["body"], actual["body"], f"{where}.body")
+        return mismatches(typed(frames_of(expected)), got, f"{where}.frames")
+    return mismatches(typed(expected["body"]), actual["body"], f"{where}.body")
 
 
 class Replay:

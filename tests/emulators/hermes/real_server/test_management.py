@@ -17,28 +17,13 @@ import requests
 from emulators.hermes import serve
 from emulators.hermes.settings import HermesSettings
 
-from .test_openai_compat import ABSENT, INT, KEY, SECURITY, TEXT, Like, mismatches, oracle_target
+from .matchers import ABSENT, FLOAT, INT, TEXT, AnyOf, Like, mismatches
+from .test_openai_compat import KEY, SECURITY, oracle_target
 from .test_openai_compat import parse_sse
 
 pytestmark = pytest.mark.timeout(120)
 
 
-class AnyFloat:
-    def __repr__(self):
-        return "AnyFloat"
-
-
-class AnyOf:
-    """One of several expectations (a value 0.19.0 computes from its LLM's config)."""
-
-    def __init__(self, *options):
-        self.options = options
-
-    def __repr__(self):
-        return f"AnyOf{self.options!r}"
-
-
-FLOAT = AnyFloat()
 GENERATED = Like(r"api_\d+_[0-9a-f]{8}")
 JOB_ID = Like(r"[0-9a-f]{12}")
 ISO = Like(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00")
@@ -50,30 +35,6 @@ SSE = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
        "X-Accel-Buffering": "no", "X-Frame-Options": ABSENT}
 UNAUTHORIZED = {"error": {"message": "Invalid API key", "type": "invalid_request_error",
                           "code": "invalid_api_key"}}
-
-
-def matches(expected, actual, where):
-    """`mismatches` plus floats and alternatives."""
-    if expected is FLOAT:
-        ok = isinstance(actual, float)
-        return [] if ok else [f"{where}: {actual!r} is not a float"]
-    if isinstance(expected, AnyOf):
-        for option in expected.options:
-            if not matches(option, actual, where):
-                return []
-        return [f"{where}: {actual!r} matches none of {expected!r}"]
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict) or list(actual) != list(expected):
-            return [f"{where}: keys {list(actual) if isinstance(actual, dict) else actual!r}"
-                    f" != {list(expected)}"]
-        return [m for key in expected for m in matches(expected[key], actual[key],
-                                                       f"{where}.{key}")]
-    if isinstance(expected, list):
-        if not isinstance(actual, list) or len(actual) != len(expected):
-            return [f"{where}: {actual!r} != {expected!r}"]
-        return [m for i, item in enumerate(expected)
-                for m in matches(item, actual[i], f"{where}[{i}]")]
-    return mismatches(expected, actual, where)
 
 
 def error(message, code=None):
@@ -403,11 +364,11 @@ def replay(base, key, spec, saved):
         if value is ABSENT:
             problems += [] if actual is None else [f"header {name}: {actual!r} should be absent"]
         else:
-            problems += matches(value, actual, f"header {name}")
+            problems += mismatches(value, actual, f"header {name}")
     if spec["json_body"] is not ABSENT:
-        problems += matches(fill(spec["json_body"], saved), res.json(), "body")
+        problems += mismatches(fill(spec["json_body"], saved), res.json(), "body")
     if spec["text"] is not ABSENT:
-        problems += matches(spec["text"], res.text, "text")
+        problems += mismatches(spec["text"], res.text, "text")
     if spec["events"] is not None:
         problems += stream_problems(spec["events"], parse_sse(res.text))
     if spec["save"] and res.status_code in (200, 201):
@@ -430,12 +391,12 @@ def stream_problems(names, frames):
                 data["seq"] != n):
             problems.append(f"event {event}: common fields {list(data)}")
     completed = dict(frames).get("run.completed", {})
-    problems += matches({"session_id": TEXT, "message_id": MSG, "completed": True,
-                         "messages": [{"role": "assistant", "content": TEXT,
-                                       "finish_reason": "stop", "reasoning": None}],
-                         "usage": {"input_tokens": INT, "output_tokens": INT,
-                                   "total_tokens": INT},
-                         "run_id": RUN, "seq": INT, "ts": FLOAT}, completed, "run.completed")
+    problems += mismatches({"session_id": TEXT, "message_id": MSG, "completed": True,
+                            "messages": [{"role": "assistant", "content": TEXT,
+                                          "finish_reason": "stop", "reasoning": None}],
+                            "usage": {"input_tokens": INT, "output_tokens": INT,
+                                      "total_tokens": INT},
+                            "run_id": RUN, "seq": INT, "ts": FLOAT}, completed, "run.completed")
     return problems
 
 

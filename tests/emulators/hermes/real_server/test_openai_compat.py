@@ -16,33 +16,17 @@ import requests
 from emulators.hermes import serve
 from emulators.hermes.settings import HermesSettings
 
+from .matchers import ABSENT, INT, TEXT, Like, mismatches
+
 KEY = "compare-key-0123456789abcdef"
 ORACLE_KEY = "oracle-test-key-0123456789abcdef"
 pytestmark = pytest.mark.timeout(60)
 
 
-class Like:
-    """A string matching a regular expression (ids, model text)."""
-
-    def __init__(self, pattern):
-        self.pattern = re.compile(pattern + r"\Z", re.S)
-
-    def __repr__(self):
-        return f"Like({self.pattern.pattern!r})"
-
-
-class AnyInt:
-    def __repr__(self):
-        return "AnyInt"
-
-
-INT = AnyInt()
-TEXT = Like(r".+")
 CHATCMPL = Like(r"chatcmpl-[0-9a-f]{29}")
 RESP = Like(r"resp_[0-9a-f]{28}")
 MSG = Like(r"msg_[0-9a-f]{24}")
 UUID = Like(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-ABSENT = object()
 SECURITY = {  # on every JSON answer a Hermes 0.19.0 handler sends
     "Content-Type": "application/json; charset=utf-8",
     "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
@@ -51,28 +35,6 @@ SECURITY = {  # on every JSON answer a Hermes 0.19.0 handler sends
 }
 SSE = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
        "X-Accel-Buffering": "no", "X-Frame-Options": ABSENT}
-
-
-def mismatches(expected, actual, where="body"):
-    """Every difference between an expectation (with matchers) and a value, as strings."""
-    if isinstance(expected, Like):
-        ok = isinstance(actual, str) and expected.pattern.match(actual)
-        return [] if ok else [f"{where}: {actual!r} does not match {expected!r}"]
-    if expected is INT:
-        ok = isinstance(actual, int) and not isinstance(actual, bool)
-        return [] if ok else [f"{where}: {actual!r} is not an integer"]
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict) or list(actual) != list(expected):
-            return [f"{where}: keys {list(actual) if isinstance(actual, dict) else actual!r}"
-                    f" != {list(expected)}"]
-        return [m for key in expected for m in mismatches(expected[key], actual[key],
-                                                          f"{where}.{key}")]
-    if isinstance(expected, (list, tuple)):
-        if not isinstance(actual, (list, tuple)) or len(actual) != len(expected):
-            return [f"{where}: {actual!r} != {expected!r}"]
-        return [m for i, item in enumerate(expected)
-                for m in mismatches(item, actual[i], f"{where}[{i}]")]
-    return [] if expected == actual else [f"{where}: {actual!r} != {expected!r}"]
 
 
 def error(message, code=None, *, short=False, type_="invalid_request_error"):
