@@ -184,6 +184,13 @@ def assert_asks(message, command):
     assert words == ["once", "session", "always", "deny"]
 
 
+def asked_once_each(chat, requests, messages):
+    """The thread holds `messages` messages, `requests` of them approval requests."""
+    texts = [t for _, t in chat.transcript()]
+    assert sum(t.startswith(MARKER) for t in texts) == requests and len(texts) == messages, texts
+    return texts
+
+
 def one_run_per_question(chat, questions):
     submitted = [line for line in chat.logs().splitlines() if " submitted run=" in line]
     assert len(submitted) == questions, chat.logs()
@@ -262,9 +269,8 @@ def test_a_reply_while_the_watcher_is_down_is_routed_and_nothing_is_asked_twice(
     chat.wait_answer(OUTPUTS["approved"])
     chat.cron()
     time.sleep(1)
-    texts = [t for _, t in chat.transcript()]
-    assert sum(t.startswith(MARKER) for t in texts) == 1 and texts[-1] == OUTPUTS["approved"]
-    assert len(texts) == 4
+    texts = asked_once_each(chat, 1, 4)
+    assert texts[-1] == OUTPUTS["approved"]
     one_run_per_question(chat, 1)
 
 
@@ -279,8 +285,7 @@ def test_a_restart_while_pending_asks_once_and_the_next_start_routes_the_reply(c
     time.sleep(1)  # the new watcher's passes find the request already asked
     chat.post("no")
     chat.wait_answer(OUTPUTS["denied"])
-    texts = [t for _, t in chat.transcript()]
-    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
+    asked_once_each(chat, 1, 4)
     one_run_per_question(chat, 1)
 
 
@@ -298,8 +303,7 @@ def test_cron_alone_asks_with_the_details_and_routes_the_decision(chat):
     chat.wait_status(run_id, "completed")
     chat.cron()
     chat.wait_answer(OUTPUTS["denied"], timeout=1)
-    texts = [t for _, t in chat.transcript()]
-    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
+    asked_once_each(chat, 1, 4)
     one_run_per_question(chat, 1)
 
 
@@ -332,8 +336,7 @@ def test_a_second_approval_in_the_same_run_is_asked_with_its_details(chat):
     assert_asks(chat.wait_request(count=2), second)
     chat.post("once")
     chat.wait_answer(OUTPUTS["approved"])
-    texts = [t for _, t in chat.transcript()]
-    assert sum(t.startswith(MARKER) for t in texts) == 2 and len(texts) == 6
+    asked_once_each(chat, 2, 6)
     one_run_per_question(chat, 1)
 
 
@@ -356,8 +359,7 @@ def test_cron_beside_the_watcher_asks_nothing_twice_and_takes_no_stream(chat):
     finally:
         stop.set()
         beside.join(30)
-    texts = [t for _, t in chat.transcript()]
-    assert sum(t.startswith(MARKER) for t in texts) == 1 and len(texts) == 4
+    asked_once_each(chat, 1, 4)
     one_run_per_question(chat, 1)
 
 
