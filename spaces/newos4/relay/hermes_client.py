@@ -98,14 +98,13 @@ class HermesClient:
         return self._call("POST", "/v1/runs", body, {"Idempotency-Key": idempotency_key})
 
     def get_run(self, run_id):
-        return self._call("GET", f"/v1/runs/{urllib.parse.quote(run_id, safe='')}")
+        return self._call("GET", _run_path(run_id))
 
     def stop_run(self, run_id):
-        return self._call("POST", f"/v1/runs/{urllib.parse.quote(run_id, safe='')}/stop", {})
+        return self._call("POST", _run_path(run_id, "/stop"), {})
 
     def approve(self, run_id, choice):
-        return self._call("POST", f"/v1/runs/{urllib.parse.quote(run_id, safe='')}/approval",
-                          {"choice": choice})
+        return self._call("POST", _run_path(run_id, "/approval"), {"choice": choice})
 
     def session_messages(self, session_id):
         return self._call("GET", f"/api/sessions/{urllib.parse.quote(session_id, safe='')}"
@@ -128,7 +127,7 @@ class HermesClient:
 
         Hermes gives a run's events to its first subscriber only; do not subscribe twice.
         """
-        path = f"/v1/runs/{urllib.parse.quote(run_id, safe='')}/events"
+        path = _run_path(run_id, "/events")
         conn = self._connection(idle_timeout_s)
         try:
             conn.request("GET", self._prefix + path, headers=self._headers(
@@ -178,3 +177,8 @@ class HermesClient:
         except ValueError:
             parsed = None
         return HermesAnswer(answer.status, {k.lower(): v for k, v in answer.getheaders()}, parsed)
+
+
+def _run_path(run_id, suffix=""):
+    """The path of a run (and of one of its routes), its id quoted whole."""
+    return f"/v1/runs/{urllib.parse.quote(run_id, safe='')}{suffix}"
