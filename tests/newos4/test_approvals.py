@@ -38,6 +38,8 @@ Reply with one of these words:
 - `deny`: refuse it
 
 Any other reply refuses the command and is sent to Hermes as your next message."""
+# What the person is asked by default: `always` is the host's to allow (NEWOS4_RELAY_ALLOW_ALWAYS).
+ASKED = CONTRACT_EXAMPLE.replace("- `always`: always allow commands like it\n", "")
 
 
 class FakeStream:
@@ -157,7 +159,7 @@ def test_cron_asks_once_then_sends_the_decision_then_delivers(client, service, h
     relay()
     hermes.wait("run_1")
     lines = relay()
-    assert texts(service, client.thread)[-1] == ("hermes", CONTRACT_EXAMPLE)
+    assert texts(service, client.thread)[-1] == ("hermes", ASKED)
     assert any("waits for approval of 'chmod -R 777 /tmp/x': asked" in line for line in lines)
     assert client.poll().json["awaiting"] is False
     relay()
@@ -183,7 +185,7 @@ def test_other_text_denies_stops_and_becomes_the_next_question(client, service, 
     assert any("denied the command and stopped the run" in line for line in lines)
     body, _ = hermes.submits[-1]
     assert len(hermes.submits) == 2 and body["input"] == "what would that do?"
-    assert body["conversation_history"][-1] == {"role": "assistant", "content": CONTRACT_EXAMPLE}
+    assert body["conversation_history"][-1] == {"role": "assistant", "content": ASKED}
 
 
 def test_nobody_answers_hermes_denies_itself_and_the_thread_goes_on(
@@ -299,7 +301,7 @@ def test_a_possibly_started_run_is_not_resubmitted_to_a_hermes_ignoring_keys(
     hermes.next_submit = [HermesUnreachable("read timed out")]
     lines = relay()
     assert len(hermes.submits) == 1
-    assert any("ignores Idempotency-Key, so it is not submitted again" in line
+    assert any("settled from Hermes' session transcript" in line and "never submitted twice" in line
                for line in lines)
     relay()
     assert len(hermes.submits) == 1
