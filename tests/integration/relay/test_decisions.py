@@ -1,0 +1,178 @@
+"""Who decides, end to end: the watcher (and cron) between the chat (real gunicorn) and a Hermes
+that asks before a dangerous command, the emulator always and, opt-in (HERMES_ORACLE_URL), the
+real Hermes 0.19.0 server (set up as tests/integration/relay/test_approvals.py says).
+
+The in-page AI's `always` runs nothing; `always` is not offered by default; the host's
+`scripts/chat.py approve` runs the command; a word sent before Hermes asked is not a decision;
+a question whose submission was cut while Hermes was down is answered once when it is back.
+"""
+import http.client
+import http.server
+import secrets
+import subprocess
+import sys
+import time
+import urllib.parse
+
+import pytest
+
+from spaces.newos4.relay.approvals import host_line
+from spaces.newos4.service import thread_of
+from testkit.hermes.driver import FAKE_REPLY
+from testkit.servers import REPO, serving_in_a_thread
+
+from .test_approvals import (OUTPUTS, assert_asks, chat, hermes, one_run_per_question,  # noqa: F401
+                             site)
+
+pytestmark = pytest.mark.gunicorn
+
+
+def ran(chat):
+    """Whether the command ran: the real chmod's effect, or what the emulator's driver did."""
+    if chat.driver is not None:
+        return "approved" in chat.driver.settled.values()
+    return chat.target.stat().st_mode & 0o777 == 0o777
+
+
+def host(chat, *argv):
+    return subprocess.run([sys.executable, "scripts/chat.py", *argv], cwd=REPO, env=chat.env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_the_in_page_ais_always_runs_nothing_and_the_person_still_decides(chat):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    assert_asks(chat.wait_request(), chat.command)
+    run_id = chat.run_id()
+    answer = chat.http.post(chat.site["url"] + "/spaces/newos4/api/chat/post.php",
+                            json={"text": "always", "kind": "agent"},
+                            headers={"X-Chat-Token": chat.token}, timeout=10)
+    assert answer.status_code == 201
+    chat.wait_log("are not a decision")
+    time.sleep(1)  # a few more passes: still nothing sent
+    assert chat.run_status(run_id) == "waiting_for_approval" and not ran(chat)
+    assert "approval answered" not in chat.logs()
+    chat.post("deny")
+    chat.wait_answer(OUTPUTS["denied"])
+    assert not ran(chat)
+    one_run_per_question(chat, 1)
+
+
+def test_always_is_not_offered_by_default_and_typed_it_refuses(chat):
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    request = chat.wait_request()
+    assert "`always`" not in request["text"]
+    chat.post("always")
+    chat.wait_answer(FAKE_REPLY)  # refused, then sent on as an ordinary question
+    assert not ran(chat)
+    chat.wait_log("denied the command and stopped the run")
+
+
+def test_the_host_approves_from_the_command_line_and_the_command_runs(chat):
+    # `always` from the host changes the real server for good: its opt-in run uses `once`.
+    choice = "always" if chat.driver is not None else "once"
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    listed = host(chat, "approvals")
+    assert listed.returncode == 0, listed.stderr
+    thread = thread_of(chat.token)
+    assert listed.stdout.startswith(f"{thread}  asked ") and \
+        "choices once/session/always/deny (the person: once/session/deny)" in listed.stdout
+    assert f"    command: {chat.command}\n" in listed.stdout
+    decided = host(chat, "approve", thread, choice)
+    assert decided.returncode == 0, decided.stderr
+    chat.wait_answer(OUTPUTS["approved"])
+    assert ran(chat)
+    texts = [t for _, t in chat.transcript()]
+    assert texts[2:] == [host_line(choice), OUTPUTS["approved"]]
+    assert [a for a, _ in chat.transcript()] == ["operator", "hermes", "hermes", "hermes"]
+    chat.cron()  # cron beside the watcher: nothing twice
+    time.sleep(0.5)
+    assert len(chat.transcript()) == 4
+    again = host(chat, "approve", thread, choice)
+    assert again.returncode == 1 and "no approval request waiting" in again.stderr
+    one_run_per_question(chat, 1)
+
+
+def test_a_word_sent_before_hermes_asked_is_not_a_decision(chat):
+    if chat.driver is not None:
+        chat.driver.hold.set()  # the run has not asked yet
+    chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.post("once")
+    if chat.driver is not None:
+        time.sleep(0.5)
+        chat.driver.hold.clear()
+    chat.wait_answer(FAKE_REPLY)  # "once" is the next question, answered as any other
+    time.sleep(1)
+    assert not ran(chat) and "approval answered" not in chat.logs()
+    assert not any(t.startswith("Hermes asks") for _, t in chat.transcript())
+
+
+class CuttingProxy:
+    """Forwards to Hermes, except while `down`: then it takes each connection and closes it
+    without an answer, as a restarting Hermes behind a reverse proxy does."""
+
+    def __init__(self, target):
+        self.target = urllib.parse.urlsplit(target)
+        self.down = False
+        self.cut = 0
+
+    def _handler(proxy):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def forward(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                if proxy.down:
+                    proxy.cut += 1
+                    self.close_connection = True
+                    return
+                conn = http.client.HTTPConnection(proxy.target.hostname, proxy.target.port,
+                                                  timeout=30)
+                conn.request(self.command, proxy.target.path + self.path, body=body,
+                             headers={k: v for k, v in self.headers.items()
+                                      if k.lower() not in ("host", "connection")})
+                answer = conn.getresponse()
+                data = answer.read()
+                conn.close()
+                self.send_response(answer.status)
+                for name, value in answer.getheaders():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            do_GET = do_POST = forward
+        return Handler
+
+    def serving(self):
+        return serving_in_a_thread(self._handler())
+
+
+def test_a_question_cut_while_hermes_was_down_is_answered_once_when_it_is_back(chat):
+    proxy = CuttingProxy(chat.hermes_url)
+    question = f"what is new, {secrets.token_hex(4)}?"
+    with proxy.serving() as proxy_url:
+        chat.env["HERMES_API_URL"] = proxy_url
+        proxy.down = True
+        chat.post(question)
+        chat.cron()
+        assert proxy.cut >= 1 and "may have started a run" in chat.cron_out, chat.logs()
+        chat.cron()  # still down: nothing settled, nothing sent twice
+        proxy.down = False
+        deadline = time.monotonic() + 60  # the real server: the transcript's grace period
+        while chat.transcript()[-1] != ("hermes", FAKE_REPLY):
+            assert time.monotonic() < deadline, chat.logs()
+            time.sleep(0.5)
+            chat.cron()
+    session = chat.http.get(f"{chat.hermes_url}/api/sessions/newos4-{thread_of(chat.token)}"
+                            "/messages", headers={"Authorization": f"Bearer {chat.key}"},
+                            timeout=10).json()["data"]
+    asked = [m for m in session if m["role"] == "user" and m["content"] == question]
+    assert len(asked) == 1, session  # one run for the question
+    assert [a for a, _ in chat.transcript()] == ["operator", "hermes"]
