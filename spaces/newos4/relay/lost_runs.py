@@ -20,9 +20,10 @@ from .outcomes import Deliver, Resubmit, Tell, Unreachable
 # Clocks of the relay and Hermes (on the same host) may disagree this much.
 CLOCK_SLACK_S = 1.0
 # How long after a submission a run's input may take to show in the transcript before the
-# relay concludes that no run started. Measured on Hermes 0.19.0 (loopback, 2 busy cores):
-# 1.0-1.6 s after the 202; 10 s leaves room for a loaded host.
-TRANSCRIPT_GRACE_S = 10.0
+# relay concludes that no run started. Measured on Hermes 0.19.0 (loopback, 2 shared cores):
+# 0.4-0.6 s after the 202 one run at a time, 2.6 s for the first run after a start, 3.7 s with
+# six runs submitted at once; 15 s is four times the worst of those.
+TRANSCRIPT_GRACE_S = 15.0
 SEND_AGAIN = ("Your last message may not have reached Hermes: the connection to it broke "
               "before it confirmed the message, and it could not be checked afterwards. "
               "Please send it again.")
