@@ -84,8 +84,12 @@ def _reset_views(handle):
 
 
 def _default(servers, name):
-    """A handle on the default namespace, wiped before the test; the namespaces the test took
-    with `.namespace()` are wiped after it."""
+    """The default namespace of this worker's own server, wiped before the test; on an
+    external server (shared by workers and runs) a namespace of the test's own instead. The
+    namespaces the test took with `.namespace()` are wiped after it."""
+    if name in servers.settings.urls:
+        yield from _own(servers, name, "t")
+        return
     handle = servers.handle(name)
     handle.reset()
     yield handle
@@ -102,26 +106,26 @@ def _own(servers, name, kind):
 
 @pytest.fixture
 def github_emulator(emulator_servers):
-    """The GitHub emulator (served), its default namespace wiped before each test."""
+    """The GitHub emulator (served), clean for each test: its default namespace, or on an
+    external server (EMULATORS_GITHUB_URL) a namespace of the test's own."""
     yield from _default(emulator_servers, "github")
 
 
 @pytest.fixture
 def hermes_emulator(emulator_servers):
-    """The Hermes emulator (served), its default namespace wiped before each test."""
+    """The Hermes emulator (served), clean for each test (as `github_emulator`)."""
     yield from _default(emulator_servers, "hermes")
 
 
 @pytest.fixture
 def github_namespace(emulator_servers):
-    """The GitHub emulator in a namespace of this test's own: safe on one server shared by
-    xdist workers (`EMULATORS_GITHUB_URL`)."""
+    """The GitHub emulator in a namespace of this test's own, wherever it is served."""
     yield from _own(emulator_servers, "github", "t")
 
 
 @pytest.fixture
 def hermes_namespace(emulator_servers):
-    """The Hermes emulator in a namespace of this test's own (see `github_namespace`)."""
+    """The Hermes emulator in a namespace of this test's own, wherever it is served."""
     yield from _own(emulator_servers, "hermes", "t")
 
 
