@@ -18,11 +18,12 @@ from . import SERVICES, load
 @dataclass(frozen=True)
 class PluginSettings:
     """Where the fixtures find their emulators: `urls` of external servers by service (the
-    others are started in this process), and the admin key and prefix to use with them."""
+    others are started in this process), and the admin key and prefix to use with them
+    (`None`: none, and the runtime's default prefix)."""
 
     urls: dict = field(default_factory=dict)
     admin_key: str | None = None
-    admin_prefix: str = "/__admin"
+    admin_prefix: str | None = None
 
     @classmethod
     def from_env(cls, environ):
@@ -31,7 +32,7 @@ class PluginSettings:
         urls = {name: environ[f"EMULATORS_{name.upper()}_URL"].rstrip("/") for name in SERVICES
                 if environ.get(f"EMULATORS_{name.upper()}_URL")}
         return cls(urls=urls, admin_key=environ.get("EMULATORS_ADMIN_KEY") or None,
-                   admin_prefix=environ.get("EMULATORS_ADMIN_PREFIX") or "/__admin")
+                   admin_prefix=environ.get("EMULATORS_ADMIN_PREFIX") or None)
 
 
 class Servers:
@@ -50,8 +51,10 @@ class Servers:
         """A handle on namespace `ns` of the `name` emulator."""
         from .handles import HttpTransport, handle
         if name in self.settings.urls:
+            prefix = {"admin_prefix": self.settings.admin_prefix} if self.settings.admin_prefix \
+                else {}
             return handle(name, self.settings.urls[name], HttpTransport(self.settings.admin_key),
-                          ns=ns, admin_prefix=self.settings.admin_prefix)
+                          ns=ns, **prefix)
         if name not in self.started:
             from .runtime.server import serve
             self.started[name] = serve(load(name, os.environ))

@@ -271,8 +271,8 @@ class _Reader(io.RawIOBase):
 
 # -- httpx and httpx2 -------------------------------------------------------------------------
 def _patch_httpx(name):
-    if name not in sys.modules:  # never import one the process does not use
-        try:
+    if name not in sys.modules:  # installed but not imported yet: a client may import it
+        try:                      # inside the block, and its classes must be patched by then
             importlib.import_module(name)
         except ImportError:
             return None
