@@ -52,7 +52,13 @@ class Mock:
         shutil.rmtree(folder, ignore_errors=True)
 
     def __call__(self, function):
-        """Decorate a function (sync or async): each call runs inside a fresh mock."""
+        """Decorate a function (sync or async): each call runs inside a fresh mock. A class:
+        each of its `test*` methods, as moto's decorators do."""
+        if inspect.isclass(function):
+            for name, method in list(vars(function).items()):
+                if name.startswith("test") and inspect.isfunction(method):
+                    setattr(function, name, self(method))
+            return function
         if inspect.iscoroutinefunction(function):
             @functools.wraps(function)
             async def run_async(*args, **kwargs):

@@ -245,6 +245,18 @@ def test_a_decorated_function_gets_a_fresh_emulator_each_call():
     assert (create(), create(), asyncio.run(health())) == (200, 200, "ok")
 
 
+@emulators.mock_github()
+class TestADecoratedClass:
+    """Each test method runs in a mock of its own."""
+
+    def test_one(self):
+        requests.post("https://api.github.com/__admin/github/repositories",
+                      json={"owner": "o", "name": "r"}).raise_for_status()
+
+    def test_two_starts_fresh(self):
+        assert requests.get("https://api.github.com/repos/o/r").status_code == 404
+
+
 def test_a_mock_sends_webhooks_to_a_receiver_on_loopback():
     receiver = Receiver()
     with emulators.mock_github() as github:
