@@ -186,3 +186,18 @@ def test_approvals_with_nothing_pending_says_so(settings):
     assert cli.main(["approvals"], stdout=out, stderr=io.StringIO(),
                     environ={"NEWOS4_DATA_DIR": str(settings.data_dir)}) == 0
     assert out.getvalue() == "no approval request waits for a decision\n"
+
+
+@pytest.mark.parametrize("record", ["once", {"choice": "sometimes"}, {"request": 7}])
+def test_a_malformed_host_record_decides_nothing_and_stops_no_pass(
+        client, service, hermes, relay, settings, record):
+    asked(client, service, hermes, relay)
+    path = state_path(settings)
+    doc = json.loads(path.read_text())
+    doc["threads"][client.thread]["host"] = record
+    path.write_text(json.dumps(doc))
+    relay()
+    assert hermes.decisions == []
+    client.say("deny")
+    relay()
+    assert hermes.decisions == [("run_1", "deny")]

@@ -117,6 +117,15 @@ def details_in(text):
             reason.group(1) if reason else UNKNOWN_REASON)
 
 
+def host_choice(entry):
+    """The decision the host recorded for the entry's pending request, else None."""
+    host = entry.get("host")
+    if isinstance(host, dict) and host.get("request") == entry.get("asked") \
+            and host.get("choice") in CHOICE_WORDS:
+        return host["choice"]
+    return None
+
+
 def is_request(message):
     return message["author"] == "hermes" and message["text"].startswith(REQUEST_MARKER)
 
@@ -253,9 +262,9 @@ class Approvals:
             return Drop(f"its approval request {entry['asked']} is gone from the thread; "
                         f"dropping run={entry['run_id']}")
         after = messages[ids.index(entry["asked"]) + 1:]
-        host = entry.get("host")
-        if host and host.get("request") == entry["asked"]:
-            return self._decide(thread, entry, host["choice"], None, answer)
+        choice = host_choice(entry)
+        if choice is not None:
+            return self._decide(thread, entry, choice, None, answer)
         reply = answer_to(after)
         self._note_agent_messages(thread, entry, after)
         if reply is not None and reply["author"] == "hermes":
@@ -383,7 +392,7 @@ def pending(state, service):
                      "reason": entry.get("reason") or reason,
                      "asked_ms": request["epoch"] if request else None,
                      "choices": entry.get("offered") or entry["choices"],
-                     "person": entry["choices"], "host": (entry.get("host") or {}).get("choice")})
+                     "person": entry["choices"], "host": host_choice(entry)})
     return sorted(rows, key=lambda r: r["asked_ms"] or 0)
 
 

@@ -78,9 +78,9 @@ class LostSubmissions:
         """Record that `entry`'s submission got no answer and may have started a run."""
         entry.setdefault("lost_ms", entry["submitting_ms"])
         self._say(f"thread={thread} question={entry['question']}: its submission may have "
-                  f"started a run (no answer came back); it is settled from Hermes' session "
-                  "transcript once Hermes answers again, and never submitted twice",
-                  problem=True)
+                  "started a run (no answer came back); it is settled once Hermes answers "
+                  "again (replayed with the same key where Hermes honours it, else from its "
+                  "session transcript), never submitted twice", problem=True)
 
     def settle(self, thread, entry, body):
         """What to do about the entry's submission that got no answer (sent at

@@ -151,23 +151,26 @@ def site(tmp_path):
 
 
 @pytest.fixture(params=["emulator", "real"])
-def hermes(request, site):
-    """(Hermes URL, key, approval timeout, driver or None) for the emulator or the real one."""
+def hermes(request):
+    """(Hermes URL, key, approval timeout, driver or None) for the emulator or the real one.
+    A skipped real case starts no chat server (the site is asked for after the skip)."""
     if request.param == "real":
         url = os.environ.get("HERMES_ORACLE_URL")
         if not url:
             pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
                         "toolset, to run these against)")
+        request.getfixturevalue("site")
         yield (url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY),
                float(os.environ.get("HERMES_ORACLE_APPROVAL_TIMEOUT_S", "10")), None)
         return
+    site = request.getfixturevalue("site")
     with HermesDriver(site["hermes"], OUTPUTS,
                       approval_timeout_s=EMULATOR_APPROVAL_TIMEOUT_S) as driver:
         yield site["hermes"], "", EMULATOR_APPROVAL_TIMEOUT_S, driver
 
 
 @pytest.fixture
-def chat(site, hermes, tmp_path):
+def chat(hermes, site, tmp_path):
     url, key, timeout_s, driver = hermes
     conversation = Chat(site, url, key, timeout_s, tmp_path)
     conversation.driver = driver
