@@ -103,14 +103,19 @@ def hermes():
     return ApprovingHermes()
 
 
-@pytest.fixture
-def relay(service, hermes):
-    """One cron-mode pass; returns its log lines."""
+def passes(service, hermes):
+    """A function that runs one cron-mode pass and returns its log lines."""
     def run():
         lines = []
         Relay(service, hermes, log=lambda line, problem: lines.append(line)).run()
         return lines
     return run
+
+
+@pytest.fixture
+def relay(service, hermes):
+    """One cron-mode pass over this module's (or the importing module's) `hermes`."""
+    return passes(service, hermes)
 
 
 def texts(service, thread):

@@ -9,30 +9,16 @@ import pytest
 from spaces.newos4 import cli
 from spaces.newos4.relay.approvals import (NotPending, host_line, pending,
                                            record_host_decision, request_text)
-from spaces.newos4.relay.passes import Relay
 from spaces.newos4.relay.state import RelayState, state_path
 
 from .conftest import ChatClient
-from .test_approvals import ASKED, COMMAND, REQUEST, ApprovingHermes, texts
+from .test_approvals import (ASKED, COMMAND, REQUEST, ApprovingHermes, passes,  # noqa: F401
+                             relay, texts)
 
 
 @pytest.fixture
 def hermes():
     return ApprovingHermes()
-
-
-def passes(service, hermes):
-    """A cron-mode pass that returns its log lines."""
-    def run():
-        lines = []
-        Relay(service, hermes, log=lambda line, problem: lines.append(line)).run()
-        return lines
-    return run
-
-
-@pytest.fixture
-def relay(service, hermes):
-    return passes(service, hermes)
 
 
 def asked(client, service, hermes, relay):

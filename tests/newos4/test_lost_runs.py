@@ -5,10 +5,9 @@ import pytest
 
 from spaces.newos4.relay.hermes_client import HermesAnswer, HermesUnreachable
 from spaces.newos4.relay.lost_runs import SEND_AGAIN, TRANSCRIPT_GRACE_S, turn_in_transcript
-from spaces.newos4.relay.passes import Relay
 
 from .conftest import ChatClient
-from .test_approvals import ApprovingHermes, texts, turn
+from .test_approvals import ApprovingHermes, passes, relay, texts, turn  # noqa: F401
 
 
 class ForgetfulHermes(ApprovingHermes):
@@ -37,15 +36,6 @@ class ForgetfulHermes(ApprovingHermes):
 @pytest.fixture
 def hermes():
     return ForgetfulHermes()
-
-
-@pytest.fixture
-def relay(service, hermes):
-    def run():
-        lines = []
-        Relay(service, hermes, log=lambda line, problem: lines.append(line)).run()
-        return lines
-    return run
 
 
 def lose_the_submission(client, hermes, relay, question="what is new?"):
@@ -111,8 +101,7 @@ def test_what_cannot_be_settled_within_the_bound_asks_the_person_once(
     testapp, service = make_app(relay_run_timeout_s=600)
     client = ChatClient(testapp)
 
-    def relay():
-        Relay(service, hermes, log=lambda *a: None).run()
+    relay = passes(service, hermes)
     lose_the_submission(client, hermes, relay)
     if how == "down":
         hermes.down = True

@@ -6,20 +6,19 @@ The in-page AI's `always` runs nothing; `always` is not offered by default; the 
 `scripts/chat.py approve` runs the command; a word sent before Hermes asked is not a decision;
 a question whose submission was cut while Hermes was down is answered once when it is back.
 """
-import http.client
-import http.server
 import secrets
 import subprocess
 import sys
 import time
-import urllib.parse
 
 import pytest
 
+from spaces.newos4.app import POST_PATH
 from spaces.newos4.relay.approvals import host_line
 from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY
-from testkit.servers import REPO, serving_in_a_thread
+from testkit.hermes.proxy import FlakyProxy
+from testkit.servers import REPO
 
 from .test_approvals import (OUTPUTS, assert_asks, chat, hermes, one_run_per_question,  # noqa: F401
                              site)
@@ -44,7 +43,7 @@ def test_the_in_page_ais_always_runs_nothing_and_the_person_still_decides(chat):
     chat.post(f"RUN: {chat.command}")
     assert_asks(chat.wait_request(), chat.command)
     run_id = chat.run_id()
-    answer = chat.http.post(chat.site["url"] + "/spaces/newos4/api/chat/post.php",
+    answer = chat.http.post(chat.site["url"] + POST_PATH,
                             json={"text": "always", "kind": "agent"},
                             headers={"X-Chat-Token": chat.token}, timeout=10)
     assert answer.status_code == 201
@@ -118,51 +117,8 @@ def test_a_word_sent_before_hermes_asked_is_not_a_decision(chat):
     assert "superseding" in chat.logs()
 
 
-class CuttingProxy:
-    """Forwards to Hermes, except while `down`: then it takes each connection and closes it
-    without an answer, as a restarting Hermes behind a reverse proxy does."""
-
-    def __init__(self, target):
-        self.target = urllib.parse.urlsplit(target)
-        self.down = False
-        self.cut = 0
-
-    def _handler(proxy):
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def forward(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                if proxy.down:
-                    proxy.cut += 1
-                    self.close_connection = True
-                    return
-                conn = http.client.HTTPConnection(proxy.target.hostname, proxy.target.port,
-                                                  timeout=30)
-                conn.request(self.command, proxy.target.path + self.path, body=body,
-                             headers={k: v for k, v in self.headers.items()
-                                      if k.lower() not in ("host", "connection")})
-                answer = conn.getresponse()
-                data = answer.read()
-                conn.close()
-                self.send_response(answer.status)
-                for name, value in answer.getheaders():
-                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            do_GET = do_POST = forward
-        return Handler
-
-    def serving(self):
-        return serving_in_a_thread(self._handler())
-
-
 def test_a_question_cut_while_hermes_was_down_is_answered_once_when_it_is_back(chat):
-    proxy = CuttingProxy(chat.hermes_url)
+    proxy = FlakyProxy(chat.hermes_url)
     question = f"what is new, {secrets.token_hex(4)}?"
     with proxy.serving() as proxy_url:
         chat.env["HERMES_API_URL"] = proxy_url
@@ -172,14 +128,7 @@ def test_a_question_cut_while_hermes_was_down_is_answered_once_when_it_is_back(c
         assert proxy.cut >= 1 and "may have started a run" in chat.cron_out, chat.logs()
         chat.cron()  # still down: nothing settled, nothing sent twice
         proxy.down = False
-        deadline = time.monotonic() + 60  # the real server: the transcript's grace period
-        while chat.transcript()[-1] != ("hermes", FAKE_REPLY):
-            assert time.monotonic() < deadline, chat.logs()
-            time.sleep(0.5)
-            chat.cron()
-    session = chat.http.get(f"{chat.hermes_url}/api/sessions/newos4-{thread_of(chat.token)}"
-                            "/messages", headers={"Authorization": f"Bearer {chat.key}"},
-                            timeout=10).json()["data"]
-    asked = [m for m in session if m["role"] == "user" and m["content"] == question]
-    assert len(asked) == 1, session  # one run for the question
+        # The real server: settled after the transcript's grace period.
+        chat.cron_until(("hermes", FAKE_REPLY), timeout=60)
+    assert chat.runs_of(question) == 1
     assert [a for a, _ in chat.transcript()] == ["operator", "hermes"]
