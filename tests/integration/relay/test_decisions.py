@@ -7,6 +7,7 @@ The in-page AI's `always` runs nothing; `always` is not offered by default; the 
 a question whose submission was cut while Hermes was down is answered once when it is back.
 """
 import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ from testkit.hermes.proxy import FlakyProxy
 from testkit.servers import REPO
 
 from .test_approvals import (OUTPUTS, assert_asks, chat, hermes, one_run_per_question,  # noqa: F401
-                             site)
+                             site, tell_the_driver)
 
 pytestmark = pytest.mark.gunicorn
 
@@ -92,6 +93,24 @@ def test_the_host_approves_from_the_command_line_and_the_command_runs(chat):
     assert len(chat.transcript()) == 4
     again = host(chat, "approve", thread, choice)
     assert again.returncode == 1 and "no approval request waiting" in again.stderr
+    one_run_per_question(chat, 1)
+
+
+def test_the_hosts_decision_while_the_watcher_is_down_is_sent_once_by_cron_beside_it(chat):
+    tell_the_driver(chat, "once")
+    first = chat.watch()
+    chat.post(f"RUN: {chat.command}")
+    chat.wait_request()
+    first.stop(signal.SIGKILL)
+    assert host(chat, "approve", thread_of(chat.token), "once").returncode == 0
+    assert chat.cron().returncode == 0, chat.logs()  # sends it and tells the thread
+    chat.watch()
+    chat.wait_answer(OUTPUTS["approved"])
+    chat.cron()
+    time.sleep(0.5)
+    texts = [t for _, t in chat.transcript()]
+    assert texts[2:] == [host_line("once"), OUTPUTS["approved"]] and ran(chat)
+    assert chat.logs().count("approval answered 'once' by the host") == 1
     one_run_per_question(chat, 1)
 
 
