@@ -78,8 +78,8 @@ def test_chat_layers_point_down():
     order = ["wsgi", "app", "resources", "schemas", "cli",
              "relay.approvals_cli", "relay.cli", "relay.daemon", "relay.watch", "relay.passes",
              "relay.approvals",
-             "relay.lost_runs", "relay.outcomes", "relay.run_events", "relay.state",
-             "relay.hermes_client",
+             "relay.lost_runs", "relay.outcomes", "relay.polling", "relay.answers",
+             "relay.run_events", "relay.state", "relay.hermes_client",
              "service", "ratelimit", "store", "files", "errors", "settings", "clock"]
     assert_layers_point_down("spaces/newos4", order)
     modules = {".".join(p.relative_to(REPO / "spaces/newos4").with_suffix("").parts)

@@ -11,16 +11,17 @@ Every pass (a cron tick's, or one of the watcher's) holds `relay/state.json.lock
 state afresh under it, so a cron run beside the watcher sees exactly what the watcher left:
 passes never interleave, and each one makes the same decisions cron's sequential runs make.
 """
-import concurrent.futures
 import json
 import time
 
 from .. import errors
 from ..files import LockTimeout, lock
+from .answers import repair_unicode, split_text
 from .approvals import Approvals
 from .hermes_client import HermesUnreachable
 from .lost_runs import LostSubmissions
 from .outcomes import Deliver, Drop, Resubmit, Tell, Unreachable
+from .polling import RunPoller
 from .state import RelayState, pass_lock_wait_s, state_path
 from ..service import THREAD_FAULTS
 
@@ -31,74 +32,6 @@ MAX_BACKOFF_S = 3600
 
 class RelayBusy(Exception):
     """Another relay invocation holds the lock."""
-
-
-class RunPoller:
-    """GETs runs on a few threads; `poll` waits for them at most `wait_s` (None: for all).
-
-    A poll still waiting for Hermes when `poll` returns is left to finish, and its answer is
-    the one a later `poll` of that run gets: a run is never asked about twice at once, so one
-    run whose polls hang holds one thread, not one per pass, and delays nobody else's answer.
-    """
-
-    def __init__(self, client, *, threads):
-        self._client = client
-        self._pool = concurrent.futures.ThreadPoolExecutor(threads,
-                                                           thread_name_prefix="relay-poll")
-        self._pending = {}  # run id -> Future of its HermesAnswer or HermesUnreachable
-
-    def poll(self, run_ids, wait_s=None):
-        """{run id: HermesAnswer or HermesUnreachable} for the runs that answered in time."""
-        for run_id in run_ids:
-            if run_id not in self._pending:
-                self._pending[run_id] = self._pool.submit(self._get, run_id)
-        concurrent.futures.wait([self._pending[r] for r in run_ids], timeout=wait_s)
-        answered = {r: self._pending.pop(r).result() for r in run_ids if self._pending[r].done()}
-        for run_id in [r for r, f in self._pending.items() if f.done()]:
-            del self._pending[run_id]  # a run nobody follows any more
-        return answered
-
-    def close(self):
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def _get(self, run_id):
-        try:
-            return self._client.get_run(run_id)
-        except HermesUnreachable as exc:
-            return exc
-
-
-def split_text(text, limit):
-    """Cut `text` into parts of at most `limit` code points whose concatenation is `text`.
-
-    Cuts after a paragraph break, else a line break, else a space, else hard at the limit.
-    """
-    parts = []
-    while len(text) > limit:
-        window = text[:limit]
-        cut = 0
-        for separator in ("\n\n", "\n", " "):
-            position = window.rfind(separator)
-            if position > 0:
-                cut = position + len(separator)
-                break
-        cut = cut or limit
-        parts.append(text[:cut])
-        text = text[cut:]
-    if text:
-        parts.append(text)
-    return parts
-
-
-def repair_unicode(text):
-    """`text` with each lone surrogate (which a run's JSON output can carry, but no UTF-8 file
-    can hold) replaced by U+FFFD, and how many were replaced."""
-    try:
-        text.encode("utf-8")
-        return text, 0
-    except UnicodeEncodeError:
-        fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-        return fixed, fixed.count("\ufffd") - text.count("\ufffd")
 
 
 class Relay:
