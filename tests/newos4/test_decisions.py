@@ -135,8 +135,8 @@ def test_the_host_cannot_decide_what_is_not_pending_or_not_offered_or_already_an
     client.say("deny")
     status, _, err = approve(settings, client.thread, "once")
     assert status == 1 and "already has an answer" in err and "operator message" in err
-    status, _, _ = approve(settings, "not-a-thread", "once")
-    assert status == 1
+    status, _, err = approve(settings, "not-a-thread", "once")
+    assert status == 1 and "16 lowercase hex digits" in err
 
 
 def test_the_host_decision_is_recorded_once(client, service, hermes, relay, settings):

@@ -21,6 +21,7 @@ import time
 
 from ..files import LockTimeout, lock
 from ..service import THREAD_FAULTS
+from ..store import is_thread_name
 from .hermes_client import HermesUnreachable
 from .outcomes import Deliver, Drop, Unreachable
 from .run_events import read_requests_briefly
@@ -403,6 +404,8 @@ class NotPending(Exception):
 def record_host_decision(state, service, thread, word):
     """Record the host's decision `word` on `thread`'s pending request in `state` (held under
     its lock); the relay's next pass sends it. Returns (choice, the request's row)."""
+    if not is_thread_name(thread):
+        raise NotPending("THREAD must be 16 lowercase hex digits (the page shows it)")
     row = next((r for r in pending(state, service) if r["thread"] == thread), None)
     if row is None:
         raise NotPending(f"thread {thread} has no approval request waiting for a decision "
