@@ -26,21 +26,22 @@ def tmp_name(path):
     return f"{folder}{slash}.{name}.{_Process.pid}.{random.getrandbits(32):08x}{TMP_SUFFIX}"
 
 
-def atomic_write(path, data, *, durable=True):
+def atomic_write(path, data, *, durable=True, mode=0o640):
     """Replace `path` with `data` so readers see the old or the new file, never a mix.
 
-    With `durable`, the data and the rename are on disk when this returns.
+    With `durable`, the data and the rename are on disk when this returns. The new file has
+    `mode` (less the umask) from its first byte: a secret is never readable by others.
     """
-    tmp = write_tmp(path, data, durable=durable)
+    tmp = write_tmp(path, data, durable=durable, mode=mode)
     replace(tmp, path)
     if durable:
         fsync_dir(os.path.dirname(path))
 
 
-def write_tmp(path, data, *, durable=True):
+def write_tmp(path, data, *, durable=True, mode=0o640):
     """A new temporary sibling of `path` holding `data` (fsync'd with `durable`): its name."""
     tmp = tmp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o640)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         view = memoryview(data)
         while view:
