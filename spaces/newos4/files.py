@@ -26,20 +26,20 @@ def tmp_name(path):
     return f"{folder}{slash}.{name}.{_Process.pid}.{random.getrandbits(32):08x}{TMP_SUFFIX}"
 
 
-def atomic_write(path, data, *, durable=True, mode=0o640):
+def atomic_write(path, data, *, durable=True):
     """Replace `path` with `data` so readers see the old or the new file, never a mix.
 
-    With `durable`, the data and the rename are on disk when this returns. The new file has
-    `mode` (less the umask) from its first byte: a secret is never readable by others.
+    With `durable`, the data and the rename are on disk when this returns.
     """
-    tmp = write_tmp(path, data, durable=durable, mode=mode)
+    tmp = write_tmp(path, data, durable=durable)
     replace(tmp, path)
     if durable:
         fsync_dir(os.path.dirname(path))
 
 
 def write_tmp(path, data, *, durable=True, mode=0o640):
-    """A new temporary sibling of `path` holding `data` (fsync'd with `durable`): its name."""
+    """A new temporary sibling of `path` holding `data` (fsync'd with `durable`): its name.
+    It has `mode` (less the umask) from its creation: a secret is never readable by others."""
     tmp = tmp_name(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:

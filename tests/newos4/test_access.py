@@ -364,3 +364,36 @@ def test_open_mode_relays_every_thread_as_before(make_app):
     Relay(ChatService(service.settings, clock=service.clock), hermes,
           log=lambda line, problem: None).run()
     assert len(hermes.submits) == 1
+
+
+def test_a_command_run_as_root_leaves_the_files_to_the_data_folders_owner(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("only root can give files away")
+    data = tmp_path / "data"
+    data.mkdir()
+    os.chown(data, 65534, 65534)  # the relay's user (nobody here)
+    access = Access(data / "relay" / "access.json", mode="pairing", clock=SystemClock())
+    access.allow(THREADS[0])
+    for path in ("relay", "relay/access.json", "relay/access.json.lock"):
+        assert (data / path).stat().st_uid == 65534, path
+    assert stat.S_IMODE((data / "relay" / "access.json").stat().st_mode) == 0o600
+
+
+def relay_cli(data_dir, mode):
+    env = {**os.environ, "NEWOS4_DATA_DIR": str(data_dir), "NEWOS4_RELAY_ACCESS": mode,
+           "HERMES_API_URL": "http://127.0.0.1:9"}  # nothing waits: never contacted
+    return subprocess.run([sys.executable, "cron/relay.py"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_the_relay_says_at_start_when_it_is_open_and_refuses_a_bad_mode(tmp_path):
+    opened = relay_cli(tmp_path / "data", "open")
+    said = [line for line in opened.stdout.splitlines() if "NEWOS4_RELAY_ACCESS" in line]
+    assert opened.returncode == 0 and said == [
+        "relay: NEWOS4_RELAY_ACCESS=open: anyone who can reach the chat page reaches Hermes "
+        "(and the tools it runs on this host)"]
+    paired = relay_cli(tmp_path / "data", "pairing")
+    assert paired.returncode == 0 and "NEWOS4_RELAY_ACCESS" not in paired.stdout
+    bad = relay_cli(tmp_path / "data", "Open ")
+    assert bad.returncode == 1 and bad.stderr == "relay: NEWOS4_RELAY_ACCESS: expected one of " \
+        "pairing, allowlist, open, got 'Open '\n"

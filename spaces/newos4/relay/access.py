@@ -17,7 +17,7 @@ import secrets
 import time
 from pathlib import Path
 
-from ..files import LockTimeout, Locks, atomic_write
+from ..files import LockTimeout, Locks, discard, fsync_dir, replace, write_tmp
 from ..store import is_thread_name
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
@@ -305,9 +305,22 @@ class Access:
         return state
 
     def _save(self, state):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, json.dumps(state, indent=1, sort_keys=True).encode(),
-                     mode=0o600)
+        tmp = write_tmp(self.path, json.dumps(state, indent=1, sort_keys=True).encode(),
+                        mode=0o600)
+        try:
+            self._hand_over(tmp)
+        except BaseException:
+            discard(tmp)
+            raise
+        replace(tmp, self.path)
+        fsync_dir(self.path.parent)
+
+    def _hand_over(self, path):
+        """As root, give `path` to the data folder's owner: a pairing command run with sudo
+        must leave a state (0600) the relay's user can still read, a lock it can still take."""
+        if os.geteuid() == 0:
+            owner = os.stat(self.path.parent.parent)
+            os.chown(path, owner.st_uid, owner.st_gid)
 
 
 class _Change:
@@ -319,6 +332,10 @@ class _Change:
 
     def __enter__(self):
         access = self.access
+        folder = access.path.parent
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            access._hand_over(folder)
         self._held = access._locks(access.lock_path)
         try:
             self._held.__enter__()
@@ -326,6 +343,7 @@ class _Change:
             raise AccessRefused(f"another pairing command or relay pass held {access.lock_path} "
                                 f"for {LOCK_WAIT_S}s; try again")
         try:
+            access._hand_over(access.lock_path)
             self.state = access._pruned(access._load(), access.clock.now_ms())
         except BaseException:
             self._held.__exit__(None, None, None)
