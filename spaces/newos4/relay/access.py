@@ -234,7 +234,7 @@ class Access:
                                            key=lambda item: item[1]["since_ms"])],
             "wrong_codes": state["failures"],
             "locked_until_ms": state["locked_until_ms"] if state["locked_until_ms"] > now
-            else 0,
+            else 0,  # a lockout past is shown as none
         }
 
     # -- the state file -------------------------------------------------------------------
@@ -244,14 +244,18 @@ class Access:
         ask about threads told long ago, and a wrong True only costs a look under the lock)."""
         now = self.clock.now_ms()
         try:
-            state = self._pruned(self._read(), now)
+            state = self._read()
         except AccessUnreadable:
             return False
-        if thread in state["allowed"] or state["pending"].get(thread, {}).get("told"):
+        pending = state["pending"].get(thread)
+        live = pending is not None and pending["created_ms"] + CODE_TTL_MS > now
+        if thread in state["allowed"] or live and pending["told"]:
             return False
-        if thread in state["refused"] and thread not in state["pending"]:
-            # Told no code was free: a code when one is, else nothing more.
-            return self.mode == "pairing" and _code_free_at(state, thread, now) is None
+        told_at = state["refused"].get(thread)
+        if told_at is not None and told_at + TOLD_AGAIN_MS > now and not live:
+            # Told no code was free: a code as soon as one is, else nothing more.
+            live_codes = {**state, "pending": _live(state["pending"], now)}
+            return self.mode == "pairing" and _code_free_at(live_codes, thread, now) is None
         return True
 
     @staticmethod
@@ -296,13 +300,11 @@ class Access:
 
     @staticmethod
     def _pruned(state, now):
-        """`state` without expired codes, refusals told long enough ago, a lockout past."""
-        state = json.loads(json.dumps(state))
-        state["pending"] = {t: p for t, p in state["pending"].items()
-                            if p["created_ms"] + CODE_TTL_MS > now}
-        state["refused"] = {t: ms for t, ms in state["refused"].items()
-                            if ms + TOLD_AGAIN_MS > now}
-        return state
+        """`state` without expired codes and refusals told long enough ago (a new top level
+        over the same records: a change reads its own copy from the file)."""
+        return {**state, "pending": _live(state["pending"], now),
+                "refused": {t: ms for t, ms in state["refused"].items()
+                            if ms + TOLD_AGAIN_MS > now}}
 
     def _save(self, state):
         tmp = write_tmp(self.path, json.dumps(state, indent=1, sort_keys=True).encode(),
@@ -359,6 +361,11 @@ class _Change:
         finally:
             self._held.__exit__(None, None, None)
         return False
+
+
+def _live(pending, now):
+    """The pending codes not expired at `now`."""
+    return {t: p for t, p in pending.items() if p["created_ms"] + CODE_TTL_MS > now}
 
 
 def _code_free_at(state, thread, now):
