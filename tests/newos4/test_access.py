@@ -84,15 +84,28 @@ def test_the_state_file_is_0600_and_holds_no_code(tmp_path):
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
 
-def test_a_message_lost_before_it_was_told_gets_a_fresh_code(tmp_path):
-    """The pass writes the message after the code is saved: a pass that stopped in between (or
-    whose question was superseded) leaves no dead code behind."""
+def test_a_message_not_in_the_thread_yet_is_the_same_next_time_and_nothing_is_written(tmp_path):
+    """The pass writes the message after the code is saved: a pass that could not write it
+    (its question superseded, a thread it cannot write) writes the same one next time, and
+    asking again changes no file (a watcher would wake on its own write, in a loop)."""
     access = access_at(tmp_path)
-    first = code_of(access.pairing_message(THREADS[0]))
-    second = code_of(pair(access, THREADS[0]))
-    assert first != second
-    assert "wrong code" in refusal(access.approve, first)
-    assert access.approve(second) == THREADS[0]
+    path = tmp_path / "relay" / "access.json"
+    first = access.pairing_message(THREADS[0])
+    stamp = path.stat().st_mtime_ns, path.stat().st_ino
+    assert access.pairing_message(THREADS[0]) == first
+    assert (path.stat().st_mtime_ns, path.stat().st_ino) == stamp
+    access.told(THREADS[0])
+    assert code_of(first) not in path.read_text()  # only its hash, once it is shown
+    assert access.approve(code_of(first)) == THREADS[0]
+
+
+def test_a_thread_that_takes_short_messages_gets_the_command_alone(tmp_path):
+    access = Access(tmp_path / "access.json", mode="pairing", clock=SystemClock(),
+                    max_text=100)
+    text = pair(access, THREADS[0])
+    assert len(text) <= 100 and text == f"{NOTICE_MARKER}\n\nscripts/chat.py pairing approve " \
+        f"{text[-8:]}"
+    assert access.approve(text[-8:]) == THREADS[0]
 
 
 def test_a_code_expires_after_an_hour_and_the_next_message_gets_a_new_one(tmp_path):

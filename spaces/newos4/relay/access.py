@@ -4,9 +4,9 @@ A relay pass asks `admits(thread)` before anything of a thread goes to Hermes, a
 `pairing_message(thread)` for the one message a thread not let in is told; the host lets threads
 in with `scripts/chat.py pairing ...`. Pairing is as strong as Hermes' own DM pairing: codes of 8
 characters from an unambiguous alphabet, drawn with `secrets`, valid for an hour and used once;
-at most 3 pending; 5 wrong codes in a row lock approval for an hour; only a salted hash of a
-code is kept, in `relay/access.json` (mode 0600, replaced atomically under its lock); no code is
-ever logged.
+at most 3 pending; 5 wrong codes in a row lock approval for an hour; once the thread shows its
+code only a salted hash of it is kept, in `relay/access.json` (mode 0600, replaced atomically
+under its lock); no code is ever logged.
 """
 import hashlib
 import hmac
@@ -79,11 +79,12 @@ class Access:
     every change reads, changes and replaces it under `access.json.lock`.
     """
 
-    def __init__(self, path, *, mode, clock, new_code=new_code):
+    def __init__(self, path, *, mode, clock, max_text=None, new_code=new_code):
         self.path = Path(path)
         self.lock_path = f"{self.path}.lock"
         self.mode = mode
         self.clock = clock
+        self.max_text = max_text  # a message longer than a thread takes is said shorter
         self._new_code = new_code
         self._locks = Locks(LOCK_WAIT_S)
         self._cached = (None, None)  # (stat of the file read, its state)
@@ -92,7 +93,7 @@ class Access:
     def for_settings(cls, settings, clock):
         """The access of the relay configured by `settings`."""
         return cls(settings.data_dir / "relay" / "access.json", mode=settings.relay_access,
-                   clock=clock)
+                   clock=clock, max_text=settings.max_text)
 
     # -- what a relay pass asks -----------------------------------------------------------
 
@@ -118,22 +119,28 @@ class Access:
     def pairing_message(self, thread):
         """The one message to write into `thread`, which is not let in, or None when it was
         told already. In pairing mode that issues its code; the pass calls `told(thread)` once
-        the message is in the thread (until then a later pass issues a fresh one)."""
+        the message is in the thread. Until then the code is kept as it is, so a pass that
+        could not write the message writes the same one next time (nothing else changes)."""
         if self.mode == "open" or not self._may_tell(thread):
             return None
         if self.mode == "allowlist":
-            return allowlist_text(thread)
+            return self._fit(allowlist_text(thread), f"{ALLOW_COMMAND} {thread}")
         with self._changing() as state:
             now = self.clock.now_ms()
-            if thread in state["allowed"] or state["pending"].get(thread, {}).get("told"):
+            pending = state["pending"].get(thread)
+            if thread in state["allowed"] or pending and pending["told"]:
                 return None
-            free_at = _code_free_at(state, thread, now)
-            if free_at is not None:
-                return None if thread in state["refused"] else busy_text(free_at - now)
-            code, salt = self._new_code(), secrets.token_hex(16)
-            state["pending"][thread] = {"salt": salt, "hash": _digest(code, salt),
-                                        "created_ms": now, "told": False}
-            return pairing_text(code, now + CODE_TTL_MS)
+            if pending is None:
+                free_at = _code_free_at(state, thread, now)
+                if free_at is not None:
+                    return None if thread in state["refused"] else \
+                        self._fit(busy_text(free_at - now), "")
+                code, salt = self._new_code(), secrets.token_hex(16)
+                pending = state["pending"][thread] = {
+                    "salt": salt, "hash": _digest(code, salt), "created_ms": now, "told": False,
+                    "code": code}
+            return self._fit(pairing_text(pending["code"], pending["created_ms"] + CODE_TTL_MS),
+                             f"{APPROVE_COMMAND} {pending['code']}")
 
     def told(self, thread):
         """`thread` now holds the message `pairing_message` gave: tell it nothing more."""
@@ -141,6 +148,7 @@ class Access:
             pending = state["pending"].get(thread)
             if pending is not None:
                 pending["told"] = True
+                pending.pop("code", None)  # from now on only its hash is kept
             elif thread not in state["allowed"]:
                 state["refused"][thread] = self.clock.now_ms()
 
@@ -238,6 +246,13 @@ class Access:
         }
 
     # -- the state file -------------------------------------------------------------------
+
+    def _fit(self, text, command):
+        """`text`, or only the marker and `command` when `text` is longer than a thread's
+        message may be (NEWOS4_MAX_TEXT)."""
+        if self.max_text is None or len(text) <= self.max_text:
+            return text
+        return f"{NOTICE_MARKER}\n\n{command}".rstrip()
 
     def _may_tell(self, thread):
         """False when `thread` has nothing new to be told (read without the lock: most passes
@@ -390,7 +405,8 @@ def _check(state):
         raise TypeError("malformed access state")
     for entry in state["pending"].values():
         if not (isinstance(entry.get("salt"), str) and isinstance(entry.get("hash"), str)
-                and type(entry.get("created_ms")) is int and type(entry.get("told")) is bool):
+                and type(entry.get("created_ms")) is int and type(entry.get("told")) is bool
+                and (entry["told"] or isinstance(entry.get("code"), str))):
             raise TypeError("malformed pending code")
         bytes.fromhex(entry["salt"])
     for entry in state["allowed"].values():
