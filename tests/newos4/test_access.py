@@ -410,3 +410,17 @@ def test_the_relay_says_at_start_when_it_is_open_and_refuses_a_bad_mode(tmp_path
     bad = relay_cli(tmp_path / "data", "Open ")
     assert bad.returncode == 1 and bad.stderr == "relay: NEWOS4_RELAY_ACCESS: expected one of " \
         "pairing, allowlist, open, got 'Open '\n"
+
+
+def test_a_released_thread_that_cannot_be_read_is_skipped_and_the_others_go(gated, settings):
+    testapp, service, hermes, run, access = gated
+    broken, person = ChatClient(testapp), ChatClient(testapp)
+    broken.say("q")
+    run()
+    access.allow(broken.thread)
+    (settings.chat_dir / f"{broken.thread}.json").write_text("{not json")
+    access.allow(person.thread)
+    person.say("mine")
+    logged = run()
+    assert [body["input"] for body, _ in hermes.submits] == ["mine"]
+    assert any(f"thread={broken.thread} skipped" in line for line in logged)

@@ -189,7 +189,8 @@ class Relay(ApprovalSteps, LostRuns):
         rows, skipped = self.service.summaries(awaiting_only=True)
         for thread, why in skipped:
             self._thread_problem(thread, why)
-        return rows + [row for row in map(self._released, self.access.releases()) if row]
+        released = [self._isolated(t, self._released, t) for t in self.access.releases()]
+        return rows + [row for row in released if row]
 
     def _released(self, thread):
         """A thread just let in whose question waits behind the notice it was told: a row
