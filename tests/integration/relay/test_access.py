@@ -20,13 +20,12 @@ from pathlib import Path
 import pytest
 import requests
 
-from spaces.newos4.app import POLL_PATH, POST_PATH
 from spaces.newos4.relay.access import NOTICE_MARKER
 from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY, HermesDriver
 from testkit.servers import REPO, Watcher, gunicorn
 
-from .test_approvals import ORACLE_KEY, OUTPUTS
+from .test_approvals import ORACLE_KEY, OUTPUTS, Chat
 
 pytestmark = pytest.mark.gunicorn
 
@@ -88,58 +87,37 @@ def watcher(site, hermes, tmp_path_factory):
 
 
 @pytest.fixture
-def person(site, watcher, hermes):
+def person(site, watcher, hermes, tmp_path):
     """A browser of its own; every pending code or let-in thread is forgotten afterwards."""
-    yield Person(site, watcher, hermes)
+    yield Person(site, watcher, hermes, tmp_path)
     (site["data"] / "relay" / "access.json").unlink(missing_ok=True)
 
 
-class Person:
-    """One browser's conversation, and the host's pairing command beside it."""
+class Person(Chat):
+    """One browser's conversation beside the module's watcher, and the host's pairing command."""
 
-    def __init__(self, site, watcher, hermes):
-        self.site, self.watcher, self.hermes = site, watcher, hermes
-        self.token = secrets.token_hex(32)
+    def __init__(self, site, watcher, hermes, tmp_path):
+        super().__init__({**site, "data": str(site["data"])}, hermes.url, hermes.key, None,
+                         tmp_path)
+        self.watcher, self.hermes = watcher, hermes
+        self.watchers = [watcher]  # whose log a failed wait shows
         self.thread = thread_of(self.token)
         self.marker = secrets.token_hex(6)
-        self.http = requests.Session()
-
-    def post(self, text):
-        answer = self.http.post(self.site["url"] + POST_PATH, json={"text": text},
-                                headers={"X-Chat-Token": self.token}, timeout=10)
-        assert answer.status_code == 201, answer.text
-        return answer.json()
-
-    def messages(self):
-        answer = self.http.get(self.site["url"] + POLL_PATH, timeout=10,
-                               headers={"X-Chat-Token": self.token})
-        assert answer.status_code == 200, answer.text
-        return answer.json()["messages"]
-
-    def wait_for(self, what, predicate, timeout=20):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            messages = self.messages()
-            if predicate(messages):
-                return messages
-            time.sleep(0.01)
-        raise AssertionError(f"{what} not visible within {timeout}s: {self.messages()}\n"
-                             f"{self.watcher.stdout()}{self.watcher.stderr()}")
 
     def wait_notice(self):
         return self.wait_for("the access notice", lambda ms: ms[-1]["author"] == "hermes"
-                             and ms[-1]["text"].startswith(NOTICE_MARKER))[-1]["text"]
+                             and ms[-1]["text"].startswith(NOTICE_MARKER),
+                             20)["messages"][-1]["text"]
 
     def wait_answer(self, text=FAKE_REPLY):
-        return self.wait_for(f"answer {text!r}", lambda ms: ms[-1]["author"] == "hermes"
-                             and ms[-1]["text"] == text)
+        return super().wait_answer(text, timeout=20)["messages"]
 
     def pairing(self, *args):
         return subprocess.run([sys.executable, "scripts/chat.py", "pairing", *args], cwd=REPO,
                               env=self.watcher.env, capture_output=True, text=True, timeout=30)
 
     def authors(self):
-        return [m["author"] for m in self.messages()]
+        return [m["author"] for m in self.messages()["messages"]]
 
 
 def test_a_strangers_question_never_reaches_hermes(person):
