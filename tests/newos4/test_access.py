@@ -129,6 +129,7 @@ def test_at_most_three_pending_and_the_fourth_is_told_to_try_later_once(tmp_path
         busy = pair(access, THREADS[3])
         assert busy.startswith(NOTICE_MARKER) and "about 30 minute(s)" in busy
         assert not CODE_IN_TEXT.search(busy) and not re.search(r"`[A-Z2-9]{8}`", busy)
+        assert f"scripts/chat.py pairing allow {THREADS[3]}" in busy
         assert pair(access, THREADS[3]) is None  # one "try again later", not one per post
         assert len(access.listing()["pending"]) == 3
         frozen.tick(1800)  # the first code expired: a code is free

@@ -134,7 +134,7 @@ class Access:
                 free_at = _code_free_at(state, thread, now)
                 if free_at is not None:
                     return None if thread in state["refused"] else \
-                        self._fit(busy_text(free_at - now), "")
+                        self._fit(busy_text(free_at - now, thread), f"{ALLOW_COMMAND} {thread}")
                 code, salt = self._new_code(), secrets.token_hex(16)
                 pending = state["pending"][thread] = {
                     "salt": salt, "hash": _digest(code, salt), "created_ms": now, "told": False,
@@ -438,10 +438,12 @@ def allowlist_text(thread):
         "Your message waits here and goes to Hermes as soon as this conversation is let in."])
 
 
-def busy_text(wait_ms):
-    """The message a thread gets when no code can be issued now (all pending, or a lockout)."""
+def busy_text(wait_ms, thread):
+    """The message a thread gets when no code can be issued now (all pending, or a lockout):
+    when to write again, and how the host lets it in by name meanwhile."""
     return "\n".join([
         NOTICE_MARKER, "",
         "Too many conversations are waiting for the host's owner to let them in. Please write "
         f"again in about {_minutes(wait_ms)} minute(s) to get a pairing code; nothing you wrote "
-        "here was sent to Hermes."])
+        "here was sent to Hermes. The host's owner can also let this conversation in by name:",
+        "", "```", f"{ALLOW_COMMAND} {thread}", "```"])
