@@ -144,9 +144,10 @@ def test_once_approved_the_waiting_question_is_answered_without_sending_it_again
     seen = time.monotonic()
     assert person.authors() == ["operator", "hermes", "hermes"]
     assert person.hermes.saw(person.marker)
+    # Printed, not asserted (timings belong in benchmarks); the answer arriving within the wait
+    # at all shows the watcher woke: unwoken, its next pass would be 30 s away.
     print(f"pairing approve -> answer in poll.php: {seen - started:.2f} s from the command's "
           f"start, {seen - returned:.2f} s after it returned")
-    assert seen - returned < 5
     person.post(f"and again {person.marker}")
     assert person.wait_answer()[-2]["text"] == f"and again {person.marker}"
 
