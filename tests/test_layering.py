@@ -76,10 +76,11 @@ def test_only_app_and_resources_import_falcon_and_only_schemas_import_marshmallo
 
 def test_chat_layers_point_down():
     order = ["wsgi", "app", "resources", "schemas", "cli", "relay.access_cli",
-             "relay.cli", "relay.daemon", "relay.watch", "relay.passes", "relay.approvals",
-             "relay.lost_runs", "relay.run_events", "relay.state", "relay.hermes_client",
-             "relay.access", "service", "ratelimit", "store", "files", "errors", "settings",
-             "clock"]
+             "relay.approvals_cli", "relay.cli", "relay.daemon", "relay.watch", "relay.passes",
+             "relay.approvals",
+             "relay.lost_runs", "relay.outcomes", "relay.polling", "relay.answers",
+             "relay.run_events", "relay.state", "relay.hermes_client", "relay.access",
+             "service", "ratelimit", "store", "files", "errors", "settings", "clock"]
     assert_layers_point_down("spaces/newos4", order)
     modules = {".".join(p.relative_to(REPO / "spaces/newos4").with_suffix("").parts)
                for p in python_files("spaces/newos4") if p.name != "__init__.py"}
@@ -192,7 +193,7 @@ def test_runtime_layers_point_down():
              "instance", "settings", "bodies", "openapi", "service",
              "state.journal", "state.segments", "state.timeline", "state.faults", "state.clock",
              "state.credentials", "state.db", "state.writer", "state.records", "state.rng",
-             "state.shapes", "names", "mount", "requestlog", "errors"]
+             "state.shapes", "names", "mount", "requestlog", "intercept", "errors"]
     assert_layers_point_down("emulators/runtime", order)
     modules = {".".join(p.relative_to(REPO / "emulators/runtime").with_suffix("").parts)
                for p in python_files("emulators/runtime") if p.name != "__init__.py"}
