@@ -39,6 +39,12 @@ def test_the_page_shows_the_code_and_the_answer_follows_the_hosts_approval(brows
         page.get_by_role("button", name="Send").click()
         notice = page.locator("[role=log] [data-author=hermes]").last
         expect(notice).to_contain_text(NOTICE_MARKER, timeout=WAIT_MS)
+        # A second word before the host lets it in reaches nobody: the page says whom it waits
+        # for, not that Hermes is working on an answer.
+        page.get_by_role("textbox", name="Message").fill("Hello?")
+        page.get_by_role("button", name="Send").click()
+        expect(page.get_by_role("status")).to_have_text(
+            "Waiting for the host to let this conversation in (see above).", timeout=WAIT_MS)
         command = notice.locator("code").first.text_content()  # shown as code, easy to copy
         code = re.fullmatch(r"scripts/chat\.py pairing approve ([A-Z2-9]{8})\n?", command)[1]
         approved = subprocess.run([sys.executable, "scripts/chat.py", "pairing", "approve",
@@ -48,4 +54,4 @@ def test_the_page_shows_the_code_and_the_answer_follows_the_hosts_approval(brows
         complete_run(paired_site, submitted_run(paired_site, thread), "It is 42.")
         shown = log_entries(page)
         wait_for_log(page, [["operator", "What is 6 x 7?"], ["hermes", shown[1][1]],
-                            ["hermes", "It is 42."]])
+                            ["operator", "Hello?"], ["hermes", "It is 42."]])
