@@ -42,6 +42,12 @@ class Settings:
     relay_history: int = 20
     relay_run_timeout_s: int = 1800
     relay_http_timeout_s: int = 10
+    # How long after a lost submission a run's input may take to show in Hermes' session
+    # transcript before the relay concludes that no run started and submits again. Measured on
+    # Hermes 0.19.0 (loopback, 2 shared cores): 0.4-0.6 s after the 202 one run at a time,
+    # 2.6 s for the first run after a start, 3.7 s with six runs submitted at once; 15 s is four
+    # times the worst of those.
+    relay_transcript_grace_s: int = 15
     # Who reaches Hermes through the relay (relay/access.py): pairing, allowlist or open.
     relay_access: str = "pairing"
     # The watcher (cron/relay.py --watch): how often it looks at the folders, polls runs.
@@ -158,6 +164,6 @@ _LIMITS = {
     "max_text": 1, "max_body": 1, "rate_thread": 1, "rate_ip": 1, "rate_window_s": 1,
     "max_threads": 1, "keep_messages": 1, "keep_days": 1, "poll_limit": 1,
     "relay_budget_s": 1, "relay_max_in_flight": 1, "relay_max_attempts": 1, "relay_history": 0,
-    "relay_run_timeout_s": 1, "relay_http_timeout_s": 1,
+    "relay_run_timeout_s": 1, "relay_http_timeout_s": 1, "relay_transcript_grace_s": 1,
     "relay_watch_tick_ms": 10, "relay_watch_poll_ms": 50,
 }

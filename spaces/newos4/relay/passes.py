@@ -78,8 +78,10 @@ class Relay:
                 say = self._collaborator_log
                 self.approvals = Approvals(self.service, self.client, self.state, say=say,
                                            events=self.events, monotonic=self.monotonic)
-                self.lost = LostSubmissions(self.client, say=say, now_ms=self._now,
-                                            bound_s=self.settings.relay_run_timeout_s)
+                self.lost = LostSubmissions(
+                    self.client, say=say, now_ms=self._now,
+                    bound_s=self.settings.relay_run_timeout_s,
+                    grace_s=self.settings.relay_transcript_grace_s)
                 for problem in self.state.problems:
                     self._say(problem)
                 return self._pass()
