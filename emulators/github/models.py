@@ -12,6 +12,7 @@ import re
 from emulators.runtime.state.clock import iso
 
 from . import errors, events, git, ids, shapes
+from .commits import CommitRules
 from .objects import GitObjects
 from .pulls import PullRules
 from .refs import RefRules
@@ -29,7 +30,7 @@ def _js_key_order(keys):
     return indices + [k for k in keys if not is_index(k)]
 
 
-class GitHubBackend(RefRules, PullRules):
+class GitHubBackend(RefRules, PullRules, CommitRules):
     """The rules of one namespace's GitHub over its records; URLs are built from `base_url`."""
 
     def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None):

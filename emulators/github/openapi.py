@@ -159,3 +159,28 @@ DOCUMENT = {
 DOCUMENT["paths"]["/repos/{owner}/{repo}/git/matching-refs"] = {
     "get": {**DOCUMENT["paths"]["/repos/{owner}/{repo}/git/matching-refs/{ref}"]["get"],
             "parameters": [*_OWNER_REPO, _VERSION]}}
+
+
+def _git_op(operation_id, summary, method):
+    """A smart HTTP operation (git's protocol, not REST): named so journal, faults and
+    metrics see pushes and fetches."""
+    op = {"operationId": operation_id, "summary": summary, "x-mockingbird-git": True,
+          "parameters": list(_OWNER_REPO),
+          "responses": {"200": {"description": "git protocol data"},
+                        "401": {"description": "credentials needed (Basic, x-access-token)"},
+                        "404": {"description": "Repository not found"}}}
+    if method == "get":
+        op["parameters"].append({"name": "service", "in": "query", "required": True,
+                                 "schema": {"type": "string", "enum": [
+                                     "git-upload-pack", "git-receive-pack"]}})
+    return op
+
+
+DOCUMENT["paths"].update({
+    "/{owner}/{repo}/info/refs": {"get": _git_op(
+        "git/info-refs", "Advertise refs for git (smart HTTP)", "get")},
+    "/{owner}/{repo}/git-upload-pack": {"post": _git_op(
+        "git/upload-pack", "Clone or fetch: negotiate and send a pack", "post")},
+    "/{owner}/{repo}/git-receive-pack": {"post": _git_op(
+        "git/receive-pack", "Push: receive a pack, update refs (as git/update-ref)", "post")},
+})

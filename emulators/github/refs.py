@@ -182,7 +182,9 @@ class RefRules:
                 self._remove_ref(repo, ref)
                 return ref
             graph = self.store.graph(key)
-            if sha not in graph:
+            if sha not in graph and not (not ref_name.startswith("refs/heads/")
+                                         and has_objects(repo)
+                                         and self.git(repo, op).kind(sha) is not None):
                 raise errors.RefRejected("missing necessary objects")
             if ref is None:
                 for existing in self.store.refs(key):
@@ -197,6 +199,52 @@ class RefRules:
             if not force and not fast_forward:
                 raise errors.RefRejected("non-fast-forward")
             return self._move_ref(key, ref, sha, forced=not fast_forward)
+
+    def advertised_refs(self, repo):
+        """Return the refs git sees `{name: sha}`: every branch and tag, and
+        `refs/pull/<n>/head` of every PR (the head branch's tip while open, its last head once
+        closed), as GitHub keeps them."""
+        key = repo["key"]
+        refs = {r["ref"]: r["sha"] for r in self.store.refs(key)}
+        for pull in self.store.pulls({"repo": key}, order_by=None, desc=False, limit=None,
+                                     offset=0):
+            tip = refs.get(f"refs/heads/{pull['head_ref']}") if pull["state"] == "open" else None
+            refs[f"refs/pull/{pull['number']}/head"] = tip or pull["head_sha"]
+        return refs
+
+    def push(self, repo, commands, atomic):
+        """Apply a push's `(old, new, ref)` commands as ref writes (`write_ref`: events,
+        synchronize, PRs closed by a deletion); return `[(ref, "ok" or git's reason)]`.
+
+        Each ref is its own savepoint; `atomic` (git push --atomic) keeps all or none. The
+        client decided about fast-forwards (git refuses a non-fast-forward unless --force), so
+        the server takes any move whose `old` still holds, as GitHub does without branch
+        protection.
+        """
+        has_heads = self.store.count_refs(repo["key"], "heads") > 0
+        default = f"refs/heads/{repo['default_branch']}"
+        if not has_heads:  # the default branch, when pushed, is created first: it stays default
+            commands = sorted(commands, key=lambda c: c[2] != default)
+        statuses = []
+        try:
+            with self.transaction():
+                for old, new, ref_name in commands:
+                    reason = _push_refusal(ref_name)
+                    if reason is None:
+                        try:
+                            with self.transaction():
+                                self.write_ref(repo, ref_name, None if new == events.ZERO_SHA
+                                               else new, force=True, expect=old,
+                                               op="git/receive-pack")
+                        except errors.RefRejected as exc:
+                            reason = exc.reason
+                    statuses.append((ref_name, reason or "ok"))
+                if atomic and any(status != "ok" for _ref, status in statuses):
+                    raise _AtomicFailure()
+        except _AtomicFailure:
+            statuses = [(ref, "atomic push failed" if status == "ok" else status)
+                        for ref, status in statuses]
+        return statuses
 
     def _first_branch(self, repo, branch):
         """The first branch pushed to an empty repository becomes its default, as on GitHub."""
@@ -275,3 +323,16 @@ def _check_writable_ref(ref_name, op):
         raise errors.Unprocessable(op, "Reference name is not valid")
     if ref_name.startswith("refs/pull/"):
         raise errors.Unsupported(PULL_REFS)
+
+
+class _AtomicFailure(Exception):
+    """Rolls an atomic push back when one of its refs was refused."""
+
+
+def _push_refusal(ref_name):
+    """Return why a push may not write `ref_name` (GitHub's words), or None."""
+    if ref_name.startswith("refs/pull/"):
+        return "deny updating a hidden ref"
+    if not git.valid_ref_name(ref_name):
+        return "funny refname"
+    return None
