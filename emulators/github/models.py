@@ -13,6 +13,8 @@ from emulators.runtime.state.clock import iso
 
 from . import errors, events, git, ids, shapes
 from .commits import CommitRules
+from .contents import ContentRules
+from .gitdata import GitDataRules
 from .objects import GitObjects
 from .pulls import PullRules
 from .refs import RefRules
@@ -30,7 +32,7 @@ def _js_key_order(keys):
     return indices + [k for k in keys if not is_index(k)]
 
 
-class GitHubBackend(RefRules, PullRules, CommitRules):
+class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules):
     """The rules of one namespace's GitHub over its records; URLs are built from `base_url`."""
 
     def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None):
