@@ -243,3 +243,8 @@ DOCUMENT["paths"].update({
         "pulls/list-files", "List pull request files", [_PULL_NUMBER], "200", "Objects",
         query=_PAGE_QUERY)},
 })
+
+DOCUMENT["paths"]["/{owner}/{repo}/raw/{tail}"] = {"get": {
+    "operationId": "contents/raw", "summary": "A file's bytes at a ref (download_url)",
+    "x-mockingbird-git": True, "parameters": [*_OWNER_REPO, _slash("tail")],
+    "responses": {"200": {"description": "the file"}, "404": {"description": "Not Found"}}}}
