@@ -14,7 +14,7 @@ from emulators.runtime.state.clock import iso
 from . import errors, events, git, ids, shapes
 from .commits import CommitRules
 from .contents import ContentRules
-from .gitdata import GitDataRules
+from .database import GitDataRules
 from .objects import GitObjects
 from .pulls import PullRules
 from .refs import RefRules

@@ -5,7 +5,7 @@ from tests.test_layering import assert_layers_point_down, imports_of
 
 FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
 ORDER = ["app", "admin", "smart_http", "resources", "context", "models", "refs", "pulls",
-         "gitdata", "contents", "commits", "transport", "events", "media",
+         "database", "contents", "commits", "transport", "events", "media",
          "schemas", "shapes", "store", "objects", "git", "ids", "openapi", "presets", "errors"]
 
 
