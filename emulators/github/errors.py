@@ -18,6 +18,25 @@ DOCS = {
     "pulls/get": "https://docs.github.com/rest/pulls/pulls#get-a-pull-request",
     "pulls/create": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
     "pulls/update": "https://docs.github.com/rest/pulls/pulls#update-a-pull-request",
+    "pulls/list-commits":
+        "https://docs.github.com/rest/pulls/pulls#list-commits-on-a-pull-request",
+    "pulls/list-files": "https://docs.github.com/rest/pulls/pulls#list-pull-requests-files",
+    "repos/get-content": "https://docs.github.com/rest/repos/contents#get-repository-content",
+    "repos/create-or-update-file-contents":
+        "https://docs.github.com/rest/repos/contents#create-or-update-file-contents",
+    "repos/delete-file": "https://docs.github.com/rest/repos/contents#delete-a-file",
+    "repos/get-readme":
+        "https://docs.github.com/rest/repos/contents#get-a-repository-readme",
+    "git/create-blob": "https://docs.github.com/rest/git/blobs#create-a-blob",
+    "git/get-blob": "https://docs.github.com/rest/git/blobs#get-a-blob",
+    "git/create-tree": "https://docs.github.com/rest/git/trees#create-a-tree",
+    "git/get-tree": "https://docs.github.com/rest/git/trees#get-a-tree",
+    "git/create-commit": "https://docs.github.com/rest/git/commits#create-a-commit",
+    "git/get-commit": "https://docs.github.com/rest/git/commits#get-a-commit-object",
+    "repos/list-commits": "https://docs.github.com/rest/commits/commits#list-commits",
+    "repos/get-commit": "https://docs.github.com/rest/commits/commits#get-a-commit",
+    "repos/compare-commits-with-basehead":
+        "https://docs.github.com/rest/commits/commits#compare-two-commits",
 }
 
 TROUBLESHOOTING = "https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api"
@@ -61,6 +80,10 @@ class Unprocessable(BasicError, status=422):
 
 class EmptyRepository(BasicError, status=409, message="Git Repository is empty."):
     """Creating a ref in a repository with no branch at all."""
+
+
+class Conflict(BasicError, status=409):
+    """A 409 with the basic envelope (a contents write against a stale blob sha)."""
 
 
 class ValidationFailed(GitHubError):
@@ -129,3 +152,32 @@ class SeedInvalid(MockOnlyError, status=400, code="mockingbird_seed_invalid", ve
 class ControlInvalid(MockOnlyError, status=400, code="mockingbird_control_invalid",
                      code_first=True, versioned=False):
     """A refs/move the intervening-actor control refuses (mock-only)."""
+
+
+SYNTHETIC = ("Mockingbird: this repository was seeded with synthetic SHAs (commit ids and parents,"
+             " no objects), so it has no files or git objects to serve; seed it with `files` or"
+             " a `bundle`, or seed it empty and push to it")
+
+
+class SyntheticRepository(MockOnlyError, status=409, code="mockingbird_synthetic_repository"):
+    """A git or content operation on a repository seeded with synthetic SHAs (mock-only)."""
+
+    def __init__(self, operation=None):
+        super().__init__(SYNTHETIC)
+        self.operation = operation
+
+
+class RefRejected(GitHubError):
+    """A ref write `write_ref` refuses; `message` is git's reason (`non-fast-forward`,
+    `stale info`, `failed to lock`...), which a push reports as `ng <ref> <reason>`."""
+
+    status = 422
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NotFoundMessage(BasicError, status=404):
+    """A 404 whose message says what is missing (`Branch x not found`, `This repository is
+    empty.`), as GitHub's contents API words them."""

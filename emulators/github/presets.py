@@ -1,7 +1,8 @@
-"""The seven GitHub fault presets (`/__admin/faults/presets`): exact statuses, bodies, headers."""
+"""The GitHub fault presets (`/__admin/faults/presets`): exact statuses, bodies, headers."""
 from .errors import TROUBLESHOOTING
 
-MUTATIONS = ("git/create-ref", "git/update-ref", "pulls/create", "pulls/update")
+MUTATIONS = ("git/create-ref", "git/update-ref", "pulls/create", "pulls/update",
+             "git/receive-pack")
 ACCEPTED_DROP = "github.accepted_drop"
 
 
@@ -26,6 +27,7 @@ PRESETS = {
     "github_pr_update_accepted_drop": _accepted_drop("pulls/update"),
     "github_ref_create_accepted_drop": _accepted_drop("git/create-ref"),
     "github_ref_update_accepted_drop": _accepted_drop("git/update-ref"),
+    "github_push_accepted_drop": _accepted_drop("git/receive-pack"),
     "github_unavailable": {
         "description": "Reject one request per supported mutation operation before writing, "
                        "with503",
