@@ -64,21 +64,52 @@ class EmptyRepository(BasicError, status=409, message="Git Repository is empty."
 
 
 class ValidationFailed(GitHubError):
-    """A pull request 422: `Validation Failed` with one `errors` item."""
+    """A 422 `Validation Failed` with one `errors` item (of a pull request unless `resource`
+    names another: `Status`, `CheckRun`, `Issue`, `Label`...)."""
 
     status = 422
     message = "Validation Failed"
 
-    def __init__(self, operation, *, field=None, custom=None):
+    def __init__(self, operation, *, field=None, custom=None, resource="PullRequest",
+                 code=None):
         super().__init__()
         self.operation = operation
         if custom is not None:
-            self.item = {"resource": "PullRequest", "code": "custom", "message": custom}
+            self.item = {"resource": resource, "code": "custom",
+                         **({"field": field} if field else {}), "message": custom}
         else:
-            self.item = {"resource": "PullRequest", "code": "invalid", "field": field}
+            self.item = {"resource": resource, "code": code or "invalid", "field": field}
 
     def body(self):
         return {"message": self.message, "errors": [self.item],
+                "documentation_url": DOCS[self.operation], "status": "422"}
+
+
+class Unmergeable(BasicError, status=405):
+    """`pulls/merge` refused: conflicts, protection, a draft, a closed PR."""
+
+
+class HeadModified(BasicError, status=409,
+                   message="Head branch was modified. Review and try the merge again."):
+    """`pulls/merge` with a `sha` that is not the head's tip."""
+
+
+class MergeConflict(BasicError, status=409, message="Merge conflict"):
+    """`repos/merge` of branches whose changes conflict."""
+
+
+class ReviewRefused(GitHubError):
+    """A 422 GitHub answers about reviews: `Unprocessable Entity` with string `errors`."""
+
+    status = 422
+    message = "Unprocessable Entity"
+
+    def __init__(self, operation, reason):
+        super().__init__()
+        self.operation, self.reason = operation, reason
+
+    def body(self):
+        return {"message": self.message, "errors": [self.reason],
                 "documentation_url": DOCS[self.operation], "status": "422"}
 
 

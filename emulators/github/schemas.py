@@ -42,6 +42,17 @@ def json_object_or_empty(parsed):
     return value if kind == "json" and isinstance(value, dict) else {}
 
 
+def json_object(parsed, op):
+    """The JSON object of a request body (`{}` when empty); 400 `Problems parsing JSON` for
+    anything else, as GitHub answers a body that is not an object."""
+    kind, value = parsed
+    if kind == "empty":
+        return {}
+    if kind != "json" or not isinstance(value, dict):
+        raise errors.ProblemsParsingJSON(op)
+    return value
+
+
 @dataclass(frozen=True)
 class PullListQuery:
     """A validated `pulls/list` query."""
