@@ -190,7 +190,8 @@ def test_runtime_layers_point_down():
              "admin.credentials", "admin.webhooks", "admin.ui", "emulator", "webhooks",
              "instance", "settings", "bodies", "openapi", "service",
              "state.journal", "state.segments", "state.timeline", "state.faults", "state.clock",
-             "state.credentials", "state.db", "state.writer", "state.records", "state.rng",
+             "state.credentials", "state.db", "state.writer", "state.records", "state.objects",
+             "state.rng",
              "state.shapes", "names", "mount", "requestlog", "errors"]
     assert_layers_point_down("emulators/runtime", order)
     modules = {".".join(p.relative_to(REPO / "emulators/runtime").with_suffix("").parts)

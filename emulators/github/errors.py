@@ -160,3 +160,27 @@ class SeedInvalid(MockOnlyError, status=400, code="mockingbird_seed_invalid", ve
 class ControlInvalid(MockOnlyError, status=400, code="mockingbird_control_invalid",
                      code_first=True, versioned=False):
     """A refs/move the intervening-actor control refuses (mock-only)."""
+
+
+SYNTHETIC = ("Mockingbird: this repository was seeded with synthetic SHAs (commit ids and parents,"
+             " no objects), so it has no files or git objects to serve; seed it with `files` or"
+             " a `bundle`, or seed it empty and push to it")
+
+
+class SyntheticRepository(MockOnlyError, status=409, code="mockingbird_synthetic_repository"):
+    """A git or content operation on a repository seeded with synthetic SHAs (mock-only)."""
+
+    def __init__(self, operation=None):
+        super().__init__(SYNTHETIC)
+        self.operation = operation
+
+
+class RefRejected(GitHubError):
+    """A ref write `write_ref` refuses; `message` is git's reason (`non-fast-forward`,
+    `stale info`, `failed to lock`...), which a push reports as `ng <ref> <reason>`."""
+
+    status = 422
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason

@@ -1,8 +1,10 @@
 """GitHub webhook payloads: ping, create, push, pull_request (opened, edited, closed, reopened,
 synchronize), built from the emulator's shapes.
 
-The emulator keeps commit ids and parents only, so a push's commits are synthetic but coherent:
-each names its sha, a synthetic message and the acting user, in parent-to-child order.
+In a repository of git objects a push's commits are the real ones (message, author, files
+added, removed and modified); in a synthetic one (commit ids and parents only) they are
+synthetic but coherent: each names its sha, a synthetic message and the acting user, in
+parent-to-child order.
 """
 from datetime import datetime, timezone
 
@@ -75,9 +77,28 @@ def delete(repo_json, ref_name, sender):
             "sender": sender}
 
 
-def push(repo_json, ref_name, before, after, new_commits, sender, *, forced, timestamp):
+def git_commit(repo_json, sha, info):
+    """A push payload's commit from a real commit: `info` is `{message, timestamp, author,
+    committer ({name, email}), tree_id, added, removed, modified}`."""
+    def person(who):
+        return {"name": who["name"], "email": who["email"], "username": who["name"]}
+    return {"id": sha, "tree_id": info["tree_id"], "distinct": True,
+            "message": info["message"], "timestamp": info["timestamp"],
+            "url": f"{repo_json['html_url']}/commit/{sha}", "author": person(info["author"]),
+            "committer": person(info["committer"]), "added": info["added"],
+            "removed": info["removed"], "modified": info["modified"]}
+
+
+def push(repo_json, ref_name, before, after, new_commits, sender, *, forced, timestamp,
+         describe=None):
     """`push`: a ref was created (`before` is zeros), moved, or deleted (`after` is zeros);
-    `new_commits` oldest first."""
+    `new_commits` oldest first. `describe(sha)` gives a real commit's details (a repository
+    of git objects), else the commits are synthetic."""
+    def commit(sha):
+        info = describe(sha) if describe else None
+        if info is None:
+            return _commit(repo_json, sha, sender, timestamp)
+        return git_commit(repo_json, sha, info)
     # the push payload's repository differs: epoch-second times, the organization by login
     repository = {**repo_json, "created_at": _epoch_s(repo_json["created_at"]),
                   "pushed_at": _epoch_s(repo_json["pushed_at"]),
@@ -85,8 +106,7 @@ def push(repo_json, ref_name, before, after, new_commits, sender, *, forced, tim
                   "master_branch": repo_json["default_branch"]}
     if "organization" in repo_json:
         repository["organization"] = repo_json["organization"]["login"]
-    commits = [_commit(repo_json, sha, sender, timestamp)
-               for sha in new_commits[-MAX_PUSH_COMMITS:]]
+    commits = [commit(sha) for sha in new_commits[-MAX_PUSH_COMMITS:]]
     return {
         "ref": ref_name, "before": before, "after": after,
         "created": before == ZERO_SHA, "deleted": after == ZERO_SHA, "forced": forced,
@@ -94,8 +114,7 @@ def push(repo_json, ref_name, before, after, new_commits, sender, *, forced, tim
         "compare": (f"{repo_json['html_url']}/compare/{before[:12]}...{after[:12]}"
                     if before != ZERO_SHA else f"{repo_json['html_url']}/commit/{after[:12]}"),
         "commits": commits,
-        "head_commit": (None if after == ZERO_SHA
-                        else _commit(repo_json, after, sender, timestamp)),
+        "head_commit": None if after == ZERO_SHA else commit(after),
         "repository": repository,
         "pusher": {"name": sender["login"],
                    "email": f"{sender['login']}@users.noreply.example"},

@@ -4,14 +4,18 @@ No HTTP here: `GitHubBackend` takes parsed input, applies the reference GitHub e
 checks (the first that fails answers) and returns wire-shaped dicts or raises
 `errors.GitHubError`s. Its ref and pull request operations live in `refs.py` and `pulls.py`.
 """
+import base64
+import binascii
+import io
 import re
 
 from emulators.runtime.state.clock import iso
 
 from . import errors, events, git, ids, shapes
+from .objects import GitObjects
 from .pulls import PullRules
 from .refs import RefRules
-from .store import GitHubStore, repo_key
+from .store import GitHubStore, has_objects, repo_key
 
 SEGMENT = re.compile(r"^[a-zA-Z0-9_.-]+\Z")
 ACTOR = "mockingbird-user"
@@ -28,8 +32,11 @@ def _js_key_order(keys):
 class GitHubBackend(RefRules, PullRules):
     """The rules of one namespace's GitHub over its records; URLs are built from `base_url`."""
 
-    def __init__(self, records, *, now_ms, transaction, base_url, emit=None):
-        self.store = GitHubStore(records)
+    def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None):
+        # objects(repo key): the runtime's object rows of a repository (None: synthetic only)
+        self._object_rows = objects
+        self._gits = {}
+        self.store = GitHubStore(records, self._git_objects if objects else None)
         # emit(event, build): queue a webhook; `build()` makes the payload only if one listens
         self.emit = emit or (lambda event, build: None)
         self.now_ms = now_ms
@@ -112,6 +119,28 @@ class GitHubBackend(RefRules, PullRules):
                 tips[branch] = ref["sha"]
         return tips
 
+    # git objects ---------------------------------------------------------------------------
+
+    def _git_objects(self, key):
+        found = self._gits.get(key)
+        if found is None:
+            found = self._gits[key] = GitObjects(self._object_rows(key),
+                                                 now_s=lambda: self.now_ms() // 1000)
+        return found
+
+    def git(self, repo, operation):
+        """Return the `GitObjects` of a repository record; a synthetic repository (seeded with
+        SHAs only) answers the emulator-only `SyntheticRepository` error."""
+        if not has_objects(repo) or self._object_rows is None:
+            raise errors.SyntheticRepository(operation)
+        return self._git_objects(repo["key"])
+
+    def git_repo(self, owner, name, operation):
+        """Return (repository record, its `GitObjects`): 404 when absent, the emulator-only
+        error when synthetic."""
+        repo = self._repo(owner, name, operation)
+        return repo, self.git(repo, operation)
+
     # seeding (`POST /__admin/github/repositories`) ----------------------------------------
 
     def seed(self, body):
@@ -135,6 +164,13 @@ class GitHubBackend(RefRules, PullRules):
             default_branch = "main" if default_branch is None else default_branch
             if git.bad_branch_name(default_branch):
                 fail("Invalid synthetic default branch")
+            sources = [k for k in ("commits", "files", "bundle") if body.get(k) is not None]
+            if len(sources) > 1:
+                fail("Seed one of commits (synthetic SHAs), files or bundle")
+            if sources and sources[0] in ("files", "bundle"):
+                if body.get("branches") is not None:
+                    fail("branches come from the files or the bundle")
+                return self._seed_objects(body, key, owner, name, default_branch, fail)
             commits = [] if body.get("commits") is None else body["commits"]
             branches = {} if body.get("branches") is None else body["branches"]
             if not isinstance(commits, list) or not isinstance(branches, dict):
@@ -160,10 +196,25 @@ class GitHubBackend(RefRules, PullRules):
                     fail("Branch must name a seeded commit")
             if branches and default_branch not in branches:
                 fail("Seeded branches must include the default branch")
+            # an empty repository holds no synthetic SHA: a push or a content write fills it
             return self._write_seed(key, owner, name, body.get("private") is True, default_branch,
-                                    graph, branches)
+                                    graph, branches, objects=not graph)
 
-    def _write_seed(self, key, owner, name, private, default_branch, graph, branches):
+    def _seed_objects(self, body, key, owner, name, default_branch, fail):
+        """Seed a repository of real objects: files per branch, or a git bundle."""
+        objects = self._git_objects(key)
+        if body.get("bundle") is not None:
+            branches, tags = _seed_bundle(objects, body["bundle"], fail)
+        else:
+            branches, tags = _seed_files(objects, body["files"], default_branch,
+                                         body.get("message"), fail), {}
+        if branches and default_branch not in branches:
+            fail("Seeded branches must include the default branch")
+        return self._write_seed(key, owner, name, body.get("private") is True, default_branch,
+                                None, branches, objects=True, tags=tags)
+
+    def _write_seed(self, key, owner, name, private, default_branch, graph, branches, *,
+                    objects=False, tags=None):
         store = self.store
         repo_id = store.next_id("repository_ids")
         owner_record = store.owner(owner)
@@ -175,11 +226,16 @@ class GitHubBackend(RefRules, PullRules):
         repo = {"key": key, "id": repo_id,
                 "node_id": ids.node_id("github", "R_", store.next_id("node:R_")),
                 "name": name, "owner": owner_record["login"].lower(), "private": private,
-                "default_branch": default_branch, "created_ms": self.now_ms(), "open_pulls": 0}
+                "default_branch": default_branch, "created_ms": self.now_ms(), "open_pulls": 0,
+                "objects": objects}
         store.put_repo(key, repo)
-        store.put_graph(key, graph)
+        if graph:
+            store.put_graph(key, graph)
         for branch in _js_key_order(list(branches)):
             self._put_ref(key, f"refs/heads/{branch}", branches[branch],
+                          ids.node_id("github", "REF_", store.next_id("node:REF_")))
+        for tag in sorted(tags or ()):
+            self._put_ref(key, f"refs/tags/{tag}", tags[tag],
                           ids.node_id("github", "REF_", store.next_id("node:REF_")))
         return self.repo_json(repo)
 
@@ -194,3 +250,84 @@ class GitHubBackend(RefRules, PullRules):
         if repo is None:
             raise errors.NotFound(operation)
         return repo
+
+
+def _file_content(path, value, fail):
+    """Return (bytes, mode) of a seeded file: text, or `{content, encoding, mode}`."""
+    if isinstance(value, str):
+        return value.encode(), "100644"
+    if not isinstance(value, dict) or not isinstance(value.get("content"), str):
+        fail(f"File {path} must be text or {{content, encoding, mode}}")
+    mode = value.get("mode", "100644")
+    if mode not in ("100644", "100755", "120000"):
+        fail(f"File {path}: mode must be 100644, 100755 or 120000")
+    if value.get("encoding", "utf-8") == "base64":
+        try:
+            return base64.b64decode(value["content"], validate=True), mode
+        except binascii.Error:
+            fail(f"File {path}: content is not base64")
+    if value.get("encoding", "utf-8") != "utf-8":
+        fail(f"File {path}: encoding must be utf-8 or base64")
+    return value["content"].encode(), mode
+
+
+def _seed_files(objects, files, default_branch, message, fail):
+    """Write one commit per branch of `{branch: {path: content}}` (the default branch first,
+    every other branch a child of it); return `{branch: commit sha}`."""
+    if not isinstance(files, dict) or not all(isinstance(v, dict) for v in files.values()):
+        fail("files must be an object of branches, each an object of paths")
+    if files and default_branch not in files:
+        fail("Seeded branches must include the default branch")
+    if message is not None and not isinstance(message, str):
+        fail("message must be a string")
+    branches = {}
+    order = [default_branch] + sorted(b for b in files if b != default_branch)
+    for branch in [b for b in order if b in files]:
+        if git.bad_branch_name(branch) or not git.valid_ref_name(f"refs/heads/{branch}"):
+            fail("Invalid synthetic branch name")
+        entries = []
+        for path, value in files[branch].items():
+            parts = path.split("/")
+            if not path or any(p in ("", ".", "..", ".git") for p in parts) or "\0" in path:
+                fail(f"Invalid file path {path!r}")
+            content, mode = _file_content(path, value, fail)
+            entries.append({"path": path, "mode": mode, "sha": objects.write_blob(content)})
+        try:
+            tree = objects.write_tree(entries)
+        except ValueError as exc:
+            fail(str(exc))
+        parents = [] if branch == default_branch else [branches[default_branch]]
+        text = message or "Initial commit" if branch == default_branch else f"Seed {branch}"
+        branches[branch] = objects.write_commit(tree, parents, text + "\n")
+    return branches
+
+
+def _seed_bundle(objects, text, fail):
+    """Store a base64 git bundle's objects; return its (`{branch: sha}`, `{tag: sha}`)."""
+    from dulwich.bundle import read_bundle
+
+    if not isinstance(text, str):
+        fail("bundle must be a base64 string (git bundle create ... --all)")
+    try:
+        bundle = read_bundle(io.BytesIO(base64.b64decode(text, validate=True)))
+    except (binascii.Error, ValueError, AssertionError) as exc:
+        fail(f"bundle is not a git bundle: {exc}")
+    try:
+        if bundle.prerequisites:
+            fail("bundle needs commits it does not hold (make it with --all, no ranges)")
+        try:
+            objects.store.unpack(bundle.pack_data)
+        except Exception as exc:  # dulwich raises several kinds for a damaged pack
+            fail(f"bundle pack is damaged: {exc}")
+        branches, tags = {}, {}
+        for ref, sha in bundle.references.items():
+            name = ref.decode()
+            for prefix, into in (("refs/heads/", branches), ("refs/tags/", tags)):
+                if name.startswith(prefix):
+                    into[name[len(prefix):]] = sha.decode()
+        for sha in [*branches.values(), *tags.values()]:
+            if objects.kind(sha) is None:
+                fail(f"bundle ref names {sha}, which it does not hold")
+        return branches, tags
+    finally:
+        bundle.close()

@@ -5,7 +5,7 @@ A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and
 from emulators.runtime.state.clock import iso
 
 from . import errors, events, git, ids, schemas
-from .store import repo_key
+from .store import has_objects, repo_key
 
 PULL_REFS = "Mockingbird does not model provider-managed pull refs"
 
@@ -80,13 +80,18 @@ class RefRules:
                         op, "Reference name conflicts with an existing reference")
             if sha not in self.store.graph(key):
                 raise errors.Unprocessable(op, "Object does not exist")
-            ref = self._put_ref(key, ref_name, sha,
-                                ids.node_id("github", "REF_", self.store.next_id("node:REF_")))
-            self._pushed(key)
-            self.emit("create", lambda: events.create(
-                self.repo_json(self.store.repo(key)), ref_name, self._sender()))
-            self._emit_push(key, ref_name, events.ZERO_SHA, sha, forced=False)
+            ref = self._insert_ref(key, ref_name, sha)
         return self.ref_json(repo, ref)
+
+    def _insert_ref(self, key, ref_name, sha):
+        """Write a new ref with its `create` and `push` events (checks done by the caller)."""
+        ref = self._put_ref(key, ref_name, sha,
+                            ids.node_id("github", "REF_", self.store.next_id("node:REF_")))
+        self._pushed(key)
+        self.emit("create", lambda: events.create(
+            self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+        self._emit_push(key, ref_name, events.ZERO_SHA, sha, forced=False)
+        return ref
 
     @staticmethod
     def _checked_sha(body, op):
@@ -119,12 +124,16 @@ class RefRules:
             fast_forward = git.is_ancestor(graph, ref["sha"], sha)
             if not force and not fast_forward:
                 raise errors.Unprocessable(op, "Update is not a fast forward")
-            before, ref = ref["sha"], {**ref, "sha": sha}
-            self.store.put_ref(key, ref)
-            self._pushed(key)
-            if before != sha:
-                self._emit_push(key, ref_name, before, sha, forced=not fast_forward)
-                self._emit_synchronize(key, ref_name, before, sha)
+            return self._move_ref(key, ref, sha, forced=not fast_forward)
+
+    def _move_ref(self, key, ref, sha, *, forced):
+        """Point an existing ref at `sha` with its `push` and `synchronize` events."""
+        before, ref = ref["sha"], {**ref, "sha": sha}
+        self.store.put_ref(key, ref)
+        self._pushed(key)
+        if before != sha:
+            self._emit_push(key, ref["ref"], before, sha, forced=forced)
+            self._emit_synchronize(key, ref["ref"], before, sha)
         return ref
 
     def delete_ref(self, owner, name, tail):
@@ -138,14 +147,62 @@ class RefRules:
             ref = self.store.ref(key, ref_name)
             if ref is None:
                 raise errors.Unprocessable(op, "Reference does not exist")
-            self.store.delete_ref(key, ref_name)
-            self._pushed(key)
-            self.emit("delete", lambda: events.delete(
-                self.repo_json(self.store.repo(key)), ref_name, self._sender()))
-            self._emit_push(key, ref_name, ref["sha"], events.ZERO_SHA, forced=False)
-            if ref_name.startswith("refs/heads/"):
-                self._close_pulls_on(repo, ref_name[len("refs/heads/"):], ref["sha"])
+            self._remove_ref(repo, ref)
         return ref
+
+    def _remove_ref(self, repo, ref):
+        """Delete a ref with its `delete` and `push` events; close the PRs on the branch."""
+        key, ref_name = repo["key"], ref["ref"]
+        self.store.delete_ref(key, ref_name)
+        self._pushed(key)
+        self.emit("delete", lambda: events.delete(
+            self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+        self._emit_push(key, ref_name, ref["sha"], events.ZERO_SHA, forced=False)
+        if ref_name.startswith("refs/heads/"):
+            self._close_pulls_on(repo, ref_name[len("refs/heads/"):], ref["sha"])
+
+    def write_ref(self, repo, ref_name, sha, *, force=False, expect=None, op="git/update-ref"):
+        """Create, move or delete (`sha` None) a ref of a repository record in one
+        transaction, with its events: the path of a push and of the object layer's users.
+
+        A move must be a fast-forward unless `force`; `expect` (a sha, or `events.ZERO_SHA` for
+        "must not exist") makes it a compare-and-swap. Raises `errors.RefRejected` with git's
+        reason (`non-fast-forward`, `stale info`, ...). Returns the ref record (the deleted one
+        for a deletion).
+        """
+        key = repo["key"]
+        with self.transaction():
+            ref = self.store.ref(key, ref_name)
+            current = ref["sha"] if ref else events.ZERO_SHA
+            if expect is not None and expect != current:
+                raise errors.RefRejected("stale info")
+            if sha is None:
+                if ref is None:
+                    raise errors.RefRejected("no such ref")
+                self._remove_ref(repo, ref)
+                return ref
+            graph = self.store.graph(key)
+            if sha not in graph:
+                raise errors.RefRejected("missing necessary objects")
+            if ref is None:
+                for existing in self.store.refs(key):
+                    if (existing["ref"].startswith(ref_name + "/")
+                            or ref_name.startswith(existing["ref"] + "/")):
+                        raise errors.RefRejected("failed to lock")
+                if ref_name.startswith("refs/heads/") and not self.store.count_refs(
+                        key, "heads"):
+                    self._first_branch(repo, ref_name[len("refs/heads/"):])
+                return self._insert_ref(key, ref_name, sha)
+            fast_forward = git.is_ancestor(graph, ref["sha"], sha)
+            if not force and not fast_forward:
+                raise errors.RefRejected("non-fast-forward")
+            return self._move_ref(key, ref, sha, forced=not fast_forward)
+
+    def _first_branch(self, repo, branch):
+        """The first branch pushed to an empty repository becomes its default, as on GitHub."""
+        current = self.store.repo(repo["key"])
+        if current["default_branch"] != branch:
+            self.store.put_repo(repo["key"], {**current, "default_branch": branch})
 
     def _close_pulls_on(self, repo, branch, last_sha):
         """Close the open PRs whose head or base branch is gone, keeping their last tips."""
@@ -168,9 +225,11 @@ class RefRules:
             known = set() if before == events.ZERO_SHA else git.reachable(graph, before)
             if after == events.ZERO_SHA:  # a deletion brings no commits
                 known = set(graph)
-            return events.push(self.repo_json(self.store.repo(key)), ref_name, before, after,
+            repo = self.store.repo(key)
+            describe = self.describe_commit(repo) if has_objects(repo) else None
+            return events.push(self.repo_json(repo), ref_name, before, after,
                                git.new_commits(graph, after, known), self._sender(),
-                               forced=forced, timestamp=iso(self.now_ms()))
+                               forced=forced, timestamp=iso(self.now_ms()), describe=describe)
         self.emit("push", build)
 
     def _emit_synchronize(self, key, ref_name, before, after):

@@ -19,7 +19,7 @@ def backend_for(instance):
     """Build the rules object over one instance's records, clock, transaction and base URL."""
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
                          transaction=instance.transaction, base_url=context.public_base(instance),
-                         emit=instance.emit)
+                         emit=instance.emit, objects=instance.objects)
 
 
 def _body(req):

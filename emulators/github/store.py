@@ -17,11 +17,19 @@ def repo_key(owner, name):
     return f"{owner.lower()}/{name.lower()}"
 
 
+def has_objects(repo):
+    """Tell whether a repository holds git objects (seeded with files, a bundle, or empty and
+    pushed to), not synthetic SHAs."""
+    return repo.get("objects") is True
+
+
 class GitHubStore:
     """Typed access to one instance's records; plain dicts in and out, no rules."""
 
-    def __init__(self, records):
+    def __init__(self, records, objects=None):
         self.records = records
+        # objects(repo key) -> GitObjects of a repository that holds real git objects
+        self.objects = objects
 
     # repositories and owners
     def repo(self, key):
@@ -36,8 +44,12 @@ class GitHubStore:
     def put_owner(self, value):
         self.records.put(OWNERS, value["login"].lower(), value)
 
-    # commit graph: one record per repository, {sha: [parent shas]} (immutable after seeding)
+    # commit graph {sha: [parent shas]}: a synthetic repository's one record (immutable after
+    # seeding); a git repository's commit objects (objects.py)
     def graph(self, key):
+        repo = self.repo(key)
+        if repo is not None and has_objects(repo) and self.objects is not None:
+            return self.objects(key).graph()
         value = self.records.get(GRAPHS, key)
         return value["parents"] if value else {}
 

@@ -15,6 +15,7 @@ from .state.credentials import Credentials
 from .state.db import Database
 from .state.faults import Faults
 from .state.journal import Journal
+from .state.objects import Objects, delete_namespace
 from .state.rng import seed_state
 from .state.shapes import ShapeCache
 from .state.timeline import MAIN, Timeline, storage_key
@@ -106,6 +107,10 @@ class Emulator:
         return Instance(self, namespace, branch, storage_key(namespace, branch), method=method,
                         base_url=base_url, hits=hits)
 
+    def objects(self, namespace, scope):
+        """Return the immutable objects of one scope (a repository) of a namespace."""
+        return Objects(self.db, self.name, namespace, scope)
+
     def reset(self, namespace=None, keep=()):
         """Reset one namespace (or every namespace when None); `keep` names parts to spare."""
         targets = self.namespaces() if namespace is None else [namespace]
@@ -118,6 +123,7 @@ class Emulator:
                     self.db.execute(f"DELETE FROM {table} WHERE service=? AND namespace=? AND"
                                     " key NOT LIKE '!faults:%'", (self.name, namespace))
             self.timeline.reset(namespace)
+            delete_namespace(self.db, self.name, namespace)
             if "faults" not in keep:
                 self.faults.reset(namespace)
             if "clock" not in keep:

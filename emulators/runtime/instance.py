@@ -76,6 +76,11 @@ class Instance:
         return shapes.get(self.key, token, fetch, size=lambda text: len(text or ""),
                           version=self._state)
 
+    def objects(self, scope):
+        """The immutable objects of one scope (a repository) of this namespace (every branch of
+        the timeline shares them: they never change)."""
+        return self._emulator.objects(self.namespace, scope)
+
     @property
     def rng(self):
         """The deterministic RNG of this key, captured by checkpoints."""

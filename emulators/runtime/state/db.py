@@ -89,6 +89,13 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     attempts INTEGER NOT NULL, next_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL,
     delivered_ms INTEGER, response_status INTEGER);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (service, status, seq);
+-- immutable content-addressed objects (objects.py), git's for the GitHub emulator: `links`
+-- before `data`, so a graph read never touches a large value's overflow pages
+CREATE TABLE IF NOT EXISTS objects (
+    service TEXT NOT NULL, namespace TEXT NOT NULL, scope TEXT NOT NULL, id TEXT NOT NULL,
+    kind INTEGER NOT NULL, links TEXT, data BLOB NOT NULL,
+    PRIMARY KEY (service, namespace, scope, id));
+CREATE INDEX IF NOT EXISTS objects_kind ON objects (service, namespace, scope, kind, id, links);
 CREATE TABLE IF NOT EXISTS webhook_faults (
     service TEXT NOT NULL, namespace TEXT NOT NULL, mode TEXT NOT NULL,
     remaining INTEGER NOT NULL, PRIMARY KEY (service, namespace)) WITHOUT ROWID;

@@ -5,7 +5,7 @@ from tests.test_layering import assert_layers_point_down, imports_of
 
 FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
 ORDER = ["app", "admin", "resources", "context", "models", "refs", "pulls", "events", "media",
-         "schemas", "shapes", "store", "git", "ids", "openapi", "presets", "errors"]
+         "schemas", "shapes", "store", "objects", "git", "ids", "openapi", "presets", "errors"]
 
 
 def test_github_layers_point_down_and_only_the_http_layer_imports_falcon():

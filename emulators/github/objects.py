@@ -1,0 +1,306 @@
+"""A repository's git objects in the shared SQLite state, as dulwich sees them, and the small
+API the emulator's rules (and its REST operations) use on them.
+
+`ObjectStore` is a dulwich object store over the runtime's immutable `objects` rows (one scope
+per repository): dulwich's pack negotiation, pack parsing and object parsing run over it, so
+every gunicorn worker serves the same objects. `GitObjects` reads trees and blobs and writes
+blobs, trees and commits with git's own SHAs; refs stay records (refs.py moves them).
+"""
+import stat
+import time
+import zlib
+from tempfile import SpooledTemporaryFile
+
+from dulwich.object_store import MemoryObjectStore
+from dulwich.objects import Blob, Commit, Tree, ShaFile
+from dulwich.pack import PackData, PackInflater
+
+BLOB, TREE, COMMIT, TAG = Blob.type_num, Tree.type_num, Commit.type_num, 4
+KIND_NAMES = {BLOB: "blob", TREE: "tree", COMMIT: "commit", TAG: "tag"}
+MODES = {"100644": 0o100644, "100755": 0o100755, "040000": 0o040000, "160000": 0o160000,
+         "120000": 0o120000}
+_SPOOL = 16 * 1024 * 1024  # a received pack larger than this spills to a temporary file
+_BATCH = 2000  # objects inserted per statement batch while a pack is unpacked
+DEFAULT_PERSON = {"name": "mockingbird-user", "email": "mockingbird-user@users.noreply.example"}
+_LEVEL = 1  # zlib level of stored objects: packing is what takes time, not disk
+
+
+def _links(obj):
+    if obj.type_num == COMMIT:
+        return [p.decode() for p in obj.parents]
+    return None
+
+
+def _row(obj):
+    raw = obj.as_raw_string()
+    return obj.id.decode(), obj.type_num, _links(obj), zlib.compress(raw, _LEVEL)
+
+
+class ObjectStore(MemoryObjectStore):
+    """dulwich's object store interface over one repository's rows (`runtime.state.objects`).
+
+    Reads keep a small per-store cache (objects never change); writes go straight to SQLite.
+    """
+
+    def __init__(self, rows):
+        super().__init__()
+        self.rows = rows
+        self._cache = {}
+        self._graph = None
+
+    def _hex(self, sha):
+        return self._to_hexsha(sha).decode() if isinstance(sha, bytes) else sha
+
+    def contains_loose(self, sha):
+        sha = self._hex(sha)
+        return sha in self._cache or self.rows.kind(sha) is not None
+
+    def __contains__(self, sha):
+        return self.contains_loose(sha)
+
+    def __iter__(self):
+        return iter([id_.encode() for id_ in self.rows.ids()])
+
+    def get_raw(self, name):
+        sha = self._hex(name)
+        found = self._cache.get(sha)
+        if found is None:
+            row = self.rows.get(sha)
+            if row is None:
+                raise KeyError(name)
+            found = self._cache[sha] = (row[0], zlib.decompress(row[1]))
+            if len(self._cache) > 4096:
+                self._cache.pop(next(iter(self._cache)))
+        return found
+
+    def __getitem__(self, name):
+        kind, raw = self.get_raw(name)
+        return ShaFile.from_raw_string(kind, raw)
+
+    def prefetch(self, shas):
+        """Read many objects in a few queries (a pack's worth) into the cache."""
+        wanted = [self._hex(s) for s in shas if self._hex(s) not in self._cache]
+        for sha, (kind, data) in self.rows.get_many(wanted).items():
+            self._cache[sha] = (kind, zlib.decompress(data))
+
+    def graph(self):
+        """Return `{commit sha: [parent shas]}` of every commit (read once per store, anew
+        after a write)."""
+        if self._graph is None:
+            self._graph = self.rows.links(COMMIT)
+        return self._graph
+
+    def _add(self, rows):
+        self._graph = None
+        self.rows.add(rows)
+
+    def add_object(self, obj):
+        self._add([_row(obj)])
+
+    def add_objects(self, objects, progress=None):
+        self._add([_row(obj) for obj, _path in objects])
+
+    def __delitem__(self, name):
+        raise TypeError("git objects are immutable")
+
+    def add_pack(self):
+        """Return (file, commit, abort): the pack written to `file` is checked, then unpacked
+        into rows (deltas resolved, thin-pack bases read from the store) on `commit()`."""
+        spool = SpooledTemporaryFile(max_size=_SPOOL, prefix="incoming-")
+
+        def commit():
+            size = spool.tell()
+            try:
+                if size:
+                    spool.seek(0)
+                    data = PackData.from_file(spool, self.object_format, size)
+                    try:
+                        data.check()
+                        self.unpack(data)
+                    finally:
+                        data.close()
+            finally:
+                spool.close()
+        return spool, commit, spool.close
+
+    def unpack(self, data):
+        """Store every object of a dulwich `PackData` (deltas resolved; bases of a thin pack
+        read from the store); return how many."""
+        batch, count = [], 0
+        for obj in PackInflater.for_pack_data(data, self.get_raw):
+            batch.append(_row(obj))
+            count += 1
+            if len(batch) >= _BATCH:
+                self._add(batch)
+                batch = []
+        self._add(batch)
+        return count
+
+
+class GitObjects:
+    """Read and write one repository's objects: the emulator's object layer.
+
+    Every SHA is git's own (a blob written here has the id `git hash-object` gives it). Writes
+    are immutable rows; pointing a ref at a commit is `GitHubBackend.write_ref` (refs.py).
+    """
+
+    def __init__(self, rows, *, now_s=time.time):
+        self.store = ObjectStore(rows)
+        self.now_s = now_s  # the namespace clock: a commit written without a date is "now"
+
+    # reading ------------------------------------------------------------------------------
+    def kind(self, sha):
+        """Return "blob", "tree", "commit" or "tag" for an existing object, else None."""
+        return KIND_NAMES.get(self.store.rows.kind(sha))
+
+    def object(self, sha):
+        """Return the dulwich object (Blob, Tree, Commit, Tag), or None."""
+        try:
+            return self.store[sha]
+        except KeyError:
+            return None
+
+    def commit(self, sha):
+        """Return the dulwich Commit `sha`, or None when it is not a commit here."""
+        obj = self.object(sha)
+        return obj if isinstance(obj, Commit) else None
+
+    def blob(self, sha):
+        """Return a blob's bytes, or None."""
+        obj = self.object(sha)
+        return obj.as_raw_string() if isinstance(obj, Blob) else None
+
+    def tree_of(self, sha):
+        """Return the tree SHA of a commit or tree `sha`, or None."""
+        obj = self.object(sha)
+        if isinstance(obj, Commit):
+            return obj.tree.decode()
+        return sha if isinstance(obj, Tree) else None
+
+    def entries(self, tree_sha, *, recursive=False, prefix=""):
+        """Return a tree's entries `[{path, mode, type, sha}]` in git's order (paths below
+        the tree; with `recursive`, subtrees' entries follow each subtree)."""
+        tree = self.object(tree_sha)
+        if not isinstance(tree, Tree):
+            return []
+        out = []
+        for item in tree.iteritems():
+            path = prefix + item.path.decode("utf-8", "surrogateescape")
+            kind = _entry_type(item.mode)
+            out.append({"path": path, "mode": f"{item.mode:06o}", "type": kind,
+                        "sha": item.sha.decode()})
+            if recursive and kind == "tree":
+                out.extend(self.entries(item.sha.decode(), recursive=True, prefix=path + "/"))
+        return out
+
+    def files(self, tree_sha):
+        """Return `{path: (mode, sha)}` of every file (blob or link) under a tree."""
+        return {e["path"]: (e["mode"], e["sha"]) for e in self.entries(tree_sha, recursive=True)
+                if e["type"] != "tree"}
+
+    def lookup(self, tree_sha, path):
+        """Return the entry `{path, mode, type, sha}` at `path` under a tree ("" is the tree
+        itself), or None."""
+        entry = {"path": "", "mode": "040000", "type": "tree", "sha": tree_sha}
+        for part in [p for p in path.split("/") if p]:
+            if entry["type"] != "tree":
+                return None
+            found = [e for e in self.entries(entry["sha"]) if e["path"] == part]
+            if not found:
+                return None
+            entry = {**found[0], "path": (entry["path"] + "/" if entry["path"] else "") + part}
+        return entry
+
+    def graph(self):
+        """Return `{commit sha: [parent shas]}` of every commit of the repository."""
+        return self.store.graph()
+
+    # writing ------------------------------------------------------------------------------
+    def write_blob(self, data):
+        """Store bytes as a blob; return its SHA."""
+        blob = Blob.from_string(bytes(data))
+        self.store.add_object(blob)
+        return blob.id.decode()
+
+    def write_tree(self, entries, base_tree=None):
+        """Store a tree built from `entries` over `base_tree`; return its SHA.
+
+        Each entry is `{path, mode, type?, sha}` (a path may name subfolders: `a/b/c.txt`) or
+        `{path, content}` (a blob written on the way); `sha: None` deletes the path.
+        """
+        files = {}
+        if base_tree:
+            files = {path: (mode, sha) for path, (mode, sha) in self.files(base_tree).items()}
+        for entry in entries:
+            path = entry["path"].strip("/")
+            if "content" in entry and entry["content"] is not None:
+                content = entry["content"]
+                sha = self.write_blob(content.encode() if isinstance(content, str) else content)
+            else:
+                sha = entry.get("sha")
+            if sha is None:
+                files = {p: v for p, v in files.items()
+                         if p != path and not p.startswith(path + "/")}
+                continue
+            mode = entry.get("mode", "100644")
+            if mode == "040000":  # a subtree: its files replace what the path held
+                files = {p: v for p, v in files.items()
+                         if p != path and not p.startswith(path + "/")}
+                for sub, value in self.files(sha).items():
+                    files[f"{path}/{sub}"] = value
+                continue
+            files = {p: v for p, v in files.items() if not p.startswith(path + "/")}
+            files[path] = (mode, sha)
+        return self._build(files)
+
+    def _build(self, files):
+        """Store the trees of `{path: (mode, sha)}`; return the root tree's SHA."""
+        root = {}
+        for path, (mode, sha) in files.items():
+            node = root
+            parts = path.split("/")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+                if not isinstance(node, dict):
+                    raise ValueError(f"{path}: a file is in the way")
+            node[parts[-1]] = (mode, sha)
+        written = []
+
+        def build(node):
+            tree = Tree()
+            for name, value in node.items():
+                if isinstance(value, dict):
+                    tree.add(name.encode(), stat.S_IFDIR, build(value).encode())
+                else:
+                    tree.add(name.encode(), MODES.get(value[0], int(value[0], 8)),
+                             value[1].encode())
+            written.append(tree)
+            return tree.id.decode()
+        sha = build(root)
+        self.store.add_objects([(t, None) for t in written])
+        return sha
+
+    def write_commit(self, tree, parents, message, *, author=None, committer=None):
+        """Store a commit; `author`/`committer` are `{name, email, date}` (date: epoch
+        seconds, default now; committer defaults to author). Return its SHA."""
+        author = author or DEFAULT_PERSON
+        committer = committer or author
+        commit = Commit()
+        commit.tree = tree.encode()
+        commit.parents = [p.encode() for p in parents]
+        for role, times, person in (("author", "author", author),
+                                    ("committer", "commit", committer)):
+            setattr(commit, role, f"{person['name']} <{person['email']}>".encode())
+            setattr(commit, f"{times}_time", int(person.get("date") or self.now_s()))
+            setattr(commit, f"{times}_timezone", int(person.get("tz", 0)))
+        commit.message = message.encode() if isinstance(message, str) else message
+        self.store.add_object(commit)
+        return commit.id.decode()
+
+
+def _entry_type(mode):
+    if stat.S_ISDIR(mode):
+        return "tree"
+    if mode == 0o160000:
+        return "commit"
+    return "blob"
