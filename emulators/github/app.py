@@ -10,7 +10,7 @@ import falcon
 
 from emulators.runtime import Service, add_fallback_handlers, bodies
 
-from . import admin, errors, events, media, resources
+from . import actors, admin, errors, events, lifecycle, media, resources
 from .openapi import DOCUMENT
 from .presets import PRESETS
 
@@ -27,6 +27,7 @@ ROUTES = (  # path, resource class
     ("/repos/{owner}/{repo}/git/refs/{ref:path}", resources.RefItem),
     ("/repos/{owner}/{repo}/pulls", resources.Pulls),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", resources.Pull),
+    *lifecycle.ROUTES,  # a pull request's life: CI results, conversation, review, merge
 )
 
 
@@ -109,6 +110,8 @@ def create_service(settings=None):
                    webhooks=True, webhook_ping=admin.webhook_ping,
                    webhook_headers=events.delivery_headers,
                    webhook_user_agent="GitHub-Hookshot/mockingbird",
+                   # each token is a user; the credential map may route it and name its user
+                   credential=actors.credential,
                    admin_routes=admin.ROUTES)
 
 

@@ -66,6 +66,16 @@ class CheckRules:
             self._refresh_suite(repo, run["suite"])
         return self.check_run_json(repo, run)
 
+    def lost_check_run_update(self, owner, name, raw_id, parsed):
+        """The answer an update would get, computed and not stored (the lost-update fault)."""
+        op = "checks/update"
+        repo = self._repo(owner, name, op)
+        body = schemas.json_object(parsed, op)
+        run = self._check_run(repo["key"], raw_id, op)
+        run = {**run, "output": dict(run["output"])}
+        _apply(run, body, op, iso(self.now_ms()))
+        return self.check_run_json(repo, run)
+
     def get_check_run(self, owner, name, raw_id):
         repo = self._repo(owner, name, "checks/get")
         return self.check_run_json(repo, self._check_run(repo["key"], raw_id, "checks/get"))

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from emulators.runtime.state.clock import iso
 
-from . import errors, ids, schemas
+from . import errors, events, ids, schemas
 from .pulls import parse_pull_number
 from .store import COMMENTS, ISSUES, LABELS
 
@@ -552,7 +552,6 @@ class IssueRules:
                 "repository": self.repo_json(repo), "sender": self._sender()}
 
     def _pull_event(self, action, repo, pull, **extra):
-        from . import events  # the pull_request payload builder
         pull = {k: v for k, v in pull.items() if k != "pull"}
         return events.pull_request(action, self.pull_json(repo, pull), self._sender(), **extra)
 

@@ -11,14 +11,20 @@ import re
 
 from emulators.runtime.state.clock import iso
 
-from . import errors, events, git, ids, shapes
+from . import actors, errors, events, git, ids, shapes
+from .checks import CheckRules
+from .issues import IssueRules
+from .merges import MergeRules
 from .objects import GitObjects
+from .protection import ProtectionRules
 from .pulls import PullRules
 from .refs import RefRules
+from .reviews import ReviewRules
+from .statuses import StatusRules
 from .store import GitHubStore, has_objects, repo_key
 
 SEGMENT = re.compile(r"^[a-zA-Z0-9_.-]+\Z")
-ACTOR = "mockingbird-user"
+ACTOR = actors.DEFAULT
 
 
 def _js_key_order(keys):
@@ -29,10 +35,16 @@ def _js_key_order(keys):
     return indices + [k for k in keys if not is_index(k)]
 
 
-class GitHubBackend(RefRules, PullRules):
-    """The rules of one namespace's GitHub over its records; URLs are built from `base_url`."""
+class GitHubBackend(RefRules, PullRules, StatusRules, CheckRules, IssueRules, ReviewRules,
+                    ProtectionRules, MergeRules):
+    """The rules of one namespace's GitHub over its records; URLs are built from `base_url`.
 
-    def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None):
+    `actor` is the login the request acts as, or a callable returning it (looked up once,
+    when first needed)."""
+
+    def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None,
+                 actor=ACTOR):
+        self._actor_source = actor
         # objects(repo key): the runtime's object rows of a repository (None: synthetic only)
         self._object_rows = objects
         self._gits = {}
@@ -90,22 +102,117 @@ class GitHubBackend(RefRules, PullRules):
             self._authors[login] = shapes.user(self.base_url, self.store.owner(login))
         author = self._authors[login]
         shape = shapes.pull(repo_json, pull, author, head_sha=head_sha, base_sha=base_sha)
+        assignees = [self.user_json(a) for a in pull.get("assignees", [])]
+        shape.update({
+            "labels": self.issue_labels(repo, pull), "assignees": assignees,
+            "assignee": assignees[0] if assignees else None,
+            "requested_reviewers": [self.user_json(r)
+                                    for r in pull.get("requested_reviewers", [])],
+            "merged_at": pull.get("merged_at"),
+            "merge_commit_sha": pull.get("merge_commit_sha"),
+            "author_association": self.association(repo, login)})
         if full:
             graph = self.store.graph(repo["key"])
             commits = len(git.reachable(graph, head_sha) - git.reachable(graph, base_sha))
             shape.update(shapes.pull_counts(pull, commits=commits, computed=not fresh))
+            shape.update({"merged": pull.get("merged", False),
+                          "merged_by": self.user_json(pull["merged_by"])
+                          if pull.get("merged_by") else None,
+                          "comments": pull.get("comments", 0)})
+            if shape["mergeable"] is not None:  # computed, open: from the trees and protection
+                mergeable, rebaseable, state = self.mergeability(repo, pull, head_sha,
+                                                                 base_sha)
+                shape.update({"mergeable": mergeable, "rebaseable": rebaseable,
+                              "mergeable_state": state})
+        elif "merged" in shape:
+            shape["merged"] = pull.get("merged", False)
         return shape
 
-    def _actor(self):
-        """Return the login of the acting user (created on first use): the author of every PR.
+    @property
+    def actor_login(self):
+        """The login this request acts as."""
+        if callable(self._actor_source):
+            self._actor_source = self._actor_source()
+        return self._actor_source
 
-        The emulator models no authentication, so every request acts as this one member.
-        """
-        if self.store.owner(ACTOR) is None:
+    def _actor(self):
+        """Return the login of the acting user, its account made on first use (each token is
+        a user: actors.py)."""
+        login = self.actor_login
+        record = self.store.owner(login)
+        if record is None:
             user_node = ids.node_id("github", "U_", self.store.next_id("node:U_"))
-            self.store.put_owner({"login": ACTOR, "type": "User",
-                                  "id": self.store.next_id("owner_ids"), "node_id": user_node})
-        return ACTOR
+            record = {"login": login, "type": "User", "id": self.store.next_id("owner_ids"),
+                      "node_id": user_node}
+            self.store.put_owner(record)
+        return record["login"]
+
+    def user_json(self, login):
+        """A known account's `simple-user` (one lookup per login per request)."""
+        if login not in self._authors:
+            record = self.store.owner(login) or {"login": login, "id": 0, "node_id": "U_0",
+                                                 "type": "User"}
+            self._authors[login] = shapes.user(self.base_url, record)
+        return self._authors[login]
+
+    def association(self, repo, login):
+        """`author_association`: the owner is `OWNER`, every other account a `MEMBER` of the
+        owning organization (the emulator grants every token write access)."""
+        return "OWNER" if login.lower() == repo["owner"].lower() else "MEMBER"
+
+    def person(self, login):
+        """The git identity of an account (`{name, email}`), as GitHub writes web commits."""
+        record = self.user_json(login)
+        return {"name": record["login"],
+                "email": f"{record['id']}+{record['login']}@users.noreply.github.com"}
+
+    def _commit_sha(self, key, ref, *, exact=False):
+        """The commit a `{ref}` names (a sha, a branch, `heads/<b>`, a tag), or None;
+        `exact` accepts a full sha only."""
+        graph = self.store.graph(key)
+        lowered = ref.lower()
+        if git.SHA_ANY_CASE.match(ref) and lowered in graph:
+            return lowered
+        if exact:
+            return None
+        for name in (f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/{ref}"):
+            found = self.store.ref(key, name)
+            if found is not None:
+                return found["sha"]
+        return None
+
+    def commit_json(self, repo, sha):
+        """A commit as the REST API shows it (`commit`): the real author, message and tree of
+        a git repository's commit, a synthetic one for a seeded SHA."""
+        repo_json = self.repo_json(repo)
+        repo_url, html = repo_json["url"], repo_json["html_url"]
+        commit = self.git(repo, "repos/get-commit").commit(sha) if has_objects(repo) else None
+        if commit is not None:
+            def who(raw, when):
+                name, _, email = raw.decode("utf-8", "replace").partition(" <")
+                return {"name": name, "email": email.rstrip(">"), "date": iso(when * 1000)}
+            author = who(commit.author, commit.author_time)
+            committer = who(commit.committer, commit.commit_time)
+            message = commit.message.decode("utf-8", "replace").rstrip("\n")
+            tree = commit.tree.decode()
+            parents = [p.decode() for p in commit.parents]
+        else:
+            person = self.person(self.actor_login)
+            author = committer = {**person, "date": iso(self.now_ms())}
+            message, tree = f"Synthetic commit {sha[:7]}", sha
+            parents = self.store.graph(repo["key"]).get(sha, [])
+        return {"sha": sha, "node_id": f"C_{sha[:20]}", "url": f"{repo_url}/commits/{sha}",
+                "html_url": f"{html}/commit/{sha}",
+                "comments_url": f"{repo_url}/commits/{sha}/comments",
+                "commit": {"author": author, "committer": committer, "message": message,
+                           "tree": {"sha": tree, "url": f"{repo_url}/git/trees/{tree}"},
+                           "url": f"{repo_url}/git/commits/{sha}", "comment_count": 0,
+                           "verification": {"verified": False, "reason": "unsigned",
+                                            "signature": None, "payload": None,
+                                            "verified_at": None}},
+                "author": None, "committer": None,
+                "parents": [{"sha": p, "url": f"{repo_url}/commits/{p}",
+                             "html_url": f"{html}/commit/{p}"} for p in parents]}
 
     def _sender(self):
         return events.sender(self.base_url, self.store.owner(self._actor()))

@@ -1,8 +1,9 @@
-"""The seven GitHub fault presets (`/__admin/faults/presets`): exact statuses, bodies, headers."""
+"""The GitHub fault presets (`/__admin/faults/presets`): exact statuses, bodies, headers."""
 from .errors import TROUBLESHOOTING
 
 MUTATIONS = ("git/create-ref", "git/update-ref", "pulls/create", "pulls/update")
 ACCEPTED_DROP = "github.accepted_drop"
+LOST_UPDATE = "github.lost_update"  # a check run update answered 200 and never applied
 
 
 def _accepted_drop(operation):
@@ -26,6 +27,11 @@ PRESETS = {
     "github_pr_update_accepted_drop": _accepted_drop("pulls/update"),
     "github_ref_create_accepted_drop": _accepted_drop("git/create-ref"),
     "github_ref_update_accepted_drop": _accepted_drop("git/update-ref"),
+    "github_pr_merge_accepted_drop": _accepted_drop("pulls/merge"),
+    "github_check_run_update_lost": {
+        "description": "Answer one check run update 200 as if applied, and apply nothing (the "
+                       "run keeps its status: a reporter that trusts the answer is wrong)",
+        "rules": [{"operationId": "checks/update", "count": 1, "effect": LOST_UPDATE}]},
     "github_unavailable": {
         "description": "Reject one request per supported mutation operation before writing, "
                        "with503",

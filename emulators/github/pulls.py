@@ -63,6 +63,7 @@ class PullRules:
                 "closed_at": None, "maintainer_can_modify": body.get("maintainer_can_modify", True),
                 "head_ref": head, "base_ref": base, "head_sha": tips[head], "base_sha": tips[base],
                 "user": self._actor(),
+                "issue_id": self.store.next_id("issue_ids"),  # a PR is an issue too
             }
             self._put_pull(pull)
             self.emit("pull_request", lambda: events.pull_request(

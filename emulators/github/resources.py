@@ -10,16 +10,24 @@ import falcon
 
 from emulators.runtime import instance_of
 
-from . import context, media, schemas
+from . import actors, context, media, schemas
 from .models import GitHubBackend
 from .presets import ACCEPTED_DROP
 
 
-def backend_for(instance):
-    """Build the rules object over one instance's records, clock, transaction and base URL."""
+def backend_for(instance, environ=None):
+    """Build the rules object over one instance's records, clock, transaction and base URL,
+    acting as the user of the request's token (`environ`; none: the default member)."""
+    actor = (lambda: actors.login_of(instance, environ)) if environ is not None \
+        else actors.DEFAULT
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
                          transaction=instance.transaction, base_url=context.public_base(instance),
-                         emit=instance.emit, objects=instance.objects)
+                         emit=instance.emit, objects=instance.objects, actor=actor)
+
+
+def backend_of(req):
+    """The rules object of a provider request, acting as its token's user."""
+    return backend_for(instance_of(req), req.env)
 
 
 def _body(req):
@@ -79,7 +87,7 @@ class Repository:
     """`GET /repos/{owner}/{repo}`."""
 
     def on_get(self, req, resp, owner, repo):
-        backend = backend_for(instance_of(req))
+        backend = backend_of(req)
         _answer_cached(req, resp, ("repos/get", owner, repo),
                        lambda: (backend.get_repo(owner, repo), None))
 
@@ -88,21 +96,21 @@ class Ref:
     """`GET /repos/{owner}/{repo}/git/ref/{ref}`: one reference by its exact name."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        _answer(resp, 200, backend_for(instance_of(req)).get_ref(owner, repo, ref))
+        _answer(resp, 200, backend_of(req).get_ref(owner, repo, ref))
 
 
 class MatchingRefs:
     """`GET /repos/{owner}/{repo}/git/matching-refs/{ref}`: refs whose name starts with the tail."""
 
     def on_get(self, req, resp, owner, repo, ref=""):
-        _answer(resp, 200, backend_for(instance_of(req)).matching_refs(owner, repo, ref))
+        _answer(resp, 200, backend_of(req).matching_refs(owner, repo, ref))
 
 
 def _ref_listing(req, resp, owner, repo, tail):
     """Answer the `git/refs[/{prefix}]` listing: one exact ref, or a page of refs with `Link`."""
     instance = instance_of(req)
     pairs = parse_qsl(req.query_string, keep_blank_values=True)
-    answer, page, last = backend_for(instance).list_refs(owner, repo, tail, pairs)
+    answer, page, last = backend_for(instance, req.env).list_refs(owner, repo, tail, pairs)
     header = context.link_header(instance, req, pairs, page, last)
     if header:
         resp.set_header("Link", header)
@@ -118,7 +126,7 @@ class Refs:
     def on_post(self, req, resp, owner, repo):
         instance = instance_of(req)
         body = schemas.json_object_or_empty(_body(req))
-        ref = backend_for(instance).create_ref(owner, repo, body)
+        ref = backend_for(instance, req.env).create_ref(owner, repo, body)
         _accepted(instance, ref=ref["ref"])
         _answer(resp, 201, ref)
 
@@ -132,14 +140,14 @@ class RefItem:
 
     def on_delete(self, req, resp, owner, repo, ref):
         instance = instance_of(req)
-        deleted = backend_for(instance).delete_ref(owner, repo, ref)
+        deleted = backend_for(instance, req.env).delete_ref(owner, repo, ref)
         _accepted(instance, ref=deleted["ref"])
         resp.status = 204
 
     def on_patch(self, req, resp, owner, repo, ref):
         instance = instance_of(req)
         body = schemas.json_object_or_empty(_body(req))
-        answer = backend_for(instance).update_ref(owner, repo, ref, body)
+        answer = backend_for(instance, req.env).update_ref(owner, repo, ref, body)
         _accepted(instance, ref=answer["ref"])
         _answer(resp, 200, answer)
 
@@ -153,7 +161,7 @@ class Pulls:
         pairs = parse_qsl(req.query_string, keep_blank_values=True)
 
         def build():
-            items, page, last = backend_for(instance).list_pulls(owner, repo, pairs)
+            items, page, last = backend_for(instance, req.env).list_pulls(owner, repo, pairs)
             return [media.with_bodies(pull, param) for pull in items], (page, last)
         page, last = _answer_cached(req, resp, ("pulls/list", owner, repo, req.query_string,
                                                 param), build)
@@ -164,7 +172,7 @@ class Pulls:
     def on_post(self, req, resp, owner, repo):
         param = _media(req, resp)
         instance = instance_of(req)
-        pull = backend_for(instance).create_pull(owner, repo, _body(req))
+        pull = backend_for(instance, req.env).create_pull(owner, repo, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
         _answer_pulls(resp, 201, pull, param)
 
@@ -174,13 +182,13 @@ class Pull:
 
     def on_get(self, req, resp, owner, repo, pull_number):
         param = _media(req, resp)
-        backend = backend_for(instance_of(req))
+        backend = backend_of(req)
         _answer_cached(req, resp, ("pulls/get", owner, repo, pull_number, param), lambda: (
             media.with_bodies(backend.get_pull(owner, repo, pull_number), param), None))
 
     def on_patch(self, req, resp, owner, repo, pull_number):
         param = _media(req, resp)
         instance = instance_of(req)
-        pull = backend_for(instance).update_pull(owner, repo, pull_number, _body(req))
+        pull = backend_for(instance, req.env).update_pull(owner, repo, pull_number, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
         _answer_pulls(resp, 200, pull, param)
