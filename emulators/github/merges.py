@@ -79,6 +79,7 @@ class MergeRules:
         def tree(sha):
             return store[objects.commit(sha).tree] if sha else None
         merged, conflicts = Merger(scratch).merge_trees(tree(base), tree(ours), tree(theirs))
+        scratch.add_object(merged)  # the merger stores blobs and subtrees, not the root
         return merged.id.decode(), [path.decode("utf-8", "replace") for path in conflicts]
 
     def conflicts(self, repo, head_sha, base_sha):
