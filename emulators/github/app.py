@@ -10,7 +10,7 @@ import falcon
 
 from emulators.runtime import Service, add_fallback_handlers, bodies
 
-from . import actors, admin, errors, events, lifecycle, media, resources
+from . import admin, context, errors, events, lifecycle, media, resources, smart_http
 from .openapi import DOCUMENT
 from .presets import PRESETS
 
@@ -27,6 +27,25 @@ ROUTES = (  # path, resource class
     ("/repos/{owner}/{repo}/git/refs/{ref:path}", resources.RefItem),
     ("/repos/{owner}/{repo}/pulls", resources.Pulls),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", resources.Pull),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/commits", resources.PullCommits),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/files", resources.PullFiles),
+    ("/repos/{owner}/{repo}/contents", resources.Contents),
+    ("/repos/{owner}/{repo}/contents/{path:path}", resources.Contents),
+    ("/repos/{owner}/{repo}/readme", resources.Readme),
+    ("/repos/{owner}/{repo}/git/blobs", resources.Blobs),
+    ("/repos/{owner}/{repo}/git/blobs/{file_sha}", resources.Blob),
+    ("/repos/{owner}/{repo}/git/trees", resources.Trees),
+    ("/repos/{owner}/{repo}/git/trees/{tree_sha:path}", resources.Tree),
+    ("/repos/{owner}/{repo}/git/commits", resources.GitCommits),
+    ("/repos/{owner}/{repo}/git/commits/{commit_sha}", resources.GitCommit),
+    ("/repos/{owner}/{repo}/commits", resources.Commits),
+    # a commit, and its statuses and checks below it (lifecycle.py)
+    ("/repos/{owner}/{repo}/commits/{ref:path}", lifecycle.CommitPaths),
+    ("/repos/{owner}/{repo}/compare/{basehead:path}", resources.Compare),
+    # git's smart HTTP protocol, where `clone_url` points (`{repo}` may end in `.git`)
+    ("/{owner}/{repo}/info/refs", smart_http.InfoRefs),
+    ("/{owner}/{repo}/git-upload-pack", smart_http.UploadPack),
+    ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack),
     *lifecycle.ROUTES,  # a pull request's life: CI results, conversation, review, merge
 )
 
@@ -97,6 +116,7 @@ def create_provider_app():
     app.add_error_handler(falcon.HTTPError, _not_found)
     app.add_error_handler(errors.GitHubError, _github_error)
     app.add_error_handler(bodies.BodyTooLarge, _too_large)
+    app.add_error_handler(smart_http.GitAnswer, smart_http.git_error)
     return app
 
 
@@ -110,9 +130,11 @@ def create_service(settings=None):
                    webhooks=True, webhook_ping=admin.webhook_ping,
                    webhook_headers=events.delivery_headers,
                    webhook_user_agent="GitHub-Hookshot/mockingbird",
-                   # each token is a user; the credential map may route it and name its user
-                   credential=actors.credential,
-                   admin_routes=admin.ROUTES)
+                   admin_routes=admin.ROUTES,
+                   # REST and git alike: a token routes through the credential map
+                   credential=context.credential,
+                   read_operations={"git/upload-pack"}, own_transactions={"git/receive-pack"},
+                   body_limits={"git/receive-pack": smart_http.MAX_PUSH})
 
 
 def from_env(environ):

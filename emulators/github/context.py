@@ -3,6 +3,7 @@
 Every URL the emulator returns points back at itself (scheme, host, mount prefix, and the
 `<admin prefix>/ns/<name>` path carrier when one was used), so real clients keep talking to it.
 """
+import base64
 from urllib.parse import quote
 
 _FORM_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")
@@ -62,3 +63,24 @@ def checkpoint(instance):
     """Commit a Timeline checkpoint of the instance's current state now; return its id."""
     # The runtime reuses it for `x-mockingbird-checkpoint`, so the body and header agree.
     return instance.checkpoint()
+
+
+def credential(environ):
+    """Return the token a request carries, as GitHub reads it (the credential map's key):
+    `Authorization: Bearer <t>` or `token <t>`, or Basic `x-access-token:<t>` (any user name
+    with the token as password; a token as user name with an empty or `x-oauth-basic`
+    password), which is how git sends a token in the URL. None without one."""
+    header = environ.get("HTTP_AUTHORIZATION") or ""
+    scheme, _, value = header.strip().partition(" ")
+    value = value.strip()
+    if scheme.lower() in ("bearer", "token"):
+        return value or None
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, _, password = base64.b64decode(value, validate=True).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if password and password != "x-oauth-basic":
+        return password
+    return user or None

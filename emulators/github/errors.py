@@ -18,6 +18,25 @@ DOCS = {
     "pulls/get": "https://docs.github.com/rest/pulls/pulls#get-a-pull-request",
     "pulls/create": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
     "pulls/update": "https://docs.github.com/rest/pulls/pulls#update-a-pull-request",
+    "pulls/list-commits":
+        "https://docs.github.com/rest/pulls/pulls#list-commits-on-a-pull-request",
+    "pulls/list-files": "https://docs.github.com/rest/pulls/pulls#list-pull-requests-files",
+    "repos/get-content": "https://docs.github.com/rest/repos/contents#get-repository-content",
+    "repos/create-or-update-file-contents":
+        "https://docs.github.com/rest/repos/contents#create-or-update-file-contents",
+    "repos/delete-file": "https://docs.github.com/rest/repos/contents#delete-a-file",
+    "repos/get-readme":
+        "https://docs.github.com/rest/repos/contents#get-a-repository-readme",
+    "git/create-blob": "https://docs.github.com/rest/git/blobs#create-a-blob",
+    "git/get-blob": "https://docs.github.com/rest/git/blobs#get-a-blob",
+    "git/create-tree": "https://docs.github.com/rest/git/trees#create-a-tree",
+    "git/get-tree": "https://docs.github.com/rest/git/trees#get-a-tree",
+    "git/create-commit": "https://docs.github.com/rest/git/commits#create-a-commit",
+    "git/get-commit": "https://docs.github.com/rest/git/commits#get-a-commit-object",
+    "repos/list-commits": "https://docs.github.com/rest/commits/commits#list-commits",
+    "repos/get-commit": "https://docs.github.com/rest/commits/commits#get-a-commit",
+    "repos/compare-commits-with-basehead":
+        "https://docs.github.com/rest/commits/commits#compare-two-commits",
 }
 # a pull request's life: operationId -> GitHub's documentation page and anchor
 DOCS.update({op: f"https://docs.github.com/rest/{page}" for op, page in {
@@ -114,6 +133,10 @@ class Unprocessable(BasicError, status=422):
 
 class EmptyRepository(BasicError, status=409, message="Git Repository is empty."):
     """Creating a ref in a repository with no branch at all."""
+
+
+class Conflict(BasicError, status=409):
+    """A 409 with the basic envelope (a contents write against a stale blob sha)."""
 
 
 class ValidationFailed(GitHubError):
@@ -237,3 +260,8 @@ class RefRejected(GitHubError):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
+
+
+class NotFoundMessage(BasicError, status=404):
+    """A 404 whose message says what is missing (`Branch x not found`, `This repository is
+    empty.`), as GitHub's contents API words them."""

@@ -10,7 +10,7 @@ from emulators.runtime import instance_of
 
 from . import context
 from .presets import LOST_UPDATE
-from .resources import _accepted, _answer, _body, backend_of
+from .resources import Commit, _accepted, _answer, _body, backend_of
 from .schemas import page_query
 
 
@@ -102,6 +102,25 @@ class CommitCheckSuites:
 
     def on_get(self, req, resp, owner, repo, ref):
         _answer(resp, 200, backend_of(req).list_check_suites(owner, repo, ref, _pairs(req)))
+
+
+class CommitPaths(Commit):
+    """`GET /repos/{owner}/{repo}/commits/{ref}` and what hangs below a commit: `/status`,
+    `/statuses`, `/check-runs`, `/check-suites`.
+
+    One route, because a ref may hold slashes (`commits/feature/x/status`): the last segment
+    names the listing, the rest the ref, and the request is routed as its own template.
+    """
+
+    TAILS = {"status": CombinedStatus, "statuses": CommitStatuses,
+             "check-runs": CommitCheckRuns, "check-suites": CommitCheckSuites}
+
+    def on_get(self, req, resp, owner, repo, ref):
+        head, _, tail = ref.rpartition("/")
+        if head and tail in self.TAILS:
+            req.uri_template = f"/repos/{{owner}}/{{repo}}/commits/{{ref}}/{tail}"
+            return self.TAILS[tail]().on_get(req, resp, owner, repo, head)
+        return super().on_get(req, resp, owner, repo, ref)
 
 
 class CheckSuite:
@@ -313,12 +332,8 @@ class BranchProtection:
         _wrote(req, resp, 204, None, branch=branch)
 
 
-ROUTES = (  # path, resource class (app.py adds them to its table)
+ROUTES = (  # path, resource class (app.py adds them to its table; CommitPaths is its own row)
     ("/repos/{owner}/{repo}/statuses/{sha}", Statuses),
-    ("/repos/{owner}/{repo}/commits/{ref}/statuses", CommitStatuses),
-    ("/repos/{owner}/{repo}/commits/{ref}/status", CombinedStatus),
-    ("/repos/{owner}/{repo}/commits/{ref}/check-runs", CommitCheckRuns),
-    ("/repos/{owner}/{repo}/commits/{ref}/check-suites", CommitCheckSuites),
     ("/repos/{owner}/{repo}/check-runs", CheckRuns),
     ("/repos/{owner}/{repo}/check-runs/{check_run_id}", CheckRun),
     ("/repos/{owner}/{repo}/check-runs/{check_run_id}/rerequest", CheckRunRerequest),

@@ -13,6 +13,9 @@ from emulators.runtime.state.clock import iso
 
 from . import actors, errors, events, git, ids, shapes
 from .checks import CheckRules
+from .commits import CommitRules
+from .contents import ContentRules
+from .gitdata import GitDataRules
 from .issues import IssueRules
 from .merges import MergeRules
 from .objects import GitObjects
@@ -35,8 +38,8 @@ def _js_key_order(keys):
     return indices + [k for k in keys if not is_index(k)]
 
 
-class GitHubBackend(RefRules, PullRules, StatusRules, CheckRules, IssueRules, ReviewRules,
-                    ProtectionRules, MergeRules):
+class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules, StatusRules,
+                    CheckRules, IssueRules, ReviewRules, ProtectionRules, MergeRules):
     """The rules of one namespace's GitHub over its records; URLs are built from `base_url`.
 
     `actor` is the login the request acts as, or a callable returning it (looked up once,

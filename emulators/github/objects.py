@@ -211,6 +211,24 @@ class GitObjects:
             entry = {**found[0], "path": (entry["path"] + "/" if entry["path"] else "") + part}
         return entry
 
+    def changes(self, old_tree, new_tree):
+        """Return the file changes between two trees (`old_tree` None: everything is added):
+        `[{filename, status, old_sha, new_sha, old_mode, new_mode}]`, status `added`,
+        `removed` or `modified`, sorted by path."""
+        out = []
+        for change in self.store.tree_changes(old_tree and old_tree.encode(),
+                                              new_tree.encode()):
+            (old_path, new_path), (old_mode, new_mode), (old_sha, new_sha) = change
+            status = "added" if old_path is None else "removed" if new_path is None \
+                else "modified"
+            out.append({"filename": (new_path or old_path).decode("utf-8", "surrogateescape"),
+                        "status": status,
+                        "old_sha": old_sha and old_sha.decode(),
+                        "new_sha": new_sha and new_sha.decode(),
+                        "old_mode": old_mode and f"{old_mode:06o}",
+                        "new_mode": new_mode and f"{new_mode:06o}"})
+        return sorted(out, key=lambda c: c["filename"])
+
     def graph(self):
         """Return `{commit sha: [parent shas]}` of every commit of the repository."""
         return self.store.graph()

@@ -256,7 +256,6 @@ _LIFE = [
     ("delete", "/repos/{owner}/{repo}/branches/{branch}/protection",
      "repos/delete-branch-protection", "Delete branch protection", "204", False),
 ]
-DOCUMENT["components"]["schemas"]["Object"] = {"type": "object"}
 
 
 def _life_op(operation_id, summary, path, status, has_body):
@@ -273,3 +272,87 @@ def _life_op(operation_id, summary, path, status, has_body):
 for _method, _path, _id, _summary, _status, _has_body in _LIFE:
     DOCUMENT["paths"].setdefault(_path, {})[_method] = _life_op(_id, _summary, _path, _status,
                                                                 _has_body)
+
+
+def _git_op(operation_id, summary, method):
+    """A smart HTTP operation (git's protocol, not REST): named so journal, faults and
+    metrics see pushes and fetches."""
+    op = {"operationId": operation_id, "summary": summary, "x-mockingbird-git": True,
+          "parameters": list(_OWNER_REPO),
+          "responses": {"200": {"description": "git protocol data"},
+                        "401": {"description": "credentials needed (Basic, x-access-token)"},
+                        "404": {"description": "Repository not found"}}}
+    if method == "get":
+        op["parameters"].append({"name": "service", "in": "query", "required": True,
+                                 "schema": {"type": "string", "enum": [
+                                     "git-upload-pack", "git-receive-pack"]}})
+    return op
+
+
+DOCUMENT["paths"].update({
+    "/{owner}/{repo}/info/refs": {"get": _git_op(
+        "git/info-refs", "Advertise refs for git (smart HTTP)", "get")},
+    "/{owner}/{repo}/git-upload-pack": {"post": _git_op(
+        "git/upload-pack", "Clone or fetch: negotiate and send a pack", "post")},
+    "/{owner}/{repo}/git-receive-pack": {"post": _git_op(
+        "git/receive-pack", "Push: receive a pack, update refs (as git/update-ref)", "post")},
+})
+
+
+def _slash(name):
+    return {"name": name, "in": "path", "required": True, "x-slash-bearing": True,
+            "schema": {"type": "string", "minLength": 1}}
+
+
+def _sha_param(name):
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+_REF_QUERY = [{"name": "ref", "in": "query", "schema": {"type": "string"}}]
+_COMMITS_QUERY = [{"name": "sha", "in": "query", "schema": {"type": "string"}},
+                  {"name": "path", "in": "query", "schema": {"type": "string"}}, *_PAGE_QUERY]
+_CONTENT = {
+    "get": _op("repos/get-content", "Get repository content (a file or a folder) at ?ref=",
+               [_slash("path")], "200", "Object", query=_REF_QUERY),
+    "put": _op("repos/create-or-update-file-contents", "Create or update a file (a commit)",
+               [_slash("path")], "200", "Object", body="Object"),
+    "delete": _op("repos/delete-file", "Delete a file (a commit)", [_slash("path")], "200",
+                  "Object", body="Object")}
+DOCUMENT["components"]["schemas"]["Object"] = {"type": "object"}
+DOCUMENT["components"]["schemas"]["Objects"] = {"type": "array", "items": {"type": "object"}}
+DOCUMENT["paths"].update({
+    "/repos/{owner}/{repo}/contents/{path}": _CONTENT,
+    "/repos/{owner}/{repo}/contents": {
+        method: {**op, "parameters": [*_OWNER_REPO, *(_REF_QUERY if method == "get" else ()),
+                                      _VERSION]}
+        for method, op in _CONTENT.items()},
+    "/repos/{owner}/{repo}/readme": {"get": _op(
+        "repos/get-readme", "Get the README", [], "200", "Object", query=_REF_QUERY)},
+    "/repos/{owner}/{repo}/git/blobs": {"post": _op(
+        "git/create-blob", "Create a blob", [], "201", "Object", body="Object")},
+    "/repos/{owner}/{repo}/git/blobs/{file_sha}": {"get": _op(
+        "git/get-blob", "Get a blob", [_sha_param("file_sha")], "200", "Object")},
+    "/repos/{owner}/{repo}/git/trees": {"post": _op(
+        "git/create-tree", "Create a tree (over base_tree)", [], "201", "Object",
+        body="Object")},
+    "/repos/{owner}/{repo}/git/trees/{tree_sha}": {"get": _op(
+        "git/get-tree", "Get a tree (?recursive)", [_slash("tree_sha")], "200", "Object",
+        query=[{"name": "recursive", "in": "query", "schema": {"type": "string"}}])},
+    "/repos/{owner}/{repo}/git/commits": {"post": _op(
+        "git/create-commit", "Create a commit", [], "201", "Object", body="Object")},
+    "/repos/{owner}/{repo}/git/commits/{commit_sha}": {"get": _op(
+        "git/get-commit", "Get a commit object", [_sha_param("commit_sha")], "200", "Object")},
+    "/repos/{owner}/{repo}/commits": {"get": _op(
+        "repos/list-commits", "List commits", [], "200", "Objects", query=_COMMITS_QUERY)},
+    "/repos/{owner}/{repo}/commits/{ref}": {"get": _op(
+        "repos/get-commit", "Get a commit (with files)", [_slash("ref")], "200", "Object")},
+    "/repos/{owner}/{repo}/compare/{basehead}": {"get": _op(
+        "repos/compare-commits-with-basehead", "Compare two commits (base...head)",
+        [_slash("basehead")], "200", "Object", query=_PAGE_QUERY)},
+    "/repos/{owner}/{repo}/pulls/{pull_number}/commits": {"get": _op(
+        "pulls/list-commits", "List commits on a pull request", [_PULL_NUMBER], "200",
+        "Objects", query=_PAGE_QUERY)},
+    "/repos/{owner}/{repo}/pulls/{pull_number}/files": {"get": _op(
+        "pulls/list-files", "List pull request files", [_PULL_NUMBER], "200", "Objects",
+        query=_PAGE_QUERY)},
+})

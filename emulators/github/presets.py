@@ -1,7 +1,8 @@
 """The GitHub fault presets (`/__admin/faults/presets`): exact statuses, bodies, headers."""
 from .errors import TROUBLESHOOTING
 
-MUTATIONS = ("git/create-ref", "git/update-ref", "pulls/create", "pulls/update")
+MUTATIONS = ("git/create-ref", "git/update-ref", "pulls/create", "pulls/update",
+             "git/receive-pack")
 ACCEPTED_DROP = "github.accepted_drop"
 LOST_UPDATE = "github.lost_update"  # a check run update answered 200 and never applied
 
@@ -27,6 +28,7 @@ PRESETS = {
     "github_pr_update_accepted_drop": _accepted_drop("pulls/update"),
     "github_ref_create_accepted_drop": _accepted_drop("git/create-ref"),
     "github_ref_update_accepted_drop": _accepted_drop("git/update-ref"),
+    "github_push_accepted_drop": _accepted_drop("git/receive-pack"),
     "github_pr_merge_accepted_drop": _accepted_drop("pulls/merge"),
     "github_check_run_update_lost": {
         "description": "Answer one check run update 200 as if applied, and apply nothing (the "

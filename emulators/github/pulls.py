@@ -102,6 +102,15 @@ class PullRules:
             self.store.put_repo(repo["key"], repo)
             self._open_pulls[repo["key"]] = repo["open_pulls"]
 
+    def _pull_record(self, owner, name, raw_number, op):
+        """Return (repository record, PR record) of a PR path, or raise 404."""
+        repo = self._repo(owner, name, op)
+        number = parse_pull_number(raw_number)
+        pull = self.store.pull(repo["key"], number) if number else None
+        if pull is None:
+            raise errors.NotFound(op)
+        return repo, pull
+
     def get_pull(self, owner, name, raw_number):
         op = "pulls/get"
         repo = self._repo(owner, name, op)

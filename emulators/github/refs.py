@@ -109,8 +109,21 @@ class RefRules:
         _check_writable_ref(ref_name, op)
         if "force" in body and not isinstance(body["force"], bool):
             raise errors.Unprocessable(op, "Invalid request: force must be boolean")
-        return self.ref_json(repo, self._fast_forward(repo["key"], ref_name, sha,
-                                                      force=body.get("force") is True, op=op))
+        with self.transaction():
+            current = self.store.ref(repo["key"], ref_name)
+            if current is not None and sha in self.store.graph(repo["key"]):
+                self._refuse_protected(repo, op, ref_name, current["sha"], sha)
+            return self.ref_json(repo, self._fast_forward(repo["key"], ref_name, sha,
+                                                          force=body.get("force") is True,
+                                                          op=op))
+
+    def _refuse_protected(self, repo, op, ref_name, old, new):
+        """Refuse a REST ref write (`new` None: a deletion) that branch protection forbids,
+        with the reasons a push is refused for (422)."""
+        reason = self._protected(repo, old, new or events.ZERO_SHA, ref_name)
+        if reason is not None:
+            lines = reason.split("\n")[1:]
+            raise errors.Unprocessable(op, " ".join([lines[0][len("GH006: "):], *lines[1:]]))
 
     def _fast_forward(self, key, ref_name, sha, *, force, op):
         """Check-and-write a ref move atomically against the tip current right now."""
@@ -147,6 +160,7 @@ class RefRules:
             ref = self.store.ref(key, ref_name)
             if ref is None:
                 raise errors.Unprocessable(op, "Reference does not exist")
+            self._refuse_protected(repo, op, ref_name, ref["sha"], None)
             self._remove_ref(repo, ref)
         return ref
 
@@ -182,7 +196,9 @@ class RefRules:
                 self._remove_ref(repo, ref)
                 return ref
             graph = self.store.graph(key)
-            if sha not in graph:
+            if sha not in graph and not (not ref_name.startswith("refs/heads/")
+                                         and has_objects(repo)
+                                         and self.git(repo, op).kind(sha) is not None):
                 raise errors.RefRejected("missing necessary objects")
             if ref is None:
                 for existing in self.store.refs(key):
@@ -197,6 +213,65 @@ class RefRules:
             if not force and not fast_forward:
                 raise errors.RefRejected("non-fast-forward")
             return self._move_ref(key, ref, sha, forced=not fast_forward)
+
+    def advertised_refs(self, repo):
+        """Return the refs git sees `{name: sha}`: every branch and tag, and
+        `refs/pull/<n>/head` of every PR (the head branch's tip while open, its last head once
+        closed), as GitHub keeps them."""
+        key = repo["key"]
+        refs = {r["ref"]: r["sha"] for r in self.store.refs(key)}
+        for pull in self.store.pulls({"repo": key}, order_by=None, desc=False, limit=None,
+                                     offset=0):
+            tip = refs.get(f"refs/heads/{pull['head_ref']}") if pull["state"] == "open" else None
+            refs[f"refs/pull/{pull['number']}/head"] = tip or pull["head_sha"]
+        return refs
+
+    def push(self, repo, commands, atomic):
+        """Apply a push's `(old, new, ref)` commands as ref writes (`write_ref`: events,
+        synchronize, PRs closed by a deletion); return `[(ref, "ok" or git's reason)]`.
+
+        Each ref is its own savepoint; `atomic` (git push --atomic) keeps all or none. The
+        client decided about fast-forwards (git refuses a non-fast-forward unless --force), so
+        the server takes any move whose `old` still holds, as GitHub does without branch
+        protection.
+        """
+        has_heads = self.store.count_refs(repo["key"], "heads") > 0
+        default = f"refs/heads/{repo['default_branch']}"
+        if not has_heads:  # the default branch, when pushed, is created first: it stays default
+            commands = sorted(commands, key=lambda c: c[2] != default)
+        statuses = []
+        try:
+            with self.transaction():
+                for old, new, ref_name in commands:
+                    reason = _push_refusal(ref_name) or self._protected(repo, old, new,
+                                                                        ref_name)
+                    if reason is None:
+                        try:
+                            with self.transaction():
+                                self.write_ref(repo, ref_name, None if new == events.ZERO_SHA
+                                               else new, force=True, expect=old,
+                                               op="git/receive-pack")
+                        except errors.RefRejected as exc:
+                            reason = exc.reason
+                    statuses.append((ref_name, reason or "ok"))
+                if atomic and any(status != "ok" for _ref, status in statuses):
+                    raise _AtomicFailure()
+        except _AtomicFailure:
+            statuses = [(ref, "atomic push failed" if status == "ok" else status)
+                        for ref, status in statuses]
+        return statuses
+
+    def _protected(self, repo, old, new, ref_name):
+        """GitHub's refusal of a push that branch protection forbids: the `ng` reason, then
+        the lines git shows as `remote: error:` (protection.py), or None."""
+        if old == events.ZERO_SHA:
+            return None
+        deleting = new == events.ZERO_SHA
+        forced = not deleting and not git.is_ancestor(self.store.graph(repo["key"]), old, new)
+        refusal = self.push_refusal(repo, ref_name, old, None if deleting else new,
+                                    forced=forced)
+        return None if refusal is None else "\n".join(["protected branch hook declined",
+                                                       *refusal])
 
     def _first_branch(self, repo, branch):
         """The first branch pushed to an empty repository becomes its default, as on GitHub."""
@@ -275,3 +350,16 @@ def _check_writable_ref(ref_name, op):
         raise errors.Unprocessable(op, "Reference name is not valid")
     if ref_name.startswith("refs/pull/"):
         raise errors.Unsupported(PULL_REFS)
+
+
+class _AtomicFailure(Exception):
+    """Rolls an atomic push back when one of its refs was refused."""
+
+
+def _push_refusal(ref_name):
+    """Return why a push may not write `ref_name` (GitHub's words), or None."""
+    if ref_name.startswith("refs/pull/"):
+        return "deny updating a hidden ref"
+    if not git.valid_ref_name(ref_name):
+        return "funny refname"
+    return None

@@ -10,7 +10,7 @@ import falcon
 
 from emulators.runtime import instance_of
 
-from . import actors, context, media, schemas
+from . import actors, context, errors, media, schemas
 from .models import GitHubBackend
 from .presets import ACCEPTED_DROP
 
@@ -18,8 +18,8 @@ from .presets import ACCEPTED_DROP
 def backend_for(instance, environ=None):
     """Build the rules object over one instance's records, clock, transaction and base URL,
     acting as the user of the request's token (`environ`; none: the default member)."""
-    actor = (lambda: actors.login_of(instance, environ)) if environ is not None \
-        else actors.DEFAULT
+    actor = (lambda: actors.login_of(instance, context.credential(environ))) \
+        if environ is not None else actors.DEFAULT
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
                          transaction=instance.transaction, base_url=context.public_base(instance),
                          emit=instance.emit, objects=instance.objects, actor=actor)
@@ -192,3 +192,168 @@ class Pull:
         pull = backend_for(instance, req.env).update_pull(owner, repo, pull_number, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
         _answer_pulls(resp, 200, pull, param)
+
+
+# git objects: contents, git data, commits -------------------------------------------------
+
+def _pairs(req):
+    return parse_qsl(req.query_string, keep_blank_values=True)
+
+
+def _json_body(req, op):
+    """The JSON object a git data or contents write sends (400 when it is not JSON)."""
+    kind, value = _body(req)
+    if kind == "invalid":
+        raise errors.ProblemsParsingJSON(op)
+    return value if kind == "json" and isinstance(value, dict) else {}
+
+
+def _paged(req, resp, items, page, last):
+    header = context.link_header(instance_of(req), req, _pairs(req), page, last)
+    if header:
+        resp.set_header("Link", header)
+    _answer(resp, 200, items)
+
+
+def _raw_wanted(req):
+    """Tell whether `Accept` asks for a file's raw bytes (`application/vnd.github.raw`)."""
+    accept = (req.get_header("Accept") or "").lower()
+    return any(kind.strip().split(";")[0] in ("application/vnd.github.raw",
+                                              "application/vnd.github.v3.raw")
+               for kind in accept.split(","))
+
+
+def _content_answer(req, resp, shape, raw):
+    if raw is not None and _raw_wanted(req):
+        resp.status = 200
+        resp.content_type = "application/vnd.github.raw"
+        resp.data = raw
+        return
+    _answer(resp, 200, shape)
+
+
+class Contents:
+    """`GET|PUT|DELETE /repos/{owner}/{repo}/contents/{path}`: read a file or folder at
+    `?ref=`; write or delete a file as a commit."""
+
+    def on_get(self, req, resp, owner, repo, path=""):
+        shape, raw = backend_for(instance_of(req)).get_content(owner, repo, path, _pairs(req))
+        _content_answer(req, resp, shape, raw)
+
+    def on_put(self, req, resp, owner, repo, path=""):
+        instance = instance_of(req)
+        op = "repos/create-or-update-file-contents"
+        status, answer = backend_for(instance).put_content(owner, repo, path,
+                                                           _json_body(req, op))
+        _accepted(instance, commit=answer["commit"]["sha"])
+        _answer(resp, status, answer)
+
+    def on_delete(self, req, resp, owner, repo, path=""):
+        instance = instance_of(req)
+        answer = backend_for(instance).delete_file(owner, repo, path,
+                                                   _json_body(req, "repos/delete-file"))
+        _accepted(instance, commit=answer["commit"]["sha"])
+        _answer(resp, 200, answer)
+
+
+class Readme:
+    """`GET /repos/{owner}/{repo}/readme`."""
+
+    def on_get(self, req, resp, owner, repo):
+        shape, raw = backend_for(instance_of(req)).get_readme(owner, repo, _pairs(req))
+        _content_answer(req, resp, shape, raw)
+
+
+class Blobs:
+    """`POST /repos/{owner}/{repo}/git/blobs`."""
+
+    def on_post(self, req, resp, owner, repo):
+        instance = instance_of(req)
+        answer = backend_for(instance).create_blob(owner, repo,
+                                                   _json_body(req, "git/create-blob"))
+        _accepted(instance, sha=answer["sha"])
+        _answer(resp, 201, answer)
+
+
+class Blob:
+    """`GET /repos/{owner}/{repo}/git/blobs/{file_sha}`."""
+
+    def on_get(self, req, resp, owner, repo, file_sha):
+        _answer(resp, 200, backend_for(instance_of(req)).get_blob(owner, repo, file_sha))
+
+
+class Trees:
+    """`POST /repos/{owner}/{repo}/git/trees`."""
+
+    def on_post(self, req, resp, owner, repo):
+        instance = instance_of(req)
+        answer = backend_for(instance).create_tree(owner, repo,
+                                                   _json_body(req, "git/create-tree"))
+        _accepted(instance, sha=answer["sha"])
+        _answer(resp, 201, answer)
+
+
+class Tree:
+    """`GET /repos/{owner}/{repo}/git/trees/{tree_sha}?recursive`."""
+
+    def on_get(self, req, resp, owner, repo, tree_sha):
+        recursive = any(name == "recursive" for name, _value in _pairs(req))
+        _answer(resp, 200, backend_for(instance_of(req)).get_tree(owner, repo, tree_sha,
+                                                                  recursive))
+
+
+class GitCommits:
+    """`POST /repos/{owner}/{repo}/git/commits`."""
+
+    def on_post(self, req, resp, owner, repo):
+        instance = instance_of(req)
+        answer = backend_for(instance).create_commit(owner, repo,
+                                                     _json_body(req, "git/create-commit"))
+        _accepted(instance, sha=answer["sha"])
+        _answer(resp, 201, answer)
+
+
+class GitCommit:
+    """`GET /repos/{owner}/{repo}/git/commits/{commit_sha}`."""
+
+    def on_get(self, req, resp, owner, repo, commit_sha):
+        _answer(resp, 200, backend_for(instance_of(req)).get_git_commit(owner, repo,
+                                                                        commit_sha))
+
+
+class Commits:
+    """`GET /repos/{owner}/{repo}/commits?sha&path&page&per_page`."""
+
+    def on_get(self, req, resp, owner, repo):
+        _paged(req, resp, *backend_for(instance_of(req)).list_commits(owner, repo, _pairs(req)))
+
+
+class Commit:
+    """`GET /repos/{owner}/{repo}/commits/{ref}`: one commit with its files."""
+
+    def on_get(self, req, resp, owner, repo, ref):
+        _answer(resp, 200, backend_for(instance_of(req)).get_commit(owner, repo, ref))
+
+
+class Compare:
+    """`GET /repos/{owner}/{repo}/compare/{base}...{head}`."""
+
+    def on_get(self, req, resp, owner, repo, basehead):
+        _answer(resp, 200, backend_for(instance_of(req)).compare(owner, repo, basehead,
+                                                                 _pairs(req)))
+
+
+class PullCommits:
+    """`GET /repos/{owner}/{repo}/pulls/{pull_number}/commits`."""
+
+    def on_get(self, req, resp, owner, repo, pull_number):
+        _paged(req, resp, *backend_for(instance_of(req)).pull_commits(owner, repo, pull_number,
+                                                                      _pairs(req)))
+
+
+class PullFiles:
+    """`GET /repos/{owner}/{repo}/pulls/{pull_number}/files`."""
+
+    def on_get(self, req, resp, owner, repo, pull_number):
+        _paged(req, resp, *backend_for(instance_of(req)).pull_files(owner, repo, pull_number,
+                                                                    _pairs(req)))

@@ -61,6 +61,9 @@ class Runtime:
         self._checked = set()  # namespaces of provider requests that passed the pattern
         self._stamps = {}
         self._provider = None
+        self._reads = frozenset(getattr(service, "read_operations", ()))
+        self._own = frozenset(getattr(service, "own_transactions", ()))
+        self._limits = dict(getattr(service, "body_limits", None) or {})
         self.admin = Admin(emulator)
         self._locate = emulator.locate  # once per request: one attribute lookup saved
 
@@ -157,8 +160,8 @@ class Runtime:
                 return self._answer(call, "409 Conflict", error_body(error.message),
                                     [("content-type", JSON)])
 
-        mutation = method in MUTATING and scratch is None
-        if mutation:
+        mutation = method in MUTATING and scratch is None and operation not in self._reads
+        if mutation and operation not in self._own:
             # One write transaction for the fault check, the handler's writes, the checkpoint
             # and the journal: a single commit per mutation, committed even when the handler
             # raises or drops. Only a rule that fires (it may sleep) moves dispatch to a
@@ -198,7 +201,7 @@ class Runtime:
             return self._answer(call, falcon.code_to_http_status(status), body, headers,
                                 fault=terminal.id)
 
-        if mutation:
+        if mutation and operation not in self._own:
             with self.db.transaction(commit_on_error=True):
                 instance = Instance(self.emulator, namespace, branch, key, method,
                                     environ, hits, self.clocks.version())
@@ -230,7 +233,8 @@ class Runtime:
         environ, start_response, entry, echo, started = call
         environ["emulators.instance"] = instance
         # a body past the limit is refused by the provider's first read
-        guard(environ, self.emulator.settings.max_body)
+        operation = entry.get("operationId")
+        guard(environ, self._limits.get(operation, self.emulator.settings.max_body))
         captured = []
 
         def capture(status, headers, exc_info=None):
@@ -255,11 +259,12 @@ class Runtime:
         code = int(status[:3])
         entry["status"] = code
         commit = None
-        if 200 <= code < 400 and instance.method in MUTATING and scratch is None:
+        if 200 <= code < 400 and instance.method in MUTATING and scratch is None \
+                and operation not in self._reads:
             fresh = instance.fresh_checkpoint()
             if fresh is not None:
                 headers.append(("x-mockingbird-checkpoint", fresh))
-            else:
+            elif operation not in self._own:  # those commit their own (accept()), or none
                 commit = instance.branch
         self._finish_accepted(instance, entry)
         if code >= 400 and "faultId" not in entry:

@@ -29,11 +29,21 @@ class Service:
     webhook_ping = None
     webhook_headers = None
     webhook_user_agent = "Mockingbird-Hookshot/1"
+    # Operations whose method says "write" but which write nothing (git's upload-pack is a POST
+    # that only reads): no transaction, no checkpoint, as for a GET.
+    read_operations = frozenset()
+    # Writes that run their own transactions (git's receive-pack reads a whole pack before it
+    # writes anything: holding the write lock while a slow client uploads would stall every
+    # other writer). They commit with `instance.transaction()` and `instance.accept()`.
+    own_transactions = frozenset()
+    # {operationId: bytes}: a larger body limit than Settings.max_body for these operations
+    body_limits = {}
 
     def __init__(self, *, name, version="0.0.0-development", default_port=0, openapi=None,
                  provider_app=None, presets=None, admin_routes=(), describe=None, reset=None,
                  credential=None, webhooks=False, webhook_ping=None, webhook_headers=None,
-                 webhook_user_agent=None):
+                 webhook_user_agent=None, read_operations=(), own_transactions=(),
+                 body_limits=None):
         self.name = name
         self.version = version
         self.default_port = default_port
@@ -53,6 +63,9 @@ class Service:
             self.webhook_headers = webhook_headers
         if webhook_user_agent is not None:
             self.webhook_user_agent = webhook_user_agent
+        self.read_operations = frozenset(read_operations)
+        self.own_transactions = frozenset(own_transactions)
+        self.body_limits = dict(body_limits or {})
 
     def provider_app(self):
         """Return a falcon.App with the provider routes at the root."""

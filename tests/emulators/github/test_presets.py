@@ -45,7 +45,7 @@ def test_presets_are_listed_in_declaration_order_with_reference_descriptions(gh)
 
 def test_applying_a_preset_expands_rule_ids(gh):
     res = gh.preset("github_denied")
-    assert [r["id"] for r in res.json["rules"]] == [f"github_denied_{n}" for n in range(1, 5)]
+    assert [r["id"] for r in res.json["rules"]] == [f"github_denied_{n}" for n in range(1, 6)]
     res = gh.preset("github_pr_create_accepted_drop")
     assert [r["id"] for r in res.json["rules"]] == ["github_pr_create_accepted_drop"]
 

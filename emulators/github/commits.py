@@ -1,0 +1,285 @@
+"""Commits of a repository of git objects: their GitHub shapes, lists, comparisons, diffs.
+
+A mixin of `models.GitHubBackend`, which holds the store, clock and object layer.
+"""
+import difflib
+from datetime import datetime, timedelta, timezone
+
+from . import errors, git, ids, schemas, shapes
+from .objects import DEFAULT_PERSON
+
+MAX_COMPARE_COMMITS = 250  # GitHub lists at most 250 commits in a comparison (and a PR)
+MAX_FILES = 3000  # and at most 3000 files
+MAX_PATCH = 1024 * 1024  # no patch for a blob past 1 MiB, as GitHub leaves out large diffs
+
+
+def person(raw, when, offset):
+    """Split git's `Name <email>` and time into GitHub's `{name, email, date}`."""
+    text = raw.decode("utf-8", "replace")
+    name, _, rest = text.partition(" <")
+    zone = timezone(timedelta(seconds=offset))
+    date = datetime.fromtimestamp(when, zone).astimezone(timezone.utc)
+    return {"name": name.strip(), "email": rest.rstrip(">").strip(),
+            "date": date.strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+
+def _push_time(when, offset):
+    return datetime.fromtimestamp(when, timezone(timedelta(seconds=offset))).isoformat()
+
+
+def info(objects, sha):
+    """Return a commit's fields GitHub shows `{tree, parents, message, author, committer,
+    node_id}`, or None when `sha` is not a commit."""
+    commit = objects.commit(sha)
+    if commit is None:
+        return None
+    return {"tree": commit.tree.decode(), "parents": [p.decode() for p in commit.parents],
+            "message": commit.message.decode("utf-8", "replace"),
+            "author": person(commit.author, commit.author_time, commit.author_timezone),
+            "committer": person(commit.committer, commit.commit_time, commit.commit_timezone),
+            "node_id": ids.node_id("github-commits", "C_", sha)}
+
+
+def _lines(data):
+    return data.decode("utf-8", "replace").splitlines(keepends=True)
+
+
+def changed_files(objects, old_tree, new_tree):
+    """Return the changed files between two trees with GitHub's counts: `[{filename, status,
+    sha, additions, deletions, patch}]` (no patch for binary or large blobs)."""
+    out = []
+    for change in objects.changes(old_tree, new_tree)[:MAX_FILES]:
+        old = objects.blob(change["old_sha"]) if change["old_sha"] else b""
+        new = objects.blob(change["new_sha"]) if change["new_sha"] else b""
+        old, new = old or b"", new or b""
+        entry = {"filename": change["filename"], "status": change["status"],
+                 "sha": change["new_sha"] or change["old_sha"], "additions": 0,
+                 "deletions": 0, "patch": None}
+        if b"\0" not in old and b"\0" not in new and len(old) + len(new) <= MAX_PATCH:
+            hunks = list(difflib.unified_diff(_lines(old), _lines(new), n=3))[2:]
+            entry["additions"] = sum(1 for h in hunks if h.startswith("+"))
+            entry["deletions"] = sum(1 for h in hunks if h.startswith("-"))
+            entry["patch"] = "".join(h if h.endswith("\n") else h + "\n\\ No newline at end"
+                                     " of file\n" for h in hunks).rstrip("\n") or None
+        out.append(entry)
+    return out
+
+
+class CommitRules:
+    """The commit reads of `GitHubBackend` over a repository's objects."""
+
+    def _account(self, who):
+        """The GitHub account of a commit's author or committer: the acting user for its
+        email, else None (GitHub shows null for an email it knows no account of)."""
+        if who["email"] == DEFAULT_PERSON["email"]:
+            return shapes.user(self.base_url, self.store.owner(self._actor()))
+        return None
+
+    def _commit_json(self, repo, objects, sha, *, files=False):
+        found = info(objects, sha)
+        repo_url, html_url = self._urls(repo)
+        diff = None
+        if files:
+            parent = info(objects, found["parents"][0]) if found["parents"] else None
+            diff = [shapes.diff_entry(repo_url, html_url, sha, change) for change in
+                    changed_files(objects, parent["tree"] if parent else None, found["tree"])]
+        return shapes.commit(repo_url, html_url, sha, found,
+                             author=self._account(found["author"]),
+                             committer=self._account(found["committer"]), files=diff)
+
+    def _urls(self, repo):
+        login = self.store.owner(repo["owner"])["login"]
+        return (f"{self.base_url}/repos/{login}/{repo['name']}",
+                f"{self.base_url}/{login}/{repo['name']}")
+
+    def resolve(self, repo, objects, name):
+        """Return the commit sha a branch, tag, `refs/...` name or (abbreviated) sha names,
+        or None."""
+        key = repo["key"]
+        for candidate in (name, f"refs/heads/{name}", f"refs/tags/{name}"):
+            ref = self.store.ref(key, candidate) if candidate.startswith("refs/") else None
+            if ref is not None:
+                return self._peel(objects, ref["sha"])
+        lowered = name.lower()
+        if git.SHA_LOWER.match(lowered):
+            return self._peel(objects, lowered)
+        if 4 <= len(lowered) < 40 and all(c in "0123456789abcdef" for c in lowered):
+            found = [sha for sha in objects.graph() if sha.startswith(lowered)]
+            return found[0] if len(found) == 1 else None
+        return None
+
+    @staticmethod
+    def _peel(objects, sha):
+        obj = objects.object(sha)
+        while obj is not None and obj.type_num == 4:  # an annotated tag
+            obj = objects.object(obj.object[1].decode())
+        return obj.id.decode() if obj is not None and obj.type_num == 1 else None
+
+    def _git_with_history(self, owner, name, op):
+        repo, objects = self.git_repo(owner, name, op)
+        if self.store.count_refs(repo["key"], "heads") == 0:
+            raise errors.EmptyRepository(op)
+        return repo, objects
+
+    def list_commits(self, owner, name, params):
+        """Answer `repos/list-commits`: (a page of commits, page, last)."""
+        op = "repos/list-commits"
+        repo, objects = self._git_with_history(owner, name, op)
+        query = schemas.first_values(params)
+        tip = self.resolve(repo, objects, query.get("sha") or repo["default_branch"])
+        if tip is None:
+            raise errors.Unprocessable(op, f"No commit found for SHA: {query.get('sha')}")
+        shas = self.history(repo, tip, path=query.get("path") or None)
+        page, per_page = schemas.page_query(params)
+        offset = (page - 1) * per_page
+        return ([self._commit_json(repo, objects, sha) for sha in shas[offset:offset + per_page]],
+                page, -(-len(shas) // per_page))
+
+    def get_commit(self, owner, name, ref):
+        """Answer `repos/get-commit`: the commit with its `files` and `stats`."""
+        op = "repos/get-commit"
+        repo, objects = self._git_with_history(owner, name, op)
+        sha = self.resolve(repo, objects, ref)
+        if sha is None:
+            raise errors.Unprocessable(op, f"No commit found for SHA: {ref}")
+        return self._commit_json(repo, objects, sha, files=True)
+
+    def merge_base(self, objects, base, head):
+        """Return the newest commit reachable from both (git merge-base, for simple
+        histories: the first of head's ancestors, breadth first, that base reaches)."""
+        graph = objects.graph()
+        known = git.reachable(graph, base)
+        seen, queue = {head}, [head]
+        while queue:
+            sha = queue.pop(0)
+            if sha in known:
+                return sha
+            for parent in graph.get(sha, ()):
+                if parent not in seen:
+                    seen.add(parent)
+                    queue.append(parent)
+        return None
+
+    def between(self, objects, base, head):
+        """Return the commits reachable from `head` and not from `base`, oldest first."""
+        graph = objects.graph()
+        return git.new_commits(graph, head, git.reachable(graph, base))
+
+    def compare(self, owner, name, basehead, params):
+        """Answer `repos/compare-commits-with-basehead` (`base...head`)."""
+        op = "repos/compare-commits-with-basehead"
+        repo, objects = self._git_with_history(owner, name, op)
+        base_name, dots, head_name = basehead.partition("...")
+        if not dots:
+            base_name, dots, head_name = basehead.partition("..")
+        base = self.resolve(repo, objects, base_name) if dots else None
+        head = self.resolve(repo, objects, head_name) if dots else None
+        if base is None or head is None:
+            raise errors.NotFound(op)
+        merge_base = self.merge_base(objects, base, head)
+        ahead = self.between(objects, base, head)
+        behind = self.between(objects, head, base)
+        status = ("identical" if not ahead and not behind else "ahead" if not behind
+                  else "behind" if not ahead else "diverged")
+        repo_url, html_url = self._urls(repo)
+        base_tree = info(objects, merge_base)["tree"] if merge_base else None
+        files = [shapes.diff_entry(repo_url, html_url, head, change) for change in
+                 changed_files(objects, base_tree, info(objects, head)["tree"])]
+        page, per_page = schemas.page_query(params)
+        listed = ahead[:MAX_COMPARE_COMMITS]
+        if any(k in schemas.first_values(params) for k in ("page", "per_page")):
+            listed = ahead[(page - 1) * per_page:page * per_page]
+        return {
+            "url": f"{repo_url}/compare/{basehead}",
+            "html_url": f"{html_url}/compare/{basehead}",
+            "permalink_url": f"{html_url}/compare/{base}...{head}",
+            "diff_url": f"{html_url}/compare/{basehead}.diff",
+            "patch_url": f"{html_url}/compare/{basehead}.patch",
+            "base_commit": self._commit_json(repo, objects, base),
+            "merge_base_commit": self._commit_json(repo, objects, merge_base or base),
+            "status": status, "ahead_by": len(ahead), "behind_by": len(behind),
+            "total_commits": len(ahead),
+            "commits": [self._commit_json(repo, objects, sha) for sha in listed],
+            "files": files,
+        }
+
+    def _pull_objects(self, owner, name, raw_number, op):
+        repo, pull = self._pull_record(owner, name, raw_number, op)
+        objects = self.git(repo, op)
+        head, base = pull["head_sha"], pull["base_sha"]
+        if pull["state"] == "open":
+            tips = self._tips(repo["key"], (pull["head_ref"], pull["base_ref"]))
+            head, base = tips.get(pull["head_ref"], head), tips.get(pull["base_ref"], base)
+        return repo, objects, head, base
+
+    def pull_commits(self, owner, name, raw_number, params):
+        """Answer `pulls/list-commits`: (a page of the PR's commits, oldest first, page, last)."""
+        repo, objects, head, base = self._pull_objects(owner, name, raw_number,
+                                                       "pulls/list-commits")
+        shas = self.between(objects, base, head)[:MAX_COMPARE_COMMITS]
+        page, per_page = schemas.page_query(params)
+        offset = (page - 1) * per_page
+        return ([self._commit_json(repo, objects, sha) for sha in shas[offset:offset + per_page]],
+                page, -(-len(shas) // per_page))
+
+    def pull_files(self, owner, name, raw_number, params):
+        """Answer `pulls/list-files`: (a page of the files the PR changes since its merge
+        base, page, last)."""
+        repo, objects, head, base = self._pull_objects(owner, name, raw_number,
+                                                       "pulls/list-files")
+        merge_base = self.merge_base(objects, base, head)
+        repo_url, html_url = self._urls(repo)
+        files = changed_files(objects, info(objects, merge_base)["tree"] if merge_base else None,
+                              info(objects, head)["tree"])
+        page, per_page = schemas.page_query(params)
+        offset = (page - 1) * per_page
+        return ([shapes.diff_entry(repo_url, html_url, head, change)
+                 for change in files[offset:offset + per_page]],
+                page, -(-len(files) // per_page))
+
+    def describe_commit(self, repo):
+        """Return `describe(sha)`: a push payload's details of a real commit, or None."""
+        objects = self._git_objects(repo["key"])
+
+        def describe(sha):
+            commit = objects.commit(sha)
+            if commit is None:
+                return None
+            parent = objects.commit(commit.parents[0].decode()) if commit.parents else None
+            changes = objects.changes(parent.tree.decode() if parent else None,
+                                      commit.tree.decode())
+            return {"message": commit.message.decode("utf-8", "replace"),
+                    "timestamp": _push_time(commit.commit_time, commit.commit_timezone),
+                    "tree_id": commit.tree.decode(),
+                    "author": person(commit.author, commit.author_time, commit.author_timezone),
+                    "committer": person(commit.committer, commit.commit_time,
+                                        commit.commit_timezone),
+                    **{status: [c["filename"] for c in changes if c["status"] == kind]
+                       for status, kind in (("added", "added"), ("removed", "removed"),
+                                            ("modified", "modified"))}}
+        return describe
+
+    def history(self, repo, tip, *, path=None):
+        """Return the commit shas reachable from `tip`, newest first (by committer time, then
+        parents before ancestors, as `git log` does), only those touching `path` when given."""
+        objects = self._git_objects(repo["key"])
+        graph = objects.graph()
+        order = git.new_commits(graph, tip, set())  # parents before children
+        objects.store.prefetch(order)
+        times = {}
+        for sha in order:
+            commit = objects.commit(sha)
+            times[sha] = commit.commit_time if commit else 0
+        position = {sha: i for i, sha in enumerate(order)}
+        newest = sorted(order, key=lambda s: (times[s], position[s]), reverse=True)
+        if path is None:
+            return newest
+        kept = []
+        for sha in newest:
+            commit = objects.commit(sha)
+            parent = objects.commit(commit.parents[0].decode()) if commit.parents else None
+            before = objects.lookup(parent.tree.decode(), path) if parent else None
+            after = objects.lookup(commit.tree.decode(), path)
+            if (before and before["sha"]) != (after and after["sha"]):
+                kept.append(sha)
+        return kept

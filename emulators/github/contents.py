@@ -1,0 +1,157 @@
+"""The contents API over a repository's objects: read a file or folder at a ref, write or
+delete one file as a commit on a branch, find the README.
+
+A mixin of `models.GitHubBackend`; a write is a new blob, tree and commit, then the branch
+moves through `write_ref` (the path of a push), so webhooks and PR heads follow.
+"""
+import base64
+import binascii
+import re
+from datetime import datetime
+
+from . import errors, schemas, shapes
+from .commits import info
+from .objects import DEFAULT_PERSON
+
+README = re.compile(r"^readme(\.[^/]*)?\Z", re.IGNORECASE)
+
+
+def _invalid(op, field):
+    # GitHub's schema validation message, as its API answers a missing field
+    return errors.Unprocessable(op, f'Invalid request.\n\n"{field}" wasn\'t supplied.')
+
+
+def _person(value, op, field):
+    """Return `{name, email, date}` (epoch seconds or None) of an author/committer field."""
+    if value is None:
+        return None
+    if not (isinstance(value, dict) and isinstance(value.get("name"), str)
+            and isinstance(value.get("email"), str)):
+        raise errors.Unprocessable(op, f"Invalid request.\n\n{field} must have name and email")
+    date = value.get("date")
+    if date is not None:
+        try:
+            date = int(datetime.fromisoformat(str(date).replace("Z", "+00:00")).timestamp())
+        except ValueError:
+            raise errors.Unprocessable(op, f"Invalid request.\n\n{field}.date is not a date")
+    return {"name": value["name"], "email": value["email"], "date": date}
+
+
+class ContentRules:
+    """The contents operations of `GitHubBackend`."""
+
+    def _at_ref(self, repo, objects, params, op):
+        """Return (ref name, commit sha) of a read's `?ref=` (the default branch when absent)."""
+        if self.store.count_refs(repo["key"], "heads") == 0:
+            raise errors.NotFoundMessage(op, "This repository is empty.")
+        ref = schemas.first_values(params).get("ref") or repo["default_branch"]
+        sha = self.resolve(repo, objects, ref)
+        if sha is None:
+            raise errors.NotFoundMessage(op, f"No commit found for the ref {ref}")
+        return ref, sha
+
+    def _item(self, repo, objects, ref, entry, *, content=False):
+        repo_url, html_url = self._urls(repo)
+        data = objects.blob(entry["sha"]) if entry["type"] == "blob" else None
+        return shapes.content_item(repo_url, html_url, ref, entry, len(data or b""),
+                                   with_content=data if content else None)
+
+    def get_content(self, owner, name, path, params):
+        """Answer `repos/get-content`: a file (with its content) or a folder's entries.
+
+        Returns (shape, raw bytes of a file or None)."""
+        op = "repos/get-content"
+        repo, objects = self.git_repo(owner, name, op)
+        ref, sha = self._at_ref(repo, objects, params, op)
+        entry = objects.lookup(info(objects, sha)["tree"], path.strip("/"))
+        if entry is None:
+            raise errors.NotFound(op)
+        if entry["type"] == "tree":
+            children = [{**e, "path": f"{entry['path']}/{e['path']}" if entry["path"]
+                         else e["path"]} for e in objects.entries(entry["sha"])]
+            objects.store.prefetch([e["sha"] for e in children if e["type"] == "blob"])
+            return [self._item(repo, objects, ref, e) for e in children], None
+        return (self._item(repo, objects, ref, entry, content=True),
+                objects.blob(entry["sha"]) if entry["type"] == "blob" else None)
+
+    def get_readme(self, owner, name, params):
+        """Answer `repos/get-readme`: the README at the root of the ref."""
+        op = "repos/get-readme"
+        repo, objects = self.git_repo(owner, name, op)
+        ref, sha = self._at_ref(repo, objects, params, op)
+        found = [e for e in objects.entries(info(objects, sha)["tree"])
+                 if e["type"] == "blob" and README.match(e["path"])]
+        if not found:
+            raise errors.NotFound(op)
+        entry = sorted(found, key=lambda e: (e["path"].lower() != "readme.md", e["path"]))[0]
+        return self._item(repo, objects, ref, entry, content=True), objects.blob(entry["sha"])
+
+    def put_content(self, owner, name, path, body):
+        """Answer `repos/create-or-update-file-contents`: (status, {content, commit})."""
+        op = "repos/create-or-update-file-contents"
+        repo, objects = self.git_repo(owner, name, op)
+        if not isinstance(body.get("message"), str):
+            raise _invalid(op, "message")
+        if not isinstance(body.get("content"), str):
+            raise _invalid(op, "content")
+        try:
+            data = base64.b64decode(body["content"], validate=False)
+        except (binascii.Error, ValueError):
+            raise errors.Unprocessable(op, "content is not valid Base64")
+        return self._write_file(repo, objects, path, body, op, data)
+
+    def delete_file(self, owner, name, path, body):
+        """Answer `repos/delete-file`: {content: null, commit}."""
+        op = "repos/delete-file"
+        repo, objects = self.git_repo(owner, name, op)
+        if not isinstance(body.get("message"), str):
+            raise _invalid(op, "message")
+        if not isinstance(body.get("sha"), str):
+            raise _invalid(op, "sha")
+        return self._write_file(repo, objects, path, body, op, None)[1]
+
+    def _write_file(self, repo, objects, path, body, op, data):
+        path = path.strip("/")
+        if not path or any(part in ("", ".", "..", ".git") for part in path.split("/")):
+            raise errors.Unprocessable(op, "path is invalid")
+        author = _person(body.get("author"), op, "author")
+        committer = _person(body.get("committer"), op, "committer")
+        key = repo["key"]
+        with self.transaction():
+            has_heads = self.store.count_refs(key, "heads") > 0
+            branch = body.get("branch") or self.store.repo(key)["default_branch"]
+            if not isinstance(branch, str):
+                raise _invalid(op, "branch")
+            ref = self.store.ref(key, f"refs/heads/{branch}")
+            if ref is None and (has_heads or data is None):
+                raise errors.NotFoundMessage(op, f"Branch {branch} not found")
+            tip = ref["sha"] if ref else None
+            base_tree = info(objects, tip)["tree"] if tip else None
+            current = objects.lookup(base_tree, path) if base_tree else None
+            if current is not None and current["type"] == "tree":
+                raise errors.Unprocessable(op, f"{path} is a directory")
+            if data is None and current is None:
+                raise errors.NotFound(op)
+            if current is not None and body.get("sha") is None:
+                raise _invalid(op, "sha")
+            if current is not None and body["sha"] != current["sha"]:
+                raise errors.Conflict(op, f"{path} does not match {body['sha']}")
+            if data is None:
+                tree = objects.write_tree([{"path": path, "sha": None}], base_tree=base_tree)
+            else:
+                mode = current["mode"] if current else "100644"
+                tree = objects.write_tree([{"path": path, "mode": mode,
+                                            "sha": objects.write_blob(data)}],
+                                          base_tree=base_tree)
+            who = committer or author or DEFAULT_PERSON
+            sha = objects.write_commit(tree, [tip] if tip else [], body["message"],
+                                       author=author or who, committer=who)
+            self.write_ref(self.store.repo(key), f"refs/heads/{branch}", sha,
+                           expect=tip or "0" * 40, op=op)
+        repo_url, html_url = self._urls(repo)
+        commit = shapes.git_commit(repo_url, html_url, sha, info(objects, sha))
+        if data is None:
+            return 200, {"content": None, "commit": commit}
+        entry = objects.lookup(tree, path)
+        item = shapes.content_item(repo_url, html_url, branch, entry, len(data))
+        return (201 if current is None else 200), {"content": item, "commit": commit}

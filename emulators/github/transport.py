@@ -1,0 +1,115 @@
+"""Git's smart HTTP protocol over a repository's objects and refs, run by dulwich.
+
+dulwich's `UploadPackHandler` negotiates and writes packs (clone, fetch, ls-remote) and its
+`ReceivePackHandler` reads pushes; here they get a repository view (objects from SQLite, the
+refs GitHub advertises) and a push's ref updates go to `apply`, which is
+`GitHubBackend.push` (refs.py): the same path as `git/update-ref`. No HTTP framework here.
+"""
+import gzip
+import zlib
+
+from dulwich.errors import (ApplyDeltaError, ChecksumMismatch, GitProtocolError,
+                            HangupException, ObjectFormatException)
+from dulwich.protocol import ReceivableProtocol
+from dulwich.refs import DictRefsContainer
+from dulwich.repo import BaseRepo
+from dulwich.server import DictBackend, ReceivePackHandler, UploadPackHandler
+from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_SIDE_BAND_64K,
+                              SIDE_BAND_CHANNEL_PROGRESS)
+
+UPLOAD, RECEIVE = "git-upload-pack", "git-receive-pack"
+ZERO = b"0" * 40
+_UNPACK_ERRORS = (OSError, ChecksumMismatch, ApplyDeltaError, AssertionError, zlib.error,
+                  ObjectFormatException)
+
+
+class RepoView(BaseRepo):
+    """What dulwich's handlers see of one repository: its object store and its refs
+    (`{ref: sha}` bytes, `HEAD` a symbolic ref to the default branch when it exists)."""
+
+    def __init__(self, store, refs, default_branch):
+        container = DictRefsContainer(dict(refs))
+        head = b"refs/heads/" + default_branch.encode()
+        if head in refs:
+            container.set_symbolic_ref(b"HEAD", head)
+        super().__init__(store, container)
+
+
+class _ReceivePack(ReceivePackHandler):
+    """receive-pack whose ref updates all go to `apply(commands, atomic)` at once, after the
+    pack is stored (objects are immutable rows: a push refused later leaves them unreachable,
+    as git's own receive-pack does)."""
+
+    def __init__(self, backend, args, proto, *, apply, max_input, **kwargs):
+        super().__init__(backend, args, proto, **kwargs)
+        self._apply = apply
+        self._max_input = max_input
+
+    def _apply_pack(self, refs):
+        if any(new != ZERO for _old, new, _ref in refs):
+            try:
+                self.repo.object_store.add_thin_pack(
+                    self.proto.read, getattr(self.proto, "recv", None),
+                    max_input_size=self._max_input)
+            except _UNPACK_ERRORS as exc:
+                yield b"unpack", str(exc).replace("\n", " ").encode()
+                return
+        yield b"unpack", b"ok"
+        commands = [(old.decode(), new.decode(), ref.decode()) for old, new, ref in refs]
+        for ref, status in self._apply(commands, self.has_capability(CAPABILITY_ATOMIC)):
+            # a status's further lines are said to the user first (`remote: error: ...`)
+            reason, *lines = status.split("\n")
+            if lines and self.has_capability(CAPABILITY_SIDE_BAND_64K):
+                for line in lines:
+                    self.proto.write_sideband(SIDE_BAND_CHANNEL_PROGRESS,
+                                              f"error: {line}\n".encode())
+            yield ref.encode(), reason.encode()
+
+
+def body_reader(environ):
+    """Return `read(n)` over a request body (git gzips large upload-pack requests)."""
+    stream = environ["wsgi.input"]
+    if environ.get("HTTP_CONTENT_ENCODING", "").lower() in ("gzip", "x-gzip"):
+        return gzip.GzipFile(fileobj=stream, mode="rb").read
+    return stream.read
+
+
+def advertise(service, view):
+    """Return the body of `GET info/refs?service=<service>`: the refs and capabilities."""
+    out = []
+    proto = ReceivableProtocol(lambda n: b"", _writer(out))
+    proto.write_pkt_line(f"# service={service}\n".encode())
+    proto.write_pkt_line(None)
+    _handler(service, view, proto, advertise_refs=True).handle()
+    return out
+
+
+def serve(service, view, read, *, apply=None, max_input=None):
+    """Run one stateless smart-HTTP request (`POST <service>`) and return its body chunks."""
+    out = []
+    proto = ReceivableProtocol(read, _writer(out))
+    try:
+        _handler(service, view, proto, apply=apply, max_input=max_input).handle()
+    except (HangupException, GitProtocolError) as exc:
+        raise ProtocolError(str(exc)) from exc
+    return out
+
+
+class ProtocolError(Exception):
+    """The client spoke something that is not git's protocol (answered 400)."""
+
+
+def _writer(out):
+    def write(data):
+        out.append(bytes(data))
+        return len(data)
+    return write
+
+
+def _handler(service, view, proto, *, advertise_refs=False, apply=None, max_input=None):
+    backend = DictBackend({"/": view})
+    if service == UPLOAD:
+        return UploadPackHandler(backend, ["/"], proto, stateless_rpc=True,
+                                 advertise_refs=advertise_refs)
+    return _ReceivePack(backend, ["/"], proto, stateless_rpc=True,
+                        advertise_refs=advertise_refs, apply=apply, max_input=max_input)
