@@ -87,6 +87,8 @@ DOCS.update({op: f"https://docs.github.com/rest/{page}" for op, page in {
     "pulls/merge": "pulls/pulls#merge-a-pull-request",
     "pulls/check-if-merged": "pulls/pulls#check-if-a-pull-request-has-been-merged",
     "repos/merge": "branches/branches#merge-a-branch",
+    "repos/get-branch": "branches/branches#get-a-branch",
+    "repos/list-branches": "branches/branches#list-branches",
     "repos/get-branch-protection": "branches/branch-protection#get-branch-protection",
     "repos/update-branch-protection": "branches/branch-protection#update-branch-protection",
     "repos/delete-branch-protection": "branches/branch-protection#delete-branch-protection",

@@ -477,15 +477,14 @@ class IssueRules:
         return self.issue_json(repo, after)
 
     def _assignable(self, logins, op):
-        """The users among `logins` who may be assigned: every account the emulator knows
-        (GitHub drops the others silently). At most ten, as on GitHub."""
+        """The users among `logins` who may be assigned, collaborators (`collaborator`; GitHub
+        drops the others silently). At most ten, as on GitHub."""
         if not isinstance(logins, list) or not all(isinstance(x, str) for x in logins):
             raise errors.ValidationFailed(op, resource="Issue", field="assignees")
         out = []
         for login in logins:
-            record = self.store.owner(login)
-            if record is not None and record.get("type") == "User" \
-                    and record["login"] not in out:
+            record = self.collaborator(login)
+            if record is not None and record["login"] not in out:
                 out.append(record["login"])
         return out[:10]
 
@@ -495,7 +494,9 @@ class IssueRules:
         return {"id": label["id"], "node_id": label["node_id"],
                 "url": f"{self._repo_url(repo)}/labels/{quote(label['name'], safe='')}",
                 "name": label["name"], "color": label["color"], "default": False,
-                "description": label["description"]}
+                "description": label["description"],
+                # newer descriptions than the schemas' (githubkit's) require these two
+                "archived_at": None, "archived_by": None}
 
     def issue_json(self, repo, issue):
         """An issue or a PR as the issues API shows it (`issue`)."""

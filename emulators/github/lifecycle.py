@@ -317,6 +317,20 @@ class Merges:
                sha=commit and commit["sha"])
 
 
+class Branches:
+    """`GET /repos/{owner}/{repo}/branches`."""
+
+    def on_get(self, req, resp, owner, repo):
+        _paged(req, resp, *backend_of(req).list_branches(owner, repo, _pairs(req)))
+
+
+class Branch:
+    """`GET /repos/{owner}/{repo}/branches/{branch}`."""
+
+    def on_get(self, req, resp, owner, repo, branch):
+        _answer(resp, 200, backend_of(req).get_branch(owner, repo, branch))
+
+
 class BranchProtection:
     """`GET|PUT|DELETE /repos/{owner}/{repo}/branches/{branch}/protection`."""
 
@@ -354,5 +368,7 @@ ROUTES = (  # path, resource class (app.py adds them to its table; CommitPaths i
     ("/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers", RequestedReviewers),
     ("/repos/{owner}/{repo}/pulls/{pull_number}/merge", PullMerge),
     ("/repos/{owner}/{repo}/merges", Merges),
+    ("/repos/{owner}/{repo}/branches", Branches),
+    ("/repos/{owner}/{repo}/branches/{branch}", Branch),
     ("/repos/{owner}/{repo}/branches/{branch}/protection", BranchProtection),
 )

@@ -46,8 +46,10 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
     when first needed)."""
 
     def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None,
-                 actor=ACTOR):
+                 actor=ACTOR, named=None):
         self._actor_source = actor
+        # named(login): whether the credential map names that user (a collaborator to be)
+        self._named = named or (lambda login: False)
         # objects(repo key): the runtime's object rows of a repository (None: synthetic only)
         self._object_rows = objects
         self._gits = {}
@@ -141,14 +143,25 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
     def _actor(self):
         """Return the login of the acting user, its account made on first use (each token is
         a user: actors.py)."""
-        login = self.actor_login
+        return self._user_account(self.actor_login)["login"]
+
+    def collaborator(self, login):
+        """The account of a user who may be assigned or asked to review: one the emulator
+        knows, or one the credential map names (made now); None for a stranger."""
+        record = self.store.owner(login)
+        if record is None and self._named(login):
+            record = self._user_account(login)
+        return record if record is not None and record.get("type") == "User" else None
+
+    def _user_account(self, login):
+        """The user account `login`, made on first use."""
         record = self.store.owner(login)
         if record is None:
             user_node = ids.node_id("github", "U_", self.store.next_id("node:U_"))
             record = {"login": login, "type": "User", "id": self.store.next_id("owner_ids"),
                       "node_id": user_node}
             self.store.put_owner(record)
-        return record["login"]
+        return record
 
     def user_json(self, login):
         """A known account's `simple-user` (one lookup per login per request)."""
@@ -171,7 +184,11 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
 
     def _commit_sha(self, key, ref, *, exact=False):
         """The commit a `{ref}` names (a sha, a branch, `heads/<b>`, a tag), or None;
-        `exact` accepts a full sha only."""
+        `exact` accepts a full sha only. A repository of git objects resolves as
+        `repos/get-commit` does (abbreviated shas, annotated tags peeled)."""
+        repo = self.store.repo(key)
+        if has_objects(repo) and not exact:
+            return self.resolve(repo, self.git(repo, "repos/get-commit"), ref)
         graph = self.store.graph(key)
         lowered = ref.lower()
         if git.SHA_ANY_CASE.match(ref) and lowered in graph:
@@ -185,34 +202,22 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         return None
 
     def commit_json(self, repo, sha):
-        """A commit as the REST API shows it (`commit`): the real author, message and tree of
-        a git repository's commit, a synthetic one for a seeded SHA."""
+        """A commit as the REST API shows it (`commit`): `repos/get-commit`'s shape of a git
+        repository's commit (commits.py), a synthetic one for a seeded SHA."""
+        if has_objects(repo):
+            return self._commit_json(repo, self.git(repo, "repos/get-commit"), sha)
         repo_json = self.repo_json(repo)
         repo_url, html = repo_json["url"], repo_json["html_url"]
-        commit = self.git(repo, "repos/get-commit").commit(sha) if has_objects(repo) else None
-        if commit is not None:
-            def who(raw, when):
-                name, _, email = raw.decode("utf-8", "replace").partition(" <")
-                return {"name": name, "email": email.rstrip(">"), "date": iso(when * 1000)}
-            author = who(commit.author, commit.author_time)
-            committer = who(commit.committer, commit.commit_time)
-            message = commit.message.decode("utf-8", "replace").rstrip("\n")
-            tree = commit.tree.decode()
-            parents = [p.decode() for p in commit.parents]
-        else:
-            person = self.person(self.actor_login)
-            author = committer = {**person, "date": iso(self.now_ms())}
-            message, tree = f"Synthetic commit {sha[:7]}", sha
-            parents = self.store.graph(repo["key"]).get(sha, [])
+        person = self.person(self.actor_login)
+        author = {**person, "date": iso(self.now_ms())}
+        parents = self.store.graph(repo["key"]).get(sha, [])
         return {"sha": sha, "node_id": f"C_{sha[:20]}", "url": f"{repo_url}/commits/{sha}",
                 "html_url": f"{html}/commit/{sha}",
                 "comments_url": f"{repo_url}/commits/{sha}/comments",
-                "commit": {"author": author, "committer": committer, "message": message,
-                           "tree": {"sha": tree, "url": f"{repo_url}/git/trees/{tree}"},
-                           "url": f"{repo_url}/git/commits/{sha}", "comment_count": 0,
-                           "verification": {"verified": False, "reason": "unsigned",
-                                            "signature": None, "payload": None,
-                                            "verified_at": None}},
+                "commit": {"author": author, "committer": author,
+                           "message": f"Synthetic commit {sha[:7]}",
+                           "tree": {"sha": sha, "url": f"{repo_url}/git/trees/{sha}"},
+                           "url": f"{repo_url}/git/commits/{sha}", "comment_count": 0},
                 "author": None, "committer": None,
                 "parents": [{"sha": p, "url": f"{repo_url}/commits/{p}",
                              "html_url": f"{html}/commit/{p}"} for p in parents]}

@@ -35,7 +35,47 @@ def _checks_message(names, total, verdict):
 
 
 class ProtectionRules:
-    """The branch protection operations of `GitHubBackend`."""
+    """The branch and branch protection operations of `GitHubBackend`."""
+
+    def get_branch(self, owner, name, branch):
+        """`repos/get-branch`: the branch, its tip commit and its protection."""
+        op = "repos/get-branch"
+        repo = self._repo(owner, name, op)
+        ref = self.store.ref(repo["key"], f"refs/heads/{branch}")
+        if ref is None:
+            raise errors.NotFound(op, "Branch not found")
+        url = f"{self._repo_url(repo)}/branches/{quote(branch, safe='')}"
+        found = self._protection(repo["key"], branch)
+        protection = {"enabled": found is not None,
+                      "required_status_checks": {
+                          "enforcement_level": "everyone" if found and found.get("checks")
+                          else "off",
+                          "contexts": found["checks"]["contexts"] if found and found.get(
+                              "checks") else [], "checks": []}}
+        return {"name": branch, "commit": self.commit_json(repo, ref["sha"]),
+                "_links": {"self": url, "html": f"{self.repo_json(repo)['html_url']}/tree/"
+                                                f"{quote(branch, safe='/')}"},
+                "protected": found is not None, "protection": protection,
+                "protection_url": f"{url}/protection"}
+
+    def list_branches(self, owner, name, pairs):
+        """`repos/list-branches` (`?protected=true|false`), paged; (items, page, last)."""
+        op = "repos/list-branches"
+        repo = self._repo(owner, name, op)
+        wanted = schemas.first_values(pairs).get("protected")
+        found = []
+        for ref in sorted(self.store.refs(repo["key"]), key=lambda r: r["ref"]):
+            if ref["kind"] != "heads":
+                continue
+            branch = ref["ref"][len("refs/heads/"):]
+            protected = self._protection(repo["key"], branch) is not None
+            if wanted in (None, str(protected).lower()):
+                found.append({"name": branch, "commit": {
+                    "sha": ref["sha"], "url": f"{self._repo_url(repo)}/commits/{ref['sha']}"},
+                    "protected": protected})
+        page, per_page = schemas.page_query(pairs)
+        start = (page - 1) * per_page
+        return found[start:start + per_page], page, -(-len(found) // per_page)
 
     def get_protection(self, owner, name, branch):
         op = "repos/get-branch-protection"

@@ -22,7 +22,8 @@ def backend_for(instance, environ=None):
         if environ is not None else actors.DEFAULT
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
                          transaction=instance.transaction, base_url=context.public_base(instance),
-                         emit=instance.emit, objects=instance.objects, actor=actor)
+                         emit=instance.emit, objects=instance.objects, actor=actor,
+                         named=instance.names_user)
 
 
 def backend_of(req):

@@ -112,8 +112,8 @@ class ReviewRules:
             if add:
                 logins = []
                 for login in wanted:
-                    record = self.store.owner(login)
-                    if record is None or record.get("type") != "User":
+                    record = self.collaborator(login)
+                    if record is None:
                         raise errors.Unprocessable(
                             op, "Reviews may only be requested from collaborators. One or "
                                 "more of the users or teams you specified is not a "

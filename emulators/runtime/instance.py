@@ -189,6 +189,10 @@ class Instance:
             return None
         return self._emulator.credentials.user_of(credential)
 
+    def names_user(self, user):
+        """Tell whether the credential map names `user` as some credential's user."""
+        return self._emulator.credentials.names_user(user)
+
     def report_ids(self, **ids):
         """Add resource ids to this request's journal entry."""
         self.ids.update({k: v for k, v in ids.items() if v is not None})

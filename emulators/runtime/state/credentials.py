@@ -61,6 +61,11 @@ class Credentials:
                            (self._service, credential))
         return None if row is None else row[0]
 
+    def names_user(self, user):
+        """Tell whether some credential is mapped to act as `user` (case-insensitive)."""
+        return self._db.one("SELECT 1 FROM credentials WHERE service=? AND lower(user)=lower(?)"
+                            " LIMIT 1", (self._service, user)) is not None
+
     def resolve(self, hook, environ):
         """Return the namespace of a request by the credential `hook` extracts, or `default`."""
         try:

@@ -199,6 +199,7 @@ def test_an_entry_may_name_the_user_the_credential_acts_as(app, keyed, db, wall)
     instance = app.app.emulator.instance("w1")
     assert (instance.user_of("tok-alice"), instance.user_of("tok-plain"),
             instance.user_of("unknown"), instance.user_of(None)) == ("alice", None, None, None)
+    assert instance.names_user("Alice") and not instance.names_user("bob")
     # mapping a credential again replaces its user too
     app.put_json("/__admin/credentials", {"credentials": {"tok-alice": "w2"}})
     assert instance.user_of("tok-alice") is None

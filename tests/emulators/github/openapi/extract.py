@@ -25,7 +25,8 @@ OPERATIONS = [  # beyond those already extracted: the pull request's life (CI, c
     "issues/remove-assignees", "pulls/create-review", "pulls/submit-review",
     "pulls/list-reviews", "pulls/get-review", "pulls/request-reviewers",
     "pulls/remove-requested-reviewers", "pulls/list-requested-reviewers",
-    "repos/get-branch-protection", "repos/update-branch-protection",
+    "repos/get-branch", "repos/list-branches", "repos/get-branch-protection",
+    "repos/update-branch-protection",
     "repos/delete-branch-protection", "pulls/merge", "pulls/check-if-merged", "repos/merge",
 ]
 WEBHOOKS = [
