@@ -238,7 +238,7 @@ class Contents:
     `?ref=`; write or delete a file as a commit."""
 
     def on_get(self, req, resp, owner, repo, path=""):
-        shape, raw = backend_for(instance_of(req)).get_content(owner, repo, path, _pairs(req))
+        shape, raw = backend_of(req).get_content(owner, repo, path, _pairs(req))
         _content_answer(req, resp, shape, raw)
 
     def on_put(self, req, resp, owner, repo, path=""):
@@ -261,7 +261,7 @@ class Readme:
     """`GET /repos/{owner}/{repo}/readme`."""
 
     def on_get(self, req, resp, owner, repo):
-        shape, raw = backend_for(instance_of(req)).get_readme(owner, repo, _pairs(req))
+        shape, raw = backend_of(req).get_readme(owner, repo, _pairs(req))
         _content_answer(req, resp, shape, raw)
 
 
@@ -280,7 +280,7 @@ class Blob:
     """`GET /repos/{owner}/{repo}/git/blobs/{file_sha}`."""
 
     def on_get(self, req, resp, owner, repo, file_sha):
-        _answer(resp, 200, backend_for(instance_of(req)).get_blob(owner, repo, file_sha))
+        _answer(resp, 200, backend_of(req).get_blob(owner, repo, file_sha))
 
 
 class Trees:
@@ -299,7 +299,7 @@ class Tree:
 
     def on_get(self, req, resp, owner, repo, tree_sha):
         recursive = any(name == "recursive" for name, _value in _pairs(req))
-        _answer(resp, 200, backend_for(instance_of(req)).get_tree(owner, repo, tree_sha,
+        _answer(resp, 200, backend_of(req).get_tree(owner, repo, tree_sha,
                                                                   recursive))
 
 
@@ -318,7 +318,7 @@ class GitCommit:
     """`GET /repos/{owner}/{repo}/git/commits/{commit_sha}`."""
 
     def on_get(self, req, resp, owner, repo, commit_sha):
-        _answer(resp, 200, backend_for(instance_of(req)).get_git_commit(owner, repo,
+        _answer(resp, 200, backend_of(req).get_git_commit(owner, repo,
                                                                         commit_sha))
 
 
@@ -326,21 +326,21 @@ class Commits:
     """`GET /repos/{owner}/{repo}/commits?sha&path&page&per_page`."""
 
     def on_get(self, req, resp, owner, repo):
-        _paged(req, resp, *backend_for(instance_of(req)).list_commits(owner, repo, _pairs(req)))
+        _paged(req, resp, *backend_of(req).list_commits(owner, repo, _pairs(req)))
 
 
 class Commit:
     """`GET /repos/{owner}/{repo}/commits/{ref}`: one commit with its files."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        _answer(resp, 200, backend_for(instance_of(req)).get_commit(owner, repo, ref))
+        _answer(resp, 200, backend_of(req).get_commit(owner, repo, ref))
 
 
 class Compare:
     """`GET /repos/{owner}/{repo}/compare/{base}...{head}`."""
 
     def on_get(self, req, resp, owner, repo, basehead):
-        _answer(resp, 200, backend_for(instance_of(req)).compare(owner, repo, basehead,
+        _answer(resp, 200, backend_of(req).compare(owner, repo, basehead,
                                                                  _pairs(req)))
 
 
@@ -348,7 +348,7 @@ class PullCommits:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/commits`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _paged(req, resp, *backend_for(instance_of(req)).pull_commits(owner, repo, pull_number,
+        _paged(req, resp, *backend_of(req).pull_commits(owner, repo, pull_number,
                                                                       _pairs(req)))
 
 
@@ -356,5 +356,5 @@ class PullFiles:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/files`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _paged(req, resp, *backend_for(instance_of(req)).pull_files(owner, repo, pull_number,
+        _paged(req, resp, *backend_of(req).pull_files(owner, repo, pull_number,
                                                                     _pairs(req)))
