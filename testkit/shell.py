@@ -11,12 +11,16 @@ from .servers import REPO
 VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
 
 
-def sh_blocks(readme_path, after=None):
-    """Every ```sh block of the README (a path from the repository root), in order; only those
-    after the line holding `after` when given."""
+def readmes():
+    """Every README of the checkout (tracked or new, not ignored), as paths from the root."""
+    found = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                            "*README.md"], cwd=REPO, capture_output=True, text=True, check=True)
+    return sorted(found.stdout.split())
+
+
+def sh_blocks(readme_path):
+    """Every ```sh block of the README (a path from the repository root), in order."""
     readme = (REPO / readme_path).read_text()
-    if after is not None:
-        readme = readme[readme.index(after):]
     return re.findall(r"```sh\n(.*?)```", readme, re.S)
 
 
