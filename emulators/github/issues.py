@@ -151,8 +151,17 @@ class IssueRules:
             raise errors.NotFound(op)
         return {**pull, "pull": True}
 
-    def _put_issue(self, issue):
+    def _put_issue(self, issue, before=None):
+        """Store an issue (`before`: its stored value, None for a new one); keep the
+        repository's open issue count in its record (GitHub's `open_issues_count` counts
+        issues and pull requests)."""
         self.store.put_item(ISSUES, f"{issue['repo']}:{issue['number']}", issue)
+        delta = (issue["state"] == "open") - (before is not None and before["state"] == "open")
+        if delta:
+            repo = self.store.repo(issue["repo"])
+            repo["open_issues"] = repo.get("open_issues", 0) + delta
+            self.store.put_repo(repo["key"], repo)
+            self._open_issues[repo["key"]] = repo["open_issues"]
 
     def _store_conversation(self, repo, before, after, *, emit=True):
         """Write an issue or PR back and send what changed (edited, closed, reopened,
@@ -166,7 +175,7 @@ class IssueRules:
                 self._emit_pull_changes(repo, pull_before, pull, tips)
                 self._emit_tag_changes(repo, pull_before, pull)
             return
-        self._put_issue(after)
+        self._put_issue(after, before)
         if not emit:
             return
         changes = {f: {"from": before[f] or ""} for f in ("title", "body")
@@ -374,7 +383,7 @@ class IssueRules:
                 if collection is None:
                     self._put_pull(row, row)
                 else:
-                    self._put_issue(row)
+                    self._put_issue(row, row)
 
     def _label(self, repo, label_name, op):
         label = self.store.item(LABELS, f"{repo['key']}:{label_name.lower()}")

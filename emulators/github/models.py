@@ -61,6 +61,7 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         self.base_url = base_url.rstrip("/")
         self._authors = {}
         self._open_pulls = {}  # repository key -> open PR count written by this backend
+        self._open_issues = {}  # and its open issue count (issues.py)
 
     # shapes ------------------------------------------------------------------------------
 
@@ -68,7 +69,8 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         created = iso(repo["created_ms"])
         return shapes.repository(
             self.base_url, repo, self.store.owner(repo["owner"]),
-            open_pulls=self.open_pulls(repo),
+            open_issues=self.open_pulls(repo) + self._open_issues.get(
+                repo["key"], repo.get("open_issues", 0)),
             created_at=created, pushed_at=iso(repo.get("pushed_ms", repo["created_ms"])))
 
     def open_pulls(self, repo):

@@ -31,6 +31,9 @@ def test_issues_and_pulls_share_one_sequence_of_numbers(talk):
     assert talk.get(f"{REPO}/pulls/1", 404).status_int == 404
     listed = talk.get(f"{REPO}/issues", 200).json
     assert [i["number"] for i in listed] == [3, 2, 1]  # pull requests are issues too
+    assert talk.get(REPO, 200).json["open_issues_count"] == 3
+    talk.patch(f"{REPO}/issues/1", {"state": "closed"}, 200)
+    assert talk.get(REPO, 200).json["open_issues"] == 2
     assert talk.post(f"{REPO}/issues", {"body": "no title"}, 422).json["errors"] == [
         {"resource": "Issue", "code": "missing_field", "field": "title"}]
 
