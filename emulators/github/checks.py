@@ -286,12 +286,11 @@ class CheckRules:
         return shape
 
     def _check_run_event(self, action, repo, run):
-        return {"action": action, "check_run": {
-            **self.check_run_json(repo, run),
-            "check_suite": self.check_suite_json(
-                repo, self.store.item(CHECK_SUITES, f"{repo['key']}:{run['suite']}"),
-                event=True)},
-            "repository": self.repo_json(repo), "sender": self._sender()}
+        suite = self.store.item(CHECK_SUITES, f"{repo['key']}:{run['suite']}")
+        check_run = {**self.check_run_json(repo, run),
+                     "check_suite": self.check_suite_json(repo, suite, event=True)}
+        return {"action": action, "check_run": check_run, "repository": self.repo_json(repo),
+                "sender": self._sender()}
 
 
 def latest_per_name(runs_newest_first):

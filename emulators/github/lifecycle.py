@@ -4,26 +4,11 @@ merge (the repository, ref and pull request resources are in resources.py).
 Thin like those: each responder reads the request, calls `GitHubBackend` as the token's user,
 and answers; writes are journaled as accepted and honour the accepted-drop effect.
 """
-from urllib.parse import parse_qsl
-
 from emulators.runtime import instance_of
 
-from . import context
 from .presets import LOST_UPDATE
-from .resources import Commit, _accepted, _answer, _body, backend_of
+from .resources import Commit, _accepted, _answer, _body, _paged, _pairs, backend_of
 from .schemas import page_query
-
-
-def _pairs(req):
-    return parse_qsl(req.query_string, keep_blank_values=True)
-
-
-def _paged(req, resp, items, page, last):
-    """Answer a page of a listing with GitHub's `Link` header."""
-    header = context.link_header(instance_of(req), req, _pairs(req), page, last)
-    if header:
-        resp.set_header("Link", header)
-    _answer(resp, 200, items)
 
 
 def _wrote(req, resp, status, answer, **ids):

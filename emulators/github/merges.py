@@ -1,15 +1,13 @@
 """Merges that make real commits: `pulls/merge` (merge, squash, rebase), `repos/merge`, and
 mergeability computed from the trees.
 
-A mixin of `models.GitHubBackend`. Trees are merged three ways with dulwich (the base of the
-merge is the nearest common ancestor); a conflict makes a PR `dirty` and its merge a 405. The
+A mixin of `models.GitHubBackend`. Trees are merged three ways with dulwich (over the
+merge base commits.py finds); a conflict makes a PR `dirty` and its merge a 405. The
 merge commit moves the base branch through `write_ref` (the push path of the object layer),
 so its `push` event and `synchronize`s follow as for any push, then the PR closes merged. A
 repository seeded with synthetic SHAs has no trees: it is never in conflict, and merging it
 answers the emulator-only `SyntheticRepository` error.
 """
-from collections import deque
-
 from dulwich.merge import Merger
 from dulwich.object_store import MemoryObjectStore
 
@@ -54,21 +52,6 @@ class _Scratch(MemoryObjectStore):
         return [(obj, None) for obj in self._data.values()]
 
 
-def merge_base(graph, ours, theirs):
-    """The nearest common ancestor of two commits (breadth first from `theirs`), or None."""
-    ancestors = git.reachable(graph, ours)
-    seen, queue = {theirs}, deque([theirs])
-    while queue:
-        sha = queue.popleft()
-        if sha in ancestors:
-            return sha
-        for parent in graph.get(sha, ()):
-            if parent not in seen:
-                seen.add(parent)
-                queue.append(parent)
-    return None
-
-
 class MergeRules:
     """The merge operations of `GitHubBackend`."""
 
@@ -91,7 +74,7 @@ class MergeRules:
         graph = objects.graph()
         if head_sha not in graph or base_sha not in graph:
             return []
-        base = merge_base(graph, base_sha, head_sha)
+        base = self.merge_base(objects, base_sha, head_sha)
         if base in (head_sha, base_sha):
             return []
         return self._three_way(objects, base, base_sha, head_sha,
@@ -188,7 +171,7 @@ class MergeRules:
                     author=_person_of(commit.author, commit.author_time),
                     committer={**COMMITTER, "date": self.now_ms() // 1000})
             return tip
-        base = merge_base(graph, base_sha, head_sha)
+        base = self.merge_base(objects, base_sha, head_sha)
         if base == head_sha:  # nothing to bring in
             raise errors.Unmergeable(op, NOT_MERGEABLE)
         tree, conflicts = self._three_way(objects, base, base_sha, head_sha, scratch)
@@ -248,7 +231,7 @@ class MergeRules:
             graph = objects.graph()
             if git.is_ancestor(graph, head_sha, base_sha):
                 return None
-            base = merge_base(graph, base_sha, head_sha)
+            base = self.merge_base(objects, base_sha, head_sha)
             scratch = _Scratch(objects.store)
             tree, conflicts = self._three_way(objects, base, base_sha, head_sha, scratch)
             if conflicts:

@@ -299,8 +299,7 @@ class Tree:
 
     def on_get(self, req, resp, owner, repo, tree_sha):
         recursive = any(name == "recursive" for name, _value in _pairs(req))
-        _answer(resp, 200, backend_of(req).get_tree(owner, repo, tree_sha,
-                                                                  recursive))
+        _answer(resp, 200, backend_of(req).get_tree(owner, repo, tree_sha, recursive))
 
 
 class GitCommits:
@@ -318,8 +317,7 @@ class GitCommit:
     """`GET /repos/{owner}/{repo}/git/commits/{commit_sha}`."""
 
     def on_get(self, req, resp, owner, repo, commit_sha):
-        _answer(resp, 200, backend_of(req).get_git_commit(owner, repo,
-                                                                        commit_sha))
+        _answer(resp, 200, backend_of(req).get_git_commit(owner, repo, commit_sha))
 
 
 class Commits:
@@ -340,21 +338,18 @@ class Compare:
     """`GET /repos/{owner}/{repo}/compare/{base}...{head}`."""
 
     def on_get(self, req, resp, owner, repo, basehead):
-        _answer(resp, 200, backend_of(req).compare(owner, repo, basehead,
-                                                                 _pairs(req)))
+        _answer(resp, 200, backend_of(req).compare(owner, repo, basehead, _pairs(req)))
 
 
 class PullCommits:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/commits`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _paged(req, resp, *backend_of(req).pull_commits(owner, repo, pull_number,
-                                                                      _pairs(req)))
+        _paged(req, resp, *backend_of(req).pull_commits(owner, repo, pull_number, _pairs(req)))
 
 
 class PullFiles:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/files`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _paged(req, resp, *backend_of(req).pull_files(owner, repo, pull_number,
-                                                                    _pairs(req)))
+        _paged(req, resp, *backend_of(req).pull_files(owner, repo, pull_number, _pairs(req)))

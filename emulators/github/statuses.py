@@ -121,4 +121,3 @@ class StatusRules:
                 "commit": self.commit_json(repo, sha), "branches": branches,
                 "created_at": record["created_at"], "updated_at": record["updated_at"],
                 "repository": repo_json, "sender": self._sender()}
-

@@ -117,8 +117,8 @@ def test_one_suite_per_head_commit_follows_its_latest_runs(ci):
     suites = ci.get(f"{REPO}/commits/topic/check-suites", 200).json
     assert suites["total_count"] == 1
     suite = suites["check_suites"][0]
-    assert (suite["status"], suite["conclusion"], suite["head_branch"]) == ("in_progress",
-                                                                           None, "topic")
+    assert (suite["status"], suite["conclusion"], suite["head_branch"]) == (
+        "in_progress", None, "topic")
     assert failed["check_suite"] == {"id": suite["id"]}
     ci.patch(f"{REPO}/check-runs/1", {"conclusion": "success"}, 200)
     suite = ci.get(f"{REPO}/check-suites/{suite['id']}", 200).json

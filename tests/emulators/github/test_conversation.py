@@ -78,8 +78,8 @@ def test_labels_on_issues_and_the_repository(talk):
     assert talk.post(f"{REPO}/labels", {"name": "Bug"}, 422).json["errors"][0][
         "code"] == "already_exists"
     added = talk.post(f"{REPO}/issues/1/labels", {"labels": ["BUG", "needs-review"]}, 200).json
-    assert [(label["name"], label["color"]) for label in added] == [("bug", "d73a4a"),
-                                                                   ("needs-review", "ededed")]
+    assert [(label["name"], label["color"]) for label in added] == [
+        ("bug", "d73a4a"), ("needs-review", "ededed")]
     assert [label["name"] for label in talk.get(f"{REPO}/labels", 200).json] == [
         "bug", "needs-review"]  # naming a new label on an issue made it
     assert [label["name"] for label in talk.get(f"{REPO}/pulls/1", 200).json["labels"]] == [
