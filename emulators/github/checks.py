@@ -228,14 +228,17 @@ class CheckRules:
                 "events": ["check_run", "check_suite", "pull_request", "push"]}
 
     def _minimal_pulls(self, repo, sha):
-        """The open PRs whose head is at `sha` (`pull-request-minimal`)."""
+        """The open PRs whose head is at `sha` (`pull-request-minimal`): those of the branches
+        whose tip it is, so a repository of many PRs is not scanned."""
         key, out = repo["key"], []
         repo_min = {"id": repo["id"], "url": self._repo_url(repo), "name": repo["name"]}
-        for pull in self.store.pulls({"repo": key, "state": "open"}, order_by=None, desc=False,
-                                     limit=None, offset=0):
-            tips = self._tips(key, (pull["head_ref"], pull["base_ref"]))
-            if tips.get(pull["head_ref"]) != sha:
-                continue
+        branches = sorted(ref["ref"][len("refs/heads/"):] for ref in self.store.refs(key)
+                          if ref["kind"] == "heads" and ref["sha"] == sha)
+        pulls = [pull for branch in branches for pull in self.store.pulls(
+            {"repo": key, "state": "open", "head_ref": branch}, order_by=None, desc=False,
+            limit=None, offset=0)]
+        for pull in sorted(pulls, key=lambda p: p["number"]):
+            tips = self._tips(key, (pull["base_ref"],))
             out.append({"id": pull["id"], "number": pull["number"],
                         "url": f"{self._repo_url(repo)}/pulls/{pull['number']}",
                         "head": {"ref": pull["head_ref"], "sha": sha, "repo": repo_min},
@@ -326,6 +329,8 @@ def _apply(run, body, op, now):
         if not isinstance(output, dict) or not all(
                 isinstance(output.get(f), str) for f in ("title", "summary")):
             fail("output")
+        for field in ("summary", "text"):
+            schemas.check_length(output.get(field), schemas.MAX_OUTPUT, op, "CheckRun", field)
         run["output"].update({f: output.get(f, run["output"].get(f))
                               for f in ("title", "summary", "text")})
     if run["status"] == "completed":

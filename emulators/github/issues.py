@@ -39,6 +39,8 @@ class IssueRules:
                                           code="missing_field")
         if body.get("body") is not None and not isinstance(body["body"], str):
             raise errors.ValidationFailed(op, resource="Issue", field="body")
+        schemas.check_length(str(body["title"]), schemas.MAX_TITLE, op, "Issue", "title")
+        schemas.check_length(body.get("body"), schemas.MAX_BODY, op, "Issue", "body")
         key = repo["key"]
         with self.transaction():
             labels = self._label_names(repo, body.get("labels", []), op)
@@ -74,9 +76,11 @@ class IssueRules:
                 if not isinstance(body["title"], (str, int)) or not str(body["title"]).strip():
                     raise errors.ValidationFailed(op, resource="Issue", field="title")
                 after["title"] = str(body["title"])
+                schemas.check_length(after["title"], schemas.MAX_TITLE, op, "Issue", "title")
             if "body" in body:
                 if body["body"] is not None and not isinstance(body["body"], str):
                     raise errors.ValidationFailed(op, resource="Issue", field="body")
+                schemas.check_length(body["body"], schemas.MAX_BODY, op, "Issue", "body")
                 after["body"] = body["body"] or None
             if "state" in body:
                 if body["state"] not in ("open", "closed"):
@@ -225,6 +229,7 @@ class IssueRules:
         if not isinstance(body.get("body"), str) or not body["body"]:
             raise errors.ValidationFailed(op, resource="IssueComment", field="body",
                                           code="missing_field")
+        schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
         with self.transaction():
             target = self._conversation(repo, raw_number, op)
             now = iso(self.now_ms())
@@ -265,6 +270,7 @@ class IssueRules:
         if not isinstance(body.get("body"), str) or not body["body"]:
             raise errors.ValidationFailed(op, resource="IssueComment", field="body",
                                           code="missing_field")
+        schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
         with self.transaction():
             before = self._comment(repo, raw_id, op)
             comment = {**before, "body": body["body"], "updated_at": iso(self.now_ms())}
@@ -313,6 +319,7 @@ class IssueRules:
         if not isinstance(label_name, str) or not label_name.strip():
             raise errors.ValidationFailed(op, resource="Label", field="name",
                                           code="missing_field")
+        schemas.check_length(label_name, schemas.MAX_LABEL, op, "Label", "name")
         color = _color(body.get("color", DEFAULT_COLOR), op)
         description = _description(body.get("description"), op)
         with self.transaction():
@@ -337,6 +344,7 @@ class IssueRules:
             if "new_name" in body:
                 if not isinstance(body["new_name"], str) or not body["new_name"].strip():
                     raise errors.ValidationFailed(op, resource="Label", field="name")
+                schemas.check_length(body["new_name"], schemas.MAX_LABEL, op, "Label", "name")
                 label["name"] = body["new_name"]
             if "color" in body:
                 label["color"] = _color(body["color"], op)
@@ -412,6 +420,7 @@ class IssueRules:
             label_name = item.get("name") if isinstance(item, dict) else item
             if not isinstance(label_name, str) or not label_name.strip():
                 raise errors.ValidationFailed(op, resource="Label", field="name")
+            schemas.check_length(label_name, schemas.MAX_LABEL, op, "Label", "name")
             label = self.store.item(LABELS, f"{repo['key']}:{label_name.lower()}") \
                 or self._make_label(repo, label_name, DEFAULT_COLOR, None)
             if label["name"] not in names:

@@ -24,6 +24,8 @@ class ReviewRules:
         body = schemas.json_object(parsed, op)
         if body.get("comments"):
             raise errors.Unsupported("Mockingbird does not model review comments on lines")
+        schemas.check_length(body.get("body"), schemas.MAX_BODY, op, "PullRequestReview",
+                             "body")
         with self.transaction():
             pull = self._review_target(repo, raw_number, op)
             actor = self._actor()

@@ -36,6 +36,8 @@ class StatusRules:
         for field in ("target_url", "description", "context"):
             if body.get(field) is not None and not isinstance(body[field], str):
                 raise errors.ValidationFailed(op, resource="Status", field=field)
+        schemas.check_length(body.get("description"), schemas.MAX_DESCRIPTION, op, "Status",
+                             "description")
         key = repo["key"]
         with self.transaction():
             sha = self._commit_sha(key, raw_sha)

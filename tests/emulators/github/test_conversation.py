@@ -126,3 +126,14 @@ def test_each_token_is_a_user_and_the_credential_map_can_name_it(talk):
     anonymous = talk.post(f"{REPO}/issues", {"title": "D"}, 201).json
     assert anonymous["user"]["login"] == "mockingbird-user"
     assert by_alice.json["author_association"] == "MEMBER"
+
+
+def test_text_past_githubs_limits_is_refused(talk):
+    issue = talk.post(f"{REPO}/issues", {"title": "x" * 257}, 422).json
+    assert issue["errors"] == [{"resource": "Issue", "code": "custom", "field": "title",
+                                "message": "title is too long (maximum is 256 characters)"}]
+    talk.post(f"{REPO}/issues", {"title": "ok"}, 201)
+    assert talk.post(f"{REPO}/issues/1/comments", {"body": "y" * 65537}, 422).json[
+        "errors"][0]["message"] == "body is too long (maximum is 65536 characters)"
+    assert talk.post(f"{REPO}/issues/1/labels", ["fine", "z" * 51], 422).status_int == 422
+    assert talk.get(f"{REPO}/labels", 200).json == []  # nothing half made
