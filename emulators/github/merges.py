@@ -109,18 +109,18 @@ class MergeRules:
         op = "pulls/merge"
         repo = self._repo(owner, name, op)
         body = schemas.json_object(parsed, op)
-        method = body.get("merge_method", "merge")
-        if method not in METHODS:
-            raise errors.ValidationFailed(op, field="merge_method")
-        for field in ("commit_title", "commit_message", "sha"):
-            if body.get(field) is not None and not isinstance(body[field], str):
-                raise errors.ValidationFailed(op, field=field)
         key = repo["key"]
         with self.transaction():
             number = parse_pull_number(raw_number)
             pull = self.store.pull(key, number) if number else None
             if pull is None:
                 raise errors.NotFound(op)
+            method = body.get("merge_method", "merge")
+            if method not in METHODS:
+                raise errors.ValidationFailed(op, field="merge_method")
+            for field in ("commit_title", "commit_message", "sha"):
+                if body.get(field) is not None and not isinstance(body[field], str):
+                    raise errors.ValidationFailed(op, field=field)
             if pull["state"] != "open":
                 raise errors.Unmergeable(op, NOT_MERGEABLE)
             if pull.get("draft"):
@@ -134,12 +134,8 @@ class MergeRules:
                 raise errors.Unmergeable(op, blocker)
             objects = self.git(repo, op)
             sha = self._merge_commit(repo, objects, pull, method, body, head_sha, base_sha, op)
-            try:
-                self.write_ref(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha,
-                               op=op)
-            except errors.RefRejected:
-                raise errors.Unmergeable(
-                    op, "Base branch was modified. Review and try the merge again.") from None
+            # one transaction: the base read above is still its tip, the swap cannot miss
+            self.write_ref(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha, op=op)
             now = iso(self.now_ms())
             merged = {**self.store.pull(key, number), "state": "closed", "merged": True,
                       "merged_at": now, "merged_by": self._actor(), "merge_commit_sha": sha,

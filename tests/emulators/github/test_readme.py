@@ -40,3 +40,14 @@ def test_the_shell_blocks_run_top_to_bottom_as_a_user_runs_them(tmp_path):
     assert "response dropped" in out  # the create's answer was lost, yet the PR was made:
     assert [pr["title"] for pr in json.loads(listed[0])] == ["Add topic"]
     assert f'"url":"http://127.0.0.1:{ports[9000]}/hook"' in out
+
+
+def test_the_pull_request_life_example_runs():
+    section = README.read_text().split("## A pull request's life", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=README.parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "405 At least 1 approving review is required by reviewers with write access.",
+        "clean True"]
