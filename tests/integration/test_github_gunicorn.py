@@ -1,4 +1,7 @@
 """The GitHub emulator under real gunicorn workers: shared state, atomic writes, dropped answers."""
+import os
+import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,12 +18,19 @@ REPO = "/repos/synthetic-org/example"
 
 
 @pytest.fixture(scope="module")
-def mounted(tmp_path_factory):
+def access_log(tmp_path_factory):
+    """The access log of `mounted`: `<worker pid> <method> <path> <status>` per request."""
+    return tmp_path_factory.mktemp("gh-gunicorn-log") / "access.log"
+
+
+@pytest.fixture(scope="module")
+def mounted(tmp_path_factory, access_log):
     """`gunicorn wsgi:application` (chat + both emulators), 3 workers; yields the GitHub base."""
     db = tmp_path_factory.mktemp("gh-gunicorn") / "emulators.sqlite3"
     env = {"EMULATORS_DB": str(db),
            "NEWOS4_DATA_DIR": str(tmp_path_factory.mktemp("chat-data"))}
-    with gunicorn("wsgi:application", env=env, workers=3, threads=4) as url:
+    log = ["--access-logfile", str(access_log), "--access-logformat", "%(p)s %(m)s %(U)s %(s)s"]
+    with gunicorn("wsgi:application", env=env, workers=3, threads=4, extra_args=log) as url:
         yield url + "/emulators/github"
 
 
@@ -147,3 +157,53 @@ def test_accepted_drop_closes_the_socket_and_the_write_survives(base):
     journal = requests.get(f"{base}/__admin/requests?operationId=git/create-ref",
                            timeout=5).json()["requests"]
     assert any(e["status"] == 0 and e.get("accepted") for e in journal)
+
+
+def _served_by(access_log, suffix, count):
+    """The worker pids that answered requests whose path ends with `suffix`, in order, once
+    there are `count` (a worker logs a request just after its answer left)."""
+    deadline = time.monotonic() + 5
+    while True:
+        lines = [line.split() for line in access_log.read_text().splitlines()]
+        pids = [line[0] for line in lines if len(line) > 2 and line[2].endswith(suffix)]
+        if len(pids) >= count or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.02)
+
+
+def test_a_push_through_one_worker_is_cloned_through_another(base, access_log, tmp_path):
+    """Objects and refs live in SQLite: a clone served by any worker has what another took."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1",
+           "GIT_CONFIG_GLOBAL": os.devnull, "HOME": str(tmp_path), "GIT_AUTHOR_NAME": "A",
+           "GIT_AUTHOR_EMAIL": "a@example.com", "GIT_COMMITTER_NAME": "A",
+           "GIT_COMMITTER_EMAIL": "a@example.com"}
+
+    def git(*args, cwd=None):
+        done = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+    requests.post(f"{base}/__admin/github/repositories", json={"owner": "octo", "name": "live"},
+                  timeout=5).raise_for_status()
+    url = base.replace("http://", "http://x-access-token:t@") + "/octo/live.git"
+    work = tmp_path / "work"
+    git("init", "-q", "-b", "main", str(work))
+    for n in range(3):
+        (work / f"f{n}.txt").write_text(f"{n}\n" * 1000)
+        git("add", ".", cwd=work)
+        git("commit", "-qm", f"commit {n}", cwd=work)
+    pushes = len(_served_by(access_log, "/git-receive-pack", 0)) + 1
+    git("push", "-q", url, "main", cwd=work)
+    pusher = _served_by(access_log, "/git-receive-pack", pushes)[-1]
+    head = git("rev-parse", "HEAD", cwd=work)
+    clones = len(_served_by(access_log, "/git-upload-pack", 0))
+    for attempt in range(30):  # clone until another worker answered one (usually the first)
+        copy = tmp_path / f"copy{attempt}"
+        git("clone", "-q", url, str(copy))
+        assert git("rev-parse", "HEAD", cwd=copy) == head
+        clones += 1
+        if _served_by(access_log, "/git-upload-pack", clones)[-1] != pusher:
+            break
+    else:
+        pytest.fail(f"every clone was served by the pushing worker {pusher}")
+    assert (copy / "f2.txt").read_text() == "2\n" * 1000

@@ -1,0 +1,273 @@
+"""The stock git command line, PyGithub and githubkit against one served emulator: git over
+smart HTTP and REST read and write the same objects, with the same SHAs.
+
+One server for the module (each test resets it); git runs with no user config, no prompt.
+"""
+import base64
+import os
+import subprocess
+
+import pytest
+import requests
+from github import Auth, Github, InputGitTreeElement
+from githubkit import GitHub
+
+from emulators.github import serve
+from testkit.webhook_receiver import Receiver
+
+from .test_webhooks import check_payload
+
+TOKEN = "ghs_synthetic"
+
+
+@pytest.fixture(scope="module")
+def server():
+    with serve() as running:
+        yield running
+
+
+@pytest.fixture
+def emu(server, tmp_path):
+    requests.post(f"{server.admin_url}/reset?all=1", timeout=5).raise_for_status()
+    return Emu(server, tmp_path)
+
+
+class Emu:
+    """The served emulator, a scratch folder, and git as a user runs it."""
+
+    def __init__(self, server, folder):
+        self.server, self.folder = server, folder
+        self.env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1",
+                    "GIT_CONFIG_GLOBAL": os.devnull, "HOME": str(folder),
+                    "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
+                    "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"}
+
+    def url(self, repo="octo/demo", token=TOKEN, base=None):
+        base = base or self.server.url
+        auth = f"x-access-token:{token}@" if token else ""
+        return base.replace("http://", f"http://{auth}") + f"/{repo}.git"
+
+    def seed(self, name="demo", **body):
+        res = requests.post(f"{self.server.admin_url}/github/repositories", timeout=5,
+                            json={"owner": "octo", "name": name, **body})
+        assert res.status_code == 201, res.text
+
+    def git(self, *args, cwd=None, ok=True):
+        done = subprocess.run(["git", *args], cwd=cwd, env=self.env, capture_output=True,
+                              text=True, timeout=60)
+        if ok:
+            assert done.returncode == 0, done.stderr
+        return done
+
+    def work(self, name="work"):
+        """A new local repository with one commit on main."""
+        path = self.folder / name
+        self.git("init", "-q", "-b", "main", str(path))
+        self.commit(path, "README.md", "# Demo\n", "Initial commit")
+        return path
+
+    def commit(self, path, file, text, message):
+        (path / file).parent.mkdir(parents=True, exist_ok=True)
+        (path / file).write_text(text)
+        self.git("add", file, cwd=path)
+        self.git("commit", "-qm", message, cwd=path)
+        return self.rev(path)
+
+    def rev(self, path, what="HEAD"):
+        return self.git("rev-parse", what, cwd=path).stdout.strip()
+
+    def rest(self, path, **kw):
+        return requests.get(f"{self.server.url}/repos/octo/demo{path}", timeout=5, **kw)
+
+
+def pygithub(emu):
+    return Github(base_url=emu.server.url, auth=Auth.Token(TOKEN), retry=None,
+                  seconds_between_requests=0, seconds_between_writes=0)
+
+
+def test_push_a_new_repository_read_it_through_rest_and_clone_it(emu):
+    emu.seed()
+    work = emu.work()
+    head = emu.commit(work, "src/app.py", "print('hi')\n", "Add app")
+    pushed = emu.git("push", emu.url(), "main", cwd=work)
+    assert "* [new branch]      main -> main" in pushed.stderr
+
+    repo = pygithub(emu).get_repo("octo/demo")
+    assert repo.get_git_ref("heads/main").object.sha == head
+    assert repo.get_contents("src/app.py").decoded_content == b"print('hi')\n"
+    assert [c.sha for c in repo.get_commits()] == [head, emu.rev(work, "HEAD~1")]
+    assert repo.get_commit(head).files[0].filename == "src/app.py"
+
+    emu.git("clone", "-q", repo.clone_url.replace("http://", f"http://x-access-token:{TOKEN}@"),
+            str(emu.folder / "copy"))
+    assert emu.rev(emu.folder / "copy") == head
+    assert (emu.folder / "copy" / "src" / "app.py").read_text() == "print('hi')\n"
+    listed = emu.git("ls-remote", emu.url()).stdout.split("\n")
+    assert f"{head}\tHEAD" in listed and f"{head}\trefs/heads/main" in listed
+
+
+def test_a_pushed_branch_becomes_a_pull_request_that_ci_fetches_and_a_push_moves(emu):
+    emu.seed()
+    work = emu.work()
+    emu.git("push", emu.url(), "main", cwd=work)
+    emu.git("checkout", "-qb", "feature", cwd=work)
+    first = emu.commit(work, "docs/guide.md", "one\n", "Add guide")
+    emu.git("push", emu.url(), "feature", cwd=work)
+    repo = pygithub(emu).get_repo("octo/demo")
+    pull = repo.create_pull(base="main", head="feature", title="Guide", body="Adds a guide")
+    assert [f.filename for f in pull.get_files()] == ["docs/guide.md"]
+    assert [c.sha for c in pull.get_commits()] == [first]
+    compared = repo.compare("main", "feature")
+    assert (compared.status, compared.ahead_by, compared.behind_by) == ("ahead", 1, 0)
+
+    ci = emu.folder / "ci"
+    emu.git("init", "-q", str(ci))
+    emu.git("fetch", "-q", emu.url(), f"refs/pull/{pull.number}/head:pr", cwd=ci)
+    assert emu.rev(ci, "pr") == first
+
+    second = emu.commit(work, "docs/guide.md", "one\ntwo\n", "Extend guide")
+    emu.git("push", emu.url(), "feature", cwd=work)
+    assert repo.get_pull(pull.number).head.sha == second
+    assert [c.sha for c in pull.get_commits()] == [first, second]
+    emu.git("fetch", "-q", emu.url(), f"+refs/pull/{pull.number}/head:pr", cwd=ci)
+    assert emu.rev(ci, "pr") == second
+    refused = emu.git("push", "--force", emu.url(), f"HEAD~1:refs/pull/{pull.number}/head",
+                      cwd=work, ok=False)
+    assert refused.returncode != 0 and "deny updating a hidden ref" in refused.stderr
+
+
+def test_a_non_fast_forward_push_is_refused_and_accepted_with_force(emu):
+    emu.seed()
+    work = emu.work()
+    emu.commit(work, "a.txt", "a\n", "Add a")
+    emu.git("push", emu.url(), "main", cwd=work)
+    emu.git("reset", "-q", "--hard", "HEAD~1", cwd=work)
+    rewritten = emu.commit(work, "b.txt", "b\n", "Add b instead")
+    refused = emu.git("push", emu.url(), "main", cwd=work, ok=False)
+    assert refused.returncode == 1 and "[rejected]        main -> main (non-fast-forward)" \
+        in refused.stderr
+    forced = emu.git("push", "--force", emu.url(), "main", cwd=work)
+    assert "(forced update)" in forced.stderr
+    assert emu.rest("/git/ref/heads/main").json()["object"]["sha"] == rewritten
+
+
+def test_contents_and_git_data_writes_are_fetched_by_git_with_the_same_shas(emu):
+    emu.seed(files={"main": {"README.md": "# Demo\n"}})
+    kit = GitHub(TOKEN, base_url=emu.server.url + "/", auto_retry=False, http_cache=False)
+    made = kit.rest.repos.create_or_update_file_contents(
+        "octo", "demo", "notes/todo.txt",
+        data={"message": "Add todo", "content": base64.b64encode(b"buy milk\n").decode()})
+    file_commit = made.parsed_data.commit.sha
+    readme = kit.rest.repos.get_readme("octo", "demo").parsed_data
+    assert base64.b64decode(readme.content) == b"# Demo\n"
+
+    repo = pygithub(emu).get_repo("octo/demo")
+    blob = repo.create_git_blob("hello\n", "utf-8")
+    tree = repo.create_git_tree([InputGitTreeElement("hello.txt", "100644", "blob",
+                                                     sha=blob.sha)],
+                                base_tree=repo.get_git_tree(file_commit))
+    commit = repo.create_git_commit("Add hello", tree, [repo.get_git_commit(file_commit)])
+    repo.get_git_ref("heads/main").edit(commit.sha)
+
+    clone = emu.folder / "clone"
+    emu.git("clone", "-q", emu.url(), str(clone))
+    assert emu.rev(clone) == commit.sha
+    assert emu.rev(clone, "HEAD~1") == file_commit
+    assert emu.rev(clone, "HEAD:hello.txt") == blob.sha
+    assert emu.rev(clone, "HEAD^{tree}") == tree.sha
+    assert (clone / "notes" / "todo.txt").read_text() == "buy milk\n"
+    assert emu.git("hash-object", str(clone / "hello.txt")).stdout.strip() == blob.sha
+
+
+def test_namespaces_are_isolated_over_git(emu):
+    put = requests.put(f"{emu.server.admin_url}/credentials", timeout=5,
+                       json={"credentials": {"token-w1": "w1"}})
+    assert put.status_code == 200, put.text
+    for namespace in ("w1", "w2"):
+        requests.post(f"{emu.server.admin_url}/github/repositories?namespace={namespace}",
+                      json={"owner": "octo", "name": "demo"}, timeout=5).raise_for_status()
+    work = emu.work()
+    emu.git("push", emu.url(token="token-w1"), "main", cwd=work)  # the credential map: w1
+    carrier = f"{emu.server.url}/__admin/ns/w1"
+    assert emu.git("ls-remote", emu.url(base=carrier)).stdout.split()[0] == emu.rev(work)
+    w2 = emu.git("ls-remote", emu.url(base=f"{emu.server.url}/__admin/ns/w2")).stdout
+    assert w2 == ""  # w2's repository of the same name is still empty
+    missing = emu.git("ls-remote", emu.url(), ok=False)  # default: no such repository
+    assert missing.returncode != 0 and "Repository not found" in missing.stderr
+
+
+def test_git_without_credentials_is_asked_for_them_as_github_does(emu):
+    emu.seed(files={"main": {"README.md": "# Demo\n"}})
+    assert emu.git("ls-remote", emu.url(token=None)).returncode == 0  # public: no credentials
+    work = emu.work()
+    refused = emu.git("push", emu.url(token=None), "main", cwd=work, ok=False)
+    assert refused.returncode != 0 and "could not read Username" in refused.stderr
+    answer = requests.get(emu.url(token=None) + "/info/refs?service=git-receive-pack", timeout=5)
+    assert answer.status_code == 401 and answer.headers["WWW-Authenticate"].startswith("Basic")
+
+
+def test_a_synthetic_repository_tells_git_why_it_cannot_serve_it(emu):
+    emu.seed(commits=[{"sha": "a" * 40, "parents": []}], branches={"main": "a" * 40})
+    answer = emu.git("clone", "-q", emu.url(), str(emu.folder / "x"), ok=False)
+    assert answer.returncode != 0 and "synthetic SHAs" in answer.stderr
+    res = emu.rest("/contents/README.md")
+    assert res.status_code == 409 and res.json()["code"] == "mockingbird_synthetic_repository"
+    assert emu.rest("/git/ref/heads/main").status_code == 200  # REST keeps working
+
+
+def test_a_push_sends_real_commits_and_synchronize_and_a_deletion_closes_the_pr(emu):
+    receiver = Receiver(secret="s")
+    try:
+        emu.seed()
+        requests.put(f"{emu.server.admin_url}/webhook-endpoints", timeout=5, json=[
+            {"url": receiver.url, "secret": "s", "events": ["push", "pull_request"]}]
+        ).raise_for_status()
+        work = emu.work()
+        emu.git("push", emu.url(), "main", cwd=work)
+        emu.git("checkout", "-qb", "topic", cwd=work)
+        emu.commit(work, "x.txt", "x\n", "Add x")
+        emu.git("push", emu.url(), "topic", cwd=work)
+        pull = requests.post(f"{emu.server.url}/repos/octo/demo/pulls", timeout=5, json={
+            "title": "t", "head": "topic", "base": "main"})
+        assert pull.status_code == 201, pull.text
+        sha = emu.commit(work, "y.txt", "y\n", "Add y\n\nWith a body.")
+        emu.git("push", emu.url(), "topic", cwd=work)
+        emu.git("push", emu.url(), ":topic", cwd=work)
+        requests.post(f"{emu.server.admin_url}/webhooks/flush", timeout=10).raise_for_status()
+        receiver.wait_for(8)
+        assert receiver.events() == [
+            ("ping", None), ("push", None), ("push", None), ("pull_request", "opened"),
+            ("push", None), ("pull_request", "synchronize"), ("push", None),
+            ("pull_request", "closed")]
+        push = [p for _h, p in receiver.received if p.get("after") == sha][0]
+        assert [c["message"] for c in push["commits"]] == ["Add y\n\nWith a body.\n"]
+        assert push["commits"][0]["added"] == ["y.txt"]
+        assert push["commits"][0]["author"]["email"] == "ada@example.com"
+        assert push["head_commit"]["id"] == sha
+        for _headers, payload in receiver.received[1:]:
+            check_payload("pull_request" if "pull_request" in payload else "push", payload)
+        assert requests.get(pull.json()["url"], timeout=5).json()["state"] == "closed"
+    finally:
+        receiver.close()
+
+
+def test_a_push_is_journaled_checkpointed_and_honours_the_presets(emu):
+    emu.seed()
+    work = emu.work()
+    requests.post(f"{emu.server.admin_url}/faults", json={"preset": "github_unavailable"},
+                  timeout=5).raise_for_status()
+    down = emu.git("push", emu.url(), "main", cwd=work, ok=False)
+    assert down.returncode != 0 and "503" in down.stderr
+    emu.git("push", emu.url(), "main", cwd=work)  # the preset is one shot per write
+    journal = requests.get(f"{emu.server.admin_url}/requests?operationId=git/receive-pack",
+                           timeout=5).json()["requests"]
+    assert [e["status"] for e in journal] == [503, 200]
+    assert journal[-1]["accepted"] is True and journal[-1]["checkpoint"]
+    requests.post(f"{emu.server.admin_url}/branches/main/checkout", timeout=5,
+                  json={"checkpoint": journal[-1]["checkpoint"]}).raise_for_status()
+    emu.commit(work, "b.txt", "b\n", "b")
+    requests.post(f"{emu.server.admin_url}/faults", json={"preset": "github_push_accepted_drop"},
+                  timeout=5).raise_for_status()
+    dropped = emu.git("push", emu.url(), "main", cwd=work, ok=False)
+    assert dropped.returncode != 0
+    assert emu.rest("/git/ref/heads/main").json()["object"]["sha"] == emu.rev(work)
