@@ -186,8 +186,10 @@ class ReviewRules:
                                                        if x != review["user"]]}
             self._put_pull(updated, pull)
             pull = updated
+        # the webhook spells the state in lower case (`approved`), the REST API in upper case
         self.emit("pull_request_review", lambda: {
-            "action": "submitted", "review": self.review_json(repo, review),
+            "action": "submitted", "review": {**self.review_json(repo, review),
+                                              "state": review["state"].lower()},
             "pull_request": events.pull_request("submitted", self.pull_json(repo, pull),
                                                 None)["pull_request"],
             "repository": self.repo_json(repo), "sender": self._sender()})

@@ -194,3 +194,19 @@ def test_a_merge_accepted_then_dropped_is_merged(pr):
     with pytest.raises(DroppedByFault):
         merge(pr)
     assert pr.get(f"{REPO}/pulls/1", 200).json["merged"] is True
+
+
+def test_rest_ref_writes_to_a_protected_branch_are_refused_as_a_push_is(pr):
+    pr.app.put_json(f"{REPO}/branches/main/protection", PROTECT)
+    moved = pr.patch(f"{REPO}/git/refs/heads/main", {"sha": sha("t2"), "force": True}, 422)
+    assert moved.json["message"] == ("Protected branch update failed for refs/heads/main. "
+                                     "Cannot force-push to this branch")
+    ahead = pr.post(f"{REPO}/merges", {"base": "topic", "head": "main"}, 201).json["sha"]
+    pr.app.put_json(f"{REPO}/branches/topic/protection", {**PROTECT, "allow_deletions": False})
+    assert pr.app.delete(f"{REPO}/git/refs/heads/topic", status=422).json["message"].endswith(
+        "Cannot delete this branch")
+    assert pr.patch(f"{REPO}/git/refs/heads/main", {"sha": ahead}, 422).json["message"].endswith(
+        "Changes must be made through a pull request.")
+    pr.app.delete(f"{REPO}/branches/main/protection", status=204)
+    assert pr.patch(f"{REPO}/git/refs/heads/main", {"sha": ahead}, 200).json["object"][
+        "sha"] == ahead
