@@ -250,3 +250,21 @@ def test_githubkit_rebases_a_pull_request_past_protection(world):
     log = world.git("log", "--format=%s", "-n", "3", sha).stdout.splitlines()
     assert log == ["Shout line three", "Add the feature", "Shout line one"]
     assert_webhooks(world, merged.sha)
+
+
+def test_concurrent_merges_of_one_pull_request_merge_it_once(world):
+    from concurrent.futures import ThreadPoolExecutor
+    world.push_history()
+    pr = pygithub(world.base, ADA).create_pull(base="main", head="topic", title="Race")
+
+    def merge(_):
+        return requests.put(f"{world.base}/repos/octo/demo/pulls/{pr.number}/merge", timeout=30,
+                            json={"merge_method": "squash"},
+                            headers={"Authorization": f"token {ADA}"})
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(merge, range(8)))
+    assert sorted(a.status_code for a in answers) == [200] + [405] * 7
+    assert {a.json()["message"] for a in answers if a.status_code == 405} == {
+        "Pull Request is not mergeable"}
+    sha, parents, _ = world.fetched_main()
+    assert (sha, parents) == (next(a.json()["sha"] for a in answers if a.ok), 1)
