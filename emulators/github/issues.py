@@ -12,7 +12,7 @@ from urllib.parse import quote
 from emulators.runtime.state.clock import iso
 
 from . import errors, events, ids, schemas
-from .pulls import parse_pull_number
+from .pulls import REOPEN_MERGED, parse_pull_number
 from .store import COMMENTS, ISSUES, LABELS
 
 COLOR = re.compile(r"^[0-9a-fA-F]{6}\Z")
@@ -85,6 +85,9 @@ class IssueRules:
             if "state" in body:
                 if body["state"] not in ("open", "closed"):
                     raise errors.ValidationFailed(op, resource="Issue", field="state")
+                if before.get("merged") and body["state"] == "open":
+                    raise errors.ValidationFailed(op, resource="Issue", field="state",
+                                                  custom=REOPEN_MERGED)
                 after["state"] = body["state"]
             if "labels" in body:
                 after["labels"] = self._label_names(repo, body["labels"], op)
@@ -102,6 +105,10 @@ class IssueRules:
                     after["closed_by"] = self._actor() if closing else None
                     after["state_reason"] = (body.get("state_reason") or "completed") \
                         if closing else "reopened"
+                else:  # a PR keeps the tips it was closed at, as pulls/update does
+                    tips = self._tips(repo["key"], (after["head_ref"], after["base_ref"]))
+                    after["head_sha"] = tips.get(after["head_ref"], after["head_sha"])
+                    after["base_sha"] = tips.get(after["base_ref"], after["base_sha"])
             self._store_conversation(repo, before, after)
         return self.issue_json(repo, after)
 

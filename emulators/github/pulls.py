@@ -10,6 +10,7 @@ from . import errors, events, git, ids, schemas
 
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 CROSS_REPO = "Mockingbird does not model cross-repository heads"
+REOPEN_MERGED = "state cannot be changed. The pull request has been merged."
 
 
 def parse_pull_number(raw):
@@ -169,6 +170,8 @@ class PullRules:
             if "base" in body and (not isinstance(body["base"], str) or not body["base"]):
                 raise errors.ValidationFailed(op, field="base")
             state = body.get("state", pull["state"])
+            if pull.get("merged") and state == "open":
+                raise errors.ValidationFailed(op, field="state", custom=REOPEN_MERGED)
             base = body.get("base", pull["base_ref"])
             tips = self._tips(key, (pull["head_ref"], base))
             if pull["head_ref"] not in tips or base not in tips:

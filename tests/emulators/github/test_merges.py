@@ -117,6 +117,9 @@ def test_each_method_makes_real_commits_on_the_base(pr, method, parents):
     pr.app.get(f"{REPO}/pulls/1/merge", status=204)
     pr.app.get(f"{REPO}/pulls/2/merge", status=404)
     assert merge(pr).json["message"] == "Pull Request is not mergeable"  # merged already
+    assert pr.patch(f"{REPO}/pulls/1", {"state": "open"}, 422).json["errors"][0][
+        "message"] == "state cannot be changed. The pull request has been merged."
+    pr.patch(f"{REPO}/issues/1", {"state": "open"}, 422)
     objects = GitObjects(pr.app.app.emulator.objects("default", "synthetic-org/example"))
     commit = objects.commit(main)
     assert len(commit.parents) == parents
