@@ -17,6 +17,7 @@ from githubkit.exception import RequestFailed
 
 from testkit.servers import gunicorn
 from testkit.webhook_receiver import Receiver
+from tests.emulators.github.schema_check import SCHEMAS
 from tests.emulators.github.test_lifecycle_events import problems
 
 pytestmark = pytest.mark.gunicorn
@@ -250,6 +251,28 @@ def test_githubkit_rebases_a_pull_request_past_protection(world):
     log = world.git("log", "--format=%s", "-n", "3", sha).stdout.splitlines()
     assert log == ["Shout line three", "Add the feature", "Shout line one"]
     assert_webhooks(world, merged.sha)
+    assert_answers_follow_githubs_schemas(world.base, number, head)
+
+
+def assert_answers_follow_githubs_schemas(base, number, head):
+    """The conftest checks in-process answers; these come from the gunicorn workers."""
+    repo = "/repos/{owner}/{repo}"
+    for template, path in [
+            (f"{repo}/pulls/{{pull_number}}", f"/pulls/{number}"),
+            (f"{repo}/pulls/{{pull_number}}/reviews", f"/pulls/{number}/reviews"),
+            (f"{repo}/pulls/{{pull_number}}/requested_reviewers",
+             f"/pulls/{number}/requested_reviewers"),
+            (f"{repo}/issues/{{issue_number}}", f"/issues/{number}"),
+            (f"{repo}/issues/{{issue_number}}/comments", f"/issues/{number}/comments"),
+            (f"{repo}/labels", "/labels"),
+            (f"{repo}/commits/{{ref}}/status", f"/commits/{head}/status"),
+            (f"{repo}/commits/{{ref}}/check-runs", f"/commits/{head}/check-runs"),
+            (f"{repo}/commits/{{ref}}/check-suites", f"/commits/{head}/check-suites"),
+            (f"{repo}/branches/{{branch}}", "/branches/main"),
+            (f"{repo}/branches/{{branch}}/protection", "/branches/main/protection")]:
+        answer = requests.get(f"{base}/repos/octo/demo{path}", timeout=5)
+        schema = SCHEMAS.schema_for("GET", template, answer.status_code, answer.json())
+        assert schema is not None and SCHEMAS.problems(schema, answer.json()) == [], path
 
 
 def test_concurrent_merges_of_one_pull_request_merge_it_once(world):
