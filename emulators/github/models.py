@@ -12,18 +12,18 @@ import re
 from emulators.runtime.state.clock import iso
 
 from . import actors, errors, events, git, ids, shapes
-from .checks import CheckRules
 from .commits import CommitRules
 from .contents import ContentRules
 from .gitdata import GitDataRules
-from .issues import IssueRules
-from .merges import MergeRules
+from .lifecycle.checks import CheckRules
+from .lifecycle.issues import IssueRules
+from .lifecycle.merges import MergeRules
+from .lifecycle.protection import ProtectionRules
+from .lifecycle.reviews import ReviewRules
+from .lifecycle.statuses import StatusRules
 from .objects import GitObjects
-from .protection import ProtectionRules
 from .pulls import PullRules
 from .refs import RefRules
-from .reviews import ReviewRules
-from .statuses import StatusRules
 from .store import GitHubStore, has_objects, repo_key
 
 SEGMENT = re.compile(r"^[a-zA-Z0-9_.-]+\Z")
@@ -61,7 +61,7 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         self.base_url = base_url.rstrip("/")
         self._authors = {}
         self._open_pulls = {}  # repository key -> open PR count written by this backend
-        self._open_issues = {}  # and its open issue count (issues.py)
+        self._open_issues = {}  # and its open issue count (lifecycle/issues.py)
 
     # shapes ------------------------------------------------------------------------------
 

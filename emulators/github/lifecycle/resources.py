@@ -6,9 +6,9 @@ and answers; writes are journaled as accepted and honour the accepted-drop effec
 """
 from emulators.runtime import instance_of
 
-from .presets import LOST_UPDATE
-from .resources import Commit, _accepted, _answer, _body, _paged, _pairs, backend_of
-from .schemas import page_query
+from ..presets import LOST_UPDATE
+from ..resources import Commit, _accepted, _answer, _body, _paged, _pairs, backend_of
+from ..schemas import page_query
 
 
 def _wrote(req, resp, status, answer, **ids):

@@ -7,9 +7,9 @@ author, a user has at most one pending review per pull request, and only its aut
 """
 from emulators.runtime.state.clock import iso
 
-from . import errors, events, ids, schemas
-from .pulls import parse_pull_number
-from .store import REVIEWS
+from .. import errors, events, ids, schemas
+from ..pulls import parse_pull_number
+from ..store import REVIEWS
 
 EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED",
           "COMMENT": "COMMENTED"}

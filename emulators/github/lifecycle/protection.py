@@ -11,9 +11,9 @@ from urllib.parse import quote
 
 from emulators.runtime.state.clock import iso
 
-from . import errors, git, schemas
+from .. import errors, git, schemas
+from ..store import PROTECTIONS
 from .checks import PASSING
-from .store import PROTECTIONS
 
 # GitHub's messages for a merge or push that protection refuses
 NOT_MERGEABLE = "Pull Request is not mergeable"

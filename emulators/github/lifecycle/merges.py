@@ -13,10 +13,10 @@ from dulwich.object_store import MemoryObjectStore
 
 from emulators.runtime.state.clock import iso
 
-from . import errors, events, git, schemas
+from .. import errors, events, git, schemas
+from ..pulls import parse_pull_number
+from ..store import has_objects
 from .protection import DRAFT, NOT_MERGEABLE
-from .pulls import parse_pull_number
-from .store import has_objects
 
 METHODS = ("merge", "squash", "rebase")
 COMMITTER = {"name": "GitHub", "email": "noreply@github.com"}  # GitHub commits web merges so

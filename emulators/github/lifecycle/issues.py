@@ -11,9 +11,9 @@ from urllib.parse import quote
 
 from emulators.runtime.state.clock import iso
 
-from . import errors, events, ids, schemas
-from .pulls import REOPEN_MERGED, parse_pull_number
-from .store import COMMENTS, ISSUES, LABELS
+from .. import errors, events, ids, schemas
+from ..pulls import REOPEN_MERGED, parse_pull_number
+from ..store import COMMENTS, ISSUES, LABELS
 
 COLOR = re.compile(r"^[0-9a-fA-F]{6}\Z")
 DEFAULT_COLOR = "ededed"  # the colour GitHub gives a label made by naming it on an issue

@@ -6,8 +6,8 @@ of each context: `failure` if any is `error` or `failure`, `pending` if there is
 """
 from emulators.runtime.state.clock import iso
 
-from . import errors, ids, schemas
-from .store import STATUSES
+from .. import errors, ids, schemas
+from ..store import STATUSES
 
 STATES = ("error", "failure", "pending", "success")
 MAX_PER_SHA = 1000  # GitHub refuses a 1001st status for one sha and context pair

@@ -8,8 +8,8 @@ one GitHub App, `mockingbird-ci` (the emulator does not model app authentication
 """
 from emulators.runtime.state.clock import iso
 
-from . import errors, ids, schemas
-from .store import CHECK_RUNS, CHECK_SUITES
+from .. import errors, ids, schemas
+from ..store import CHECK_RUNS, CHECK_SUITES
 
 STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
 CONCLUSIONS = ("action_required", "cancelled", "timed_out", "failure", "neutral", "success",
