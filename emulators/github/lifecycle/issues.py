@@ -17,6 +17,8 @@ from ..store import COMMENTS, ISSUES, LABELS
 
 COLOR = re.compile(r"^[0-9a-fA-F]{6}\Z")
 DEFAULT_COLOR = "ededed"  # the colour GitHub gives a label made by naming it on an issue
+MAX_LABELS = 100  # GitHub's limit of labels on one issue
+TOO_MANY_LABELS = f"An issue can have at most {MAX_LABELS} labels"
 
 
 def reactions(url):
@@ -422,6 +424,9 @@ class IssueRules:
             given = given.get("labels", [])
         if not isinstance(given, list):
             raise errors.ValidationFailed(op, resource="Label", field="labels")
+        if len(given) > MAX_LABELS:  # checked before any label is made
+            raise errors.ValidationFailed(op, resource="Label", field="labels",
+                                          custom=TOO_MANY_LABELS)
         names = []
         for item in given:
             label_name = item.get("name") if isinstance(item, dict) else item
@@ -447,6 +452,9 @@ class IssueRules:
             labels = names if replace else [*before.get("labels", []),
                                             *(n for n in names
                                               if n not in before.get("labels", []))]
+            if len(labels) > MAX_LABELS:
+                raise errors.ValidationFailed(op, resource="Label", field="labels",
+                                              custom=TOO_MANY_LABELS)
             after = {**before, "labels": labels, "updated_at": iso(self.now_ms())}
             self._store_conversation(repo, before, after)
         return self.issue_labels(repo, after)

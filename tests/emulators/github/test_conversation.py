@@ -137,3 +137,5 @@ def test_text_past_githubs_limits_is_refused(talk):
         "errors"][0]["message"] == "body is too long (maximum is 65536 characters)"
     assert talk.post(f"{REPO}/issues/1/labels", ["fine", "z" * 51], 422).status_int == 422
     assert talk.get(f"{REPO}/labels", 200).json == []  # nothing half made
+    assert talk.post(f"{REPO}/issues/1/labels", [f"l{n}" for n in range(101)], 422).json[
+        "errors"][0]["message"] == "An issue can have at most 100 labels"
