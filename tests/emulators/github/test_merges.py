@@ -184,6 +184,7 @@ def test_repos_merge_makes_a_merge_commit_or_answers_204(pr):
     made = pr.post(f"{REPO}/merges", {"base": "main", "head": "topic"}, 201).json
     assert [p["sha"] for p in made["parents"]] == [sha("m1"), sha("t2")]
     assert made["commit"]["message"].rstrip() == "Merge topic into main"
+    assert made["author"]["login"] == "mockingbird-user"  # the merger's account
     assert pr.get(f"{REPO}/git/ref/heads/main", 200).json["object"]["sha"] == made["sha"]
     pr.app.post_json(f"{REPO}/merges", {"base": "main", "head": "topic"}, status=204)
     assert pr.post(f"{REPO}/merges", {"base": "main", "head": "clash"}, 409).json[
