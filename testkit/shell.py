@@ -18,10 +18,32 @@ def readmes():
     return sorted(found.stdout.split())
 
 
-def sh_blocks(readme_path):
-    """Every ```sh block of the README (a path from the repository root), in order."""
+def sh_blocks(readme_path, section=None):
+    """Every ```sh block of the README (a path from the repository root), in order; with
+    `section` (a heading line, "## Using the emulators") only those under that heading, up to
+    the next heading of its level or above."""
     readme = (REPO / readme_path).read_text()
+    if section is not None:
+        readme = _section(readme, section)
     return re.findall(r"```sh\n(.*?)```", readme, re.S)
+
+
+def _section(text, heading):
+    """The lines from `heading` to the next heading of its level or above (code blocks, whose
+    `# comments` look like headings, are skipped)."""
+    level = len(heading.split(" ")[0])
+    lines, inside, fenced = [], False, False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.rstrip("\n") == heading:
+            inside = True
+        elif not fenced and inside and re.match(rf"#{{1,{level}}} ", line):
+            break
+        if inside:
+            lines.append(line)
+    assert inside, f"no heading {heading!r}"
+    return "".join(lines)
 
 
 def user_env(**extra):

@@ -18,6 +18,8 @@ needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is no
 # The manuals run here, in this order, in one shell.
 RUN_HERE = ("spaces/newos4/README.md", "spaces/newos4/relay/README.md")
 # The READMEs whose shell blocks a test beside their code runs.
+# (emulators/README.md's "Use them from your project" runs in a project of its own:
+# tests/integration/test_user_project.py)
 RUN_BESIDE = {"emulators/README.md": "tests/emulators/runtime/fleet/test_start.py",
               "emulators/hermes/README.md": "tests/emulators/hermes/test_readme.py",
               "emulators/github/README.md": "tests/emulators/github/test_readme.py"}
@@ -28,7 +30,7 @@ def test_every_readme_with_a_shell_block_is_run():
     with_blocks = {readme for readme in readmes() if sh_blocks(readme)}
     assert with_blocks == {FRONT_PAGE, *RUN_HERE, *RUN_BESIDE}
     for readme, test in RUN_BESIDE.items():
-        assert f'sh_blocks("{readme}")' in (REPO / test).read_text(), (readme, test)
+        assert f'sh_blocks("{readme}"' in (REPO / test).read_text(), (readme, test)
 
 
 def test_the_front_pages_only_shell_block_is_the_quick_start():
