@@ -13,9 +13,10 @@ from dulwich.errors import (ApplyDeltaError, ChecksumMismatch, GitProtocolError,
 from dulwich.protocol import ReceivableProtocol
 from dulwich.refs import DictRefsContainer
 from dulwich.repo import BaseRepo
-from dulwich.server import DictBackend, ReceivePackHandler, UploadPackHandler
-from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_SIDE_BAND_64K,
-                              SIDE_BAND_CHANNEL_PROGRESS)
+from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_FILTER, CAPABILITY_NO_DONE,
+                              CAPABILITY_SIDE_BAND_64K, SIDE_BAND_CHANNEL_PROGRESS)
+from dulwich.server import (DictBackend, ReceivePackHandler, UploadPackHandler,
+                            _ProtocolGraphWalker)
 
 UPLOAD, RECEIVE = "git-upload-pack", "git-receive-pack"
 ZERO = b"0" * 40
@@ -33,6 +34,42 @@ class RepoView(BaseRepo):
         if head in refs:
             container.set_symbolic_ref(b"HEAD", head)
         super().__init__(store, container)
+
+
+class _UploadPack(UploadPackHandler):
+    """dulwich's upload-pack, sending the stored pack entries of the objects to send.
+
+    `handle` is dulwich's own, except that the objects come from `ObjectStore.objects_to_send`
+    and the pack from `ObjectStore.write_pack` (dulwich would parse every tree entry in Python
+    and recompress every object). Partial clone (`filter`) is not offered: git then clones
+    whole, with a warning.
+    """
+
+    def capabilities(self):
+        return [c for c in super().capabilities() if c != CAPABILITY_FILTER]
+
+    def handle(self):
+        self._processing_have_lines = True
+        store = self.repo.object_store
+        graph_walker = _ProtocolGraphWalker(self, store, self.repo.get_peeled,
+                                            self.repo.refs.get_symrefs)
+        wants = []
+
+        def wants_wrapper(refs, depth=None):
+            wants.extend(graph_walker.determine_wants(refs, depth))
+            return wants
+        finder = self.repo.find_missing_objects(wants_wrapper, graph_walker, self.progress,
+                                                get_tagged=self.get_tagged)
+        if not wants or finder is None:
+            return
+        object_ids = store.objects_to_send(finder)
+        if not graph_walker.handle_done(not self.has_capability(CAPABILITY_NO_DONE),
+                                        self._done_received):
+            return
+        self._start_pack_send_phase()
+        self.progress(f"counting objects: {len(object_ids)}, done.\n".encode("ascii"))
+        store.write_pack(self.write_pack_data, object_ids)
+        self.proto.write_pkt_line(None)
 
 
 class _ReceivePack(ReceivePackHandler):
@@ -109,7 +146,7 @@ def _writer(out):
 def _handler(service, view, proto, *, advertise_refs=False, apply=None, max_input=None):
     backend = DictBackend({"/": view})
     if service == UPLOAD:
-        return UploadPackHandler(backend, ["/"], proto, stateless_rpc=True,
-                                 advertise_refs=advertise_refs)
+        return _UploadPack(backend, ["/"], proto, stateless_rpc=True,
+                           advertise_refs=advertise_refs)
     return _ReceivePack(backend, ["/"], proto, stateless_rpc=True,
                         advertise_refs=advertise_refs, apply=apply, max_input=max_input)
