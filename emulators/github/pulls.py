@@ -112,14 +112,16 @@ class PullRules:
             raise errors.NotFound(op)
         return repo, pull
 
-    def get_pull(self, owner, name, raw_number):
+    def get_pull(self, owner, name, raw_number, *, computing=False):
+        """Answer `pulls/get`; `computing` answers as GitHub does while it computes the
+        mergeability (`null`/`unknown`)."""
         op = "pulls/get"
         repo = self._repo(owner, name, op)
         number = parse_pull_number(raw_number)
         pull = self.store.pull(repo["key"], number) if number else None
         if pull is None:
             raise errors.NotFound(op)
-        return self.pull_json(repo, pull)
+        return self.pull_json(repo, pull, fresh=computing)
 
     def list_pulls(self, owner, name, params):
         """Return (items, page, last) for the raw query pairs of a `pulls/list` request."""

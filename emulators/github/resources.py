@@ -12,7 +12,7 @@ from emulators.runtime import instance_of
 
 from . import actors, context, errors, media, schemas
 from .models import GitHubBackend
-from .presets import ACCEPTED_DROP
+from .presets import ACCEPTED_DROP, MERGEABILITY_PENDING
 
 
 def backend_for(instance, environ=None):
@@ -184,8 +184,11 @@ class Pull:
     def on_get(self, req, resp, owner, repo, pull_number):
         param = _media(req, resp)
         backend = backend_of(req)
+        # under the preset, GitHub is still computing mergeability (a fault hit is not cached)
+        computing = instance_of(req).fault_effect(MERGEABILITY_PENDING) is not None
         _answer_cached(req, resp, ("pulls/get", owner, repo, pull_number, param), lambda: (
-            media.with_bodies(backend.get_pull(owner, repo, pull_number), param), None))
+            media.with_bodies(backend.get_pull(owner, repo, pull_number, computing=computing),
+                              param), None))
 
     def on_patch(self, req, resp, owner, repo, pull_number):
         param = _media(req, resp)

@@ -214,3 +214,8 @@ def test_rest_ref_writes_to_a_protected_branch_are_refused_as_a_push_is(pr):
     pr.app.delete(f"{REPO}/branches/main/protection", status=204)
     assert pr.patch(f"{REPO}/git/refs/heads/main", {"sha": ahead}, 200).json["object"][
         "sha"] == ahead
+
+
+def test_the_mergeability_pending_preset_makes_a_client_poll(pr):
+    pr.preset("github_mergeability_pending")
+    assert [state(pr) for _ in range(4)] == [(None, "unknown")] * 3 + [(True, "clean")]
