@@ -79,6 +79,7 @@ DOCS.update({op: f"https://docs.github.com/rest/{page}" for op, page in {
     "pulls/submit-review": "pulls/reviews#submit-a-review-for-a-pull-request",
     "pulls/list-reviews": "pulls/reviews#list-reviews-for-a-pull-request",
     "pulls/get-review": "pulls/reviews#get-a-review-for-a-pull-request",
+    "pulls/dismiss-review": "pulls/reviews#dismiss-a-review-for-a-pull-request",
     "pulls/request-reviewers": "pulls/review-requests#request-reviewers-for-a-pull-request",
     "pulls/remove-requested-reviewers":
         "pulls/review-requests#remove-requested-reviewers-from-a-pull-request",

@@ -79,6 +79,8 @@ _LIFE = [
      "pulls/get-review", "Get a review for a pull request", "200", False),
     ("post", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/events",
      "pulls/submit-review", "Submit a review for a pull request", "200", True),
+    ("put", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals",
+     "pulls/dismiss-review", "Dismiss a review for a pull request", "200", True),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers",
      "pulls/list-requested-reviewers", "Get all requested reviewers for a pull request", "200",
      False),

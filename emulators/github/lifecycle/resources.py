@@ -265,6 +265,15 @@ class ReviewEvents:
         _wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=review_id)
 
 
+class ReviewDismissals:
+    """`PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals`."""
+
+    def on_put(self, req, resp, owner, repo, pull_number, review_id):
+        review = backend_of(req).dismiss_review(owner, repo, pull_number, review_id,
+                                                _body(req))
+        _wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=review_id)
+
+
 class RequestedReviewers:
     """`GET|POST|DELETE /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers`."""
 
@@ -350,6 +359,8 @@ ROUTES = (  # path, resource class (app.py adds them to its table; CommitPaths i
     ("/repos/{owner}/{repo}/pulls/{pull_number}/reviews", Reviews),
     ("/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}", Review),
     ("/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/events", ReviewEvents),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals",
+     ReviewDismissals),
     ("/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers", RequestedReviewers),
     ("/repos/{owner}/{repo}/pulls/{pull_number}/merge", PullMerge),
     ("/repos/{owner}/{repo}/merges", Merges),

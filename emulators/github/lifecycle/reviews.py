@@ -24,8 +24,9 @@ class ReviewRules:
         body = schemas.json_object(parsed, op)
         if body.get("comments"):
             raise errors.Unsupported("Mockingbird does not model review comments on lines")
-        schemas.check_length(body.get("body"), schemas.MAX_BODY, op, "PullRequestReview",
-                             "body")
+        if isinstance(body.get("body"), str) and len(body["body"]) > schemas.MAX_BODY:
+            raise errors.ReviewRefused(op, f"Body is too long (maximum is {schemas.MAX_BODY} "
+                                           "characters)")
         with self.transaction():
             pull = self._review_target(repo, raw_number, op)
             actor = self._actor()
@@ -60,14 +61,31 @@ class ReviewRules:
             if review["state"] != "PENDING":
                 raise errors.ReviewRefused(op, "Can not submit a non-pending review")
             if not isinstance(body.get("event"), str):
-                raise errors.ValidationFailed(op, resource="PullRequestReview", field="event",
-                                              code="missing_field")
+                raise errors.ReviewRefused(op, "Event is required to submit a review")
             state = self._review_state(pull, body, review["user"], op)
             review = {**review, "state": state,
                       "body": body.get("body") or review["body"],
                       "submitted_at": iso(self.now_ms())}
             self._put_review(review)
             self._submitted(repo, pull, review)
+        return self.review_json(repo, review)
+
+    def dismiss_review(self, owner, name, raw_number, raw_id, parsed):
+        """Dismiss a submitted review (`{message}`): it no longer counts for protection."""
+        op = "pulls/dismiss-review"
+        repo = self._repo(owner, name, op)
+        body = schemas.json_object(parsed, op)
+        with self.transaction():
+            pull = self._review_target(repo, raw_number, op)
+            review = self._review(repo, pull, raw_id, op)
+            if not isinstance(body.get("message"), str) or not body["message"]:
+                raise errors.ReviewRefused(op, "Message is required to dismiss a review")
+            if review["state"] == "PENDING":
+                raise errors.ReviewRefused(op, "Can not dismiss a pending review")
+            review = {**review, "state": "DISMISSED"}
+            self._put_review(review)
+            self.emit("pull_request_review", lambda: self._review_event("dismissed", repo,
+                                                                        pull, review))
         return self.review_json(repo, review)
 
     def list_reviews(self, owner, name, raw_number, pairs):
@@ -186,13 +204,16 @@ class ReviewRules:
                                                        if x != review["user"]]}
             self._put_pull(updated, pull)
             pull = updated
+        self.emit("pull_request_review", lambda: self._review_event("submitted", repo, pull,
+                                                                    review))
+
+    def _review_event(self, action, repo, pull, review):
         # the webhook spells the state in lower case (`approved`), the REST API in upper case
-        self.emit("pull_request_review", lambda: {
-            "action": "submitted", "review": {**self.review_json(repo, review),
-                                              "state": review["state"].lower()},
-            "pull_request": events.pull_request("submitted", self.pull_json(repo, pull),
-                                                None)["pull_request"],
-            "repository": self.repo_json(repo), "sender": self._sender()})
+        return {"action": action, "review": {**self.review_json(repo, review),
+                                             "state": review["state"].lower()},
+                "pull_request": events.pull_request(action, self.pull_json(repo, pull),
+                                                    None)["pull_request"],
+                "repository": self.repo_json(repo), "sender": self._sender()}
 
     def _reviews(self, repo, pull):
         return self.store.items(REVIEWS, {"repo": repo["key"], "number": pull["number"]},

@@ -63,6 +63,9 @@ def test_every_event_of_a_pull_requests_life_arrives_signed_and_valid(gh, receiv
     gh.post(f"{REPO}/pulls/2/requested_reviewers",
             {"reviewers": [synthetic_login("tok-bob")]}, 201)
     gh.post(f"{REPO}/pulls/2/reviews", {"event": "APPROVE"}, 200, headers=BOB)
+    review = gh.get(f"{REPO}/pulls/2/reviews", 200).json[0]["id"]
+    gh.app.put_json(f"{REPO}/pulls/2/reviews/{review}/dismissals", {"message": "stale"})
+    gh.post(f"{REPO}/pulls/2/reviews", {"event": "APPROVE"}, 200, headers=BOB)
     gh.app.put_json(f"{REPO}/pulls/2/merge", {"merge_method": "squash"})
     gh.app.delete(f"{REPO}/issues/comments/{comment}", status=204)
     gh.post("/__admin/webhooks/flush", None, 200)
@@ -77,6 +80,7 @@ def test_every_event_of_a_pull_requests_life_arrives_signed_and_valid(gh, receiv
         ("issue_comment", "edited"), ("label", "created"), ("pull_request", "labeled"),
         ("pull_request", "unlabeled"), ("issues", "labeled"), ("label", "edited"),
         ("issues", "assigned"), ("issues", "closed"), ("pull_request", "review_requested"),
+        ("pull_request_review", "submitted"), ("pull_request_review", "dismissed"),
         ("pull_request_review", "submitted"), ("push", None), ("pull_request", "closed"),
         ("issue_comment", "deleted")]
     for headers, payload in receiver.received:

@@ -156,6 +156,10 @@ def test_reviews_follow_githubs_rules(pr):
     assert pr.get(f"{REPO}/pulls/1/reviews", 200).json == []  # only its author sees it
     mine = pr.get(f"{REPO}/pulls/1/reviews", 200, headers=BOB).json
     assert [(r["state"], r["user"]["login"]) for r in mine] == [("PENDING", bob)]
+    assert pr.post(f"{REPO}/pulls/1/reviews/{mine[0]['id']}/events", {}, 422,
+                   headers=BOB).json["errors"] == ["Event is required to submit a review"]
+    assert pr.post(f"{REPO}/pulls/1/reviews", {"body": "z" * 65537}, 422).json["errors"] == [
+        "Body is too long (maximum is 65536 characters)"]
     submitted = pr.post(f"{REPO}/pulls/1/reviews/{mine[0]['id']}/events",
                         {"event": "REQUEST_CHANGES", "body": "fix it"}, 200, headers=BOB).json
     assert submitted["state"] == "CHANGES_REQUESTED" and submitted["commit_id"] == sha("t2")
@@ -219,3 +223,20 @@ def test_rest_ref_writes_to_a_protected_branch_are_refused_as_a_push_is(pr):
 def test_the_mergeability_pending_preset_makes_a_client_poll(pr):
     pr.preset("github_mergeability_pending")
     assert [state(pr) for _ in range(4)] == [(None, "unknown")] * 3 + [(True, "clean")]
+
+
+def test_a_dismissed_approval_no_longer_counts(pr):
+    pr.app.put_json(f"{REPO}/branches/main/protection", {**PROTECT,
+                                                          "required_status_checks": None})
+    approval = pr.post(f"{REPO}/pulls/1/reviews", {"event": "APPROVE"}, 200, headers=BOB).json
+    assert state(pr) == (True, "clean")
+    dismissals = f"{REPO}/pulls/1/reviews/{approval['id']}/dismissals"
+    assert pr.app.put_json(dismissals, {}, status=422).json["errors"] == [
+        "Message is required to dismiss a review"]
+    dismissed = pr.app.put_json(dismissals, {"message": "stale"}).json
+    assert dismissed["state"] == "DISMISSED"
+    assert state(pr) == (True, "blocked")
+    pending = pr.post(f"{REPO}/pulls/1/reviews", {}, 200, headers=BOB).json
+    assert pr.app.put_json(f"{REPO}/pulls/1/reviews/{pending['id']}/dismissals",
+                           {"message": "x"}, status=422).json["errors"] == [
+        "Can not dismiss a pending review"]

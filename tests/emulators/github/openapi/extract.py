@@ -23,7 +23,7 @@ OPERATIONS = [  # beyond those already extracted: the pull request's life (CI, c
     "issues/list-labels-on-issue", "issues/list-labels-for-repo", "issues/create-label",
     "issues/get-label", "issues/update-label", "issues/delete-label", "issues/add-assignees",
     "issues/remove-assignees", "pulls/create-review", "pulls/submit-review",
-    "pulls/list-reviews", "pulls/get-review", "pulls/request-reviewers",
+    "pulls/list-reviews", "pulls/get-review", "pulls/dismiss-review", "pulls/request-reviewers",
     "pulls/remove-requested-reviewers", "pulls/list-requested-reviewers",
     "repos/get-branch", "repos/list-branches", "repos/get-branch-protection",
     "repos/update-branch-protection",
@@ -35,7 +35,8 @@ WEBHOOKS = [
     "issues-opened", "issues-edited", "issues-closed", "issues-reopened", "issues-labeled",
     "issues-unlabeled", "issues-assigned", "issues-unassigned", "issue-comment-created",
     "issue-comment-edited", "issue-comment-deleted", "label-created", "label-edited",
-    "label-deleted", "pull-request-review-submitted", "pull-request-review-requested",
+    "label-deleted", "pull-request-review-submitted", "pull-request-review-dismissed",
+    "pull-request-review-requested",
     "pull-request-review-request-removed", "pull-request-labeled", "pull-request-unlabeled",
     "pull-request-assigned", "pull-request-unassigned",
 ]
