@@ -226,8 +226,8 @@ def test_the_mergeability_pending_preset_makes_a_client_poll(pr):
 
 
 def test_a_dismissed_approval_no_longer_counts(pr):
-    pr.app.put_json(f"{REPO}/branches/main/protection", {**PROTECT,
-                                                          "required_status_checks": None})
+    reviews_only = {**PROTECT, "required_status_checks": None}
+    pr.app.put_json(f"{REPO}/branches/main/protection", reviews_only)
     approval = pr.post(f"{REPO}/pulls/1/reviews", {"event": "APPROVE"}, 200, headers=BOB).json
     assert state(pr) == (True, "clean")
     dismissals = f"{REPO}/pulls/1/reviews/{approval['id']}/dismissals"
