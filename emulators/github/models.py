@@ -190,7 +190,11 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         `repos/get-commit` does (abbreviated shas, annotated tags peeled)."""
         repo = self.store.repo(key)
         if has_objects(repo) and not exact:
-            return self.resolve(repo, self.git(repo, "repos/get-commit"), ref)
+            objects = self.git(repo, "repos/get-commit")
+            # GitHub's docs: "a commit SHA, branch name (heads/BRANCH_NAME), or tag name"
+            return self.resolve(repo, objects, ref) or (
+                self.resolve(repo, objects, "refs/" + ref)
+                if ref.startswith(("heads/", "tags/")) else None)
         graph = self.store.graph(key)
         lowered = ref.lower()
         if git.SHA_ANY_CASE.match(ref) and lowered in graph:

@@ -43,6 +43,7 @@ def test_only_the_latest_status_of_each_context_counts(ci):
     status(ci, sha("t2"), "success", description="fixed", target_url="https://ci.example/1")
     combined = ci.get(f"{REPO}/commits/{sha('t2')}/status", 200).json
     assert combined["state"] == "success"
+    assert ci.get(f"{REPO}/commits/heads/topic/status", 200).json == combined
     assert [(s["context"], s["state"], s["description"]) for s in combined["statuses"]] == [
         ("ci", "success", "fixed")]
     listed = ci.get(f"{REPO}/commits/topic/statuses", 200).json
