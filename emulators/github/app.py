@@ -47,6 +47,7 @@ ROUTES = (  # path, resource class
     ("/{owner}/{repo}/info/refs", smart_http.InfoRefs),
     ("/{owner}/{repo}/git-upload-pack", smart_http.UploadPack),
     ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack),
+    ("/{owner}/{repo}/raw/{tail:path}", resources.Raw),  # where download_url points
     *LIFECYCLE_ROUTES,  # a pull request's life: CI results, conversation, review, merge
 )
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from . import errors, schemas, shapes
 from .commits import info
 from .objects import DEFAULT_PERSON
+from .store import has_objects, repo_key
 
 README = re.compile(r"^readme(\.[^/]*)?\Z", re.IGNORECASE)
 
@@ -85,6 +86,22 @@ class ContentRules:
             raise errors.NotFound(op)
         entry = sorted(found, key=lambda e: (e["path"].lower() != "readme.md", e["path"]))[0]
         return self._item(repo, objects, ref, entry, content=True), objects.blob(entry["sha"])
+
+    def raw_file(self, owner, name, tail):
+        """Return a file's bytes for `download_url`/`raw_url` (`<ref>/<path>`, the ref may hold
+        slashes: the longest prefix naming a ref or commit wins, as GitHub's raw host does),
+        or None."""
+        repo = self.store.repo(repo_key(owner, name))
+        if repo is None or not has_objects(repo):
+            return None
+        objects = self._git_objects(repo["key"])
+        parts = tail.split("/")
+        for cut in range(len(parts) - 1, 0, -1):
+            sha = self.resolve(repo, objects, "/".join(parts[:cut]))
+            if sha is not None:
+                entry = objects.lookup(info(objects, sha)["tree"], "/".join(parts[cut:]))
+                return objects.blob(entry["sha"]) if entry and entry["type"] == "blob" else None
+        return None
 
     def put_content(self, owner, name, path, body):
         """Answer `repos/create-or-update-file-contents`: (status, {content, commit})."""

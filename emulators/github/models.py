@@ -14,7 +14,7 @@ from emulators.runtime.state.clock import iso
 from . import actors, errors, events, git, ids, shapes
 from .commits import CommitRules
 from .contents import ContentRules
-from .gitdata import GitDataRules
+from .database import GitDataRules
 from .lifecycle.checks import CheckRules
 from .lifecycle.issues import IssueRules
 from .lifecycle.merges import MergeRules
@@ -363,8 +363,18 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
     def _put_ref(self, key, name, sha, ref_node_id):
         ref = {"repo": key, "ref": name, "kind": name.split("/")[1], "sha": sha,
                "node_id": ref_node_id}
+        ref.update(self._object_type(key, sha))
         self.store.put_ref(key, ref)
         return ref
+
+    def _object_type(self, key, sha):
+        """`{"object_type": "tag"}` for a ref to an annotated tag (a repository of objects),
+        else nothing: every other ref names a commit."""
+        repo = self.store.repo(key)
+        if repo is not None and has_objects(repo) and self._object_rows is not None \
+                and self._git_objects(key).kind(sha) == "tag":
+            return {"object_type": "tag"}
+        return {}
 
     def _repo(self, owner, name, operation):
         repo = self.store.repo(repo_key(owner, name))

@@ -245,4 +245,8 @@ DOCUMENT["paths"].update({
         query=_PAGE_QUERY)},
 })
 
+DOCUMENT["paths"]["/{owner}/{repo}/raw/{tail}"] = {"get": {
+    "operationId": "contents/raw", "summary": "A file's bytes at a ref (download_url)",
+    "x-mockingbird-git": True, "parameters": [*_OWNER_REPO, _slash("tail")],
+    "responses": {"200": {"description": "the file"}, "404": {"description": "Not Found"}}}}
 DOCUMENT["paths"].update(LIFECYCLE_PATHS)  # a pull request's life

@@ -141,7 +141,9 @@ class RefRules:
 
     def _move_ref(self, key, ref, sha, *, forced):
         """Point an existing ref at `sha` with its `push` and `synchronize` events."""
-        before, ref = ref["sha"], {**ref, "sha": sha}
+        before = ref["sha"]
+        ref = {k: v for k, v in ref.items() if k != "object_type"}
+        ref = {**ref, "sha": sha, **self._object_type(key, sha)}
         self.store.put_ref(key, ref)
         self._pushed(key)
         if before != sha:

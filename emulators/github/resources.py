@@ -356,3 +356,18 @@ class PullFiles:
 
     def on_get(self, req, resp, owner, repo, pull_number):
         _paged(req, resp, *backend_of(req).pull_files(owner, repo, pull_number, _pairs(req)))
+
+
+class Raw:
+    """`GET /{owner}/{repo}/raw/{ref}/{path}`: a file's bytes (`download_url`, `raw_url`)."""
+
+    def on_get(self, req, resp, owner, repo, tail):
+        data = backend_of(req).raw_file(owner, repo, tail)
+        resp.context["unversioned"] = True
+        resp.content_type = "text/plain; charset=utf-8"
+        if data is None:
+            resp.status = 404
+            resp.data = b"404: Not Found"
+            return
+        resp.status = 200
+        resp.data = data

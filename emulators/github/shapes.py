@@ -159,8 +159,9 @@ def reference(repo_url, record):
         "ref": record["ref"],
         "node_id": record["node_id"],
         "url": f"{repo_url}/git/refs/{tail}",
-        "object": {"type": "commit", "sha": record["sha"],
-                   "url": f"{repo_url}/git/commits/{record['sha']}"},
+        "object": {"type": record.get("object_type", "commit"), "sha": record["sha"],
+                   "url": f"{repo_url}/git/{record.get('object_type', 'commit')}s/"
+                          f"{record['sha']}"},
     }
 
 

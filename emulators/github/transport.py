@@ -6,6 +6,7 @@ refs GitHub advertises) and a push's ref updates go to `apply`, which is
 `GitHubBackend.push` (refs.py): the same path as `git/update-ref`. No HTTP framework here.
 """
 import gzip
+import io
 import zlib
 
 from dulwich.errors import (ApplyDeltaError, ChecksumMismatch, GitProtocolError,
@@ -13,8 +14,10 @@ from dulwich.errors import (ApplyDeltaError, ChecksumMismatch, GitProtocolError,
 from dulwich.protocol import ReceivableProtocol
 from dulwich.refs import DictRefsContainer
 from dulwich.repo import BaseRepo
-from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_FILTER, CAPABILITY_NO_DONE,
-                              CAPABILITY_SIDE_BAND_64K, SIDE_BAND_CHANNEL_PROGRESS)
+from dulwich.object_filters import (CombineFilter, SparseOidFilter, TreeDepthFilter,
+                                    filter_pack_objects, filter_pack_objects_with_paths)
+from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_NO_DONE, CAPABILITY_SIDE_BAND_64K,
+                              SIDE_BAND_CHANNEL_PROGRESS)
 from dulwich.server import (DictBackend, ReceivePackHandler, UploadPackHandler,
                             _ProtocolGraphWalker)
 
@@ -41,12 +44,17 @@ class _UploadPack(UploadPackHandler):
 
     `handle` is dulwich's own, except that the objects come from `ObjectStore.objects_to_send`
     and the pack from `ObjectStore.write_pack` (dulwich would parse every tree entry in Python
-    and recompress every object). Partial clone (`filter`) is not offered: git then clones
-    whole, with a warning.
+    and recompress every object); a partial clone's filter is dulwich's.
     """
 
+    # GitHub lets a client ask for any object it can reach (a partial clone fetches missing
+    # blobs by id); dulwich accepts only advertised tips, so asked-for ids that the repository
+    # holds are added to the refs it checks wants against (`wanted`, read from the request)
+    wanted = ()
+
     def capabilities(self):
-        return [c for c in super().capabilities() if c != CAPABILITY_FILTER]
+        return [*super().capabilities(), b"allow-tip-sha1-in-want",
+                b"allow-reachable-sha1-in-want"]
 
     def handle(self):
         self._processing_have_lines = True
@@ -56,6 +64,10 @@ class _UploadPack(UploadPackHandler):
         wants = []
 
         def wants_wrapper(refs, depth=None):
+            tips = set(refs.values())
+            extra = [sha for sha in self.wanted if sha not in tips and sha in store]
+            refs = {**refs, **{b"refs/mockingbird/wanted/%d" % n: sha
+                               for n, sha in enumerate(extra)}}
             wants.extend(graph_walker.determine_wants(refs, depth))
             return wants
         finder = self.repo.find_missing_objects(wants_wrapper, graph_walker, self.progress,
@@ -67,9 +79,29 @@ class _UploadPack(UploadPackHandler):
                                         self._done_received):
             return
         self._start_pack_send_phase()
+        if self.filter_spec is not None:
+            object_ids = _filtered(store, wants, object_ids, self.filter_spec)
         self.progress(f"counting objects: {len(object_ids)}, done.\n".encode("ascii"))
         store.write_pack(self.write_pack_data, object_ids)
         self.proto.write_pkt_line(None)
+
+
+def _filtered(store, wants, object_ids, spec):
+    """Apply a partial clone's filter (`--filter=blob:none`, `tree:0`...) as dulwich does;
+    an object asked for by id is always sent (how a partial clone fetches a missing blob)."""
+    if _needs_paths(spec):
+        kept = {sha.encode() if isinstance(sha, str) else sha
+                for sha in filter_pack_objects_with_paths(store, wants, spec)}
+    else:
+        kept = set(filter_pack_objects(store, object_ids, spec))
+    kept.update(wants)
+    return [sha for sha in object_ids if sha in kept]
+
+
+def _needs_paths(spec):
+    if isinstance(spec, (TreeDepthFilter, SparseOidFilter)):
+        return True
+    return isinstance(spec, CombineFilter) and any(_needs_paths(f) for f in spec.filters)
 
 
 class _ReceivePack(ReceivePackHandler):
@@ -124,12 +156,34 @@ def advertise(service, view):
 def serve(service, view, read, *, apply=None, max_input=None):
     """Run one stateless smart-HTTP request (`POST <service>`) and return its body chunks."""
     out = []
+    wanted = ()
+    if service == UPLOAD:  # a few kB of want/have lines: read whole to know the wants
+        body = read()
+        wanted = _wants(body)
+        read = io.BytesIO(body).read
     proto = ReceivableProtocol(read, _writer(out))
+    handler = _handler(service, view, proto, apply=apply, max_input=max_input)
+    handler.wanted = wanted
     try:
-        _handler(service, view, proto, apply=apply, max_input=max_input).handle()
+        handler.handle()
     except (HangupException, GitProtocolError) as exc:
         raise ProtocolError(str(exc)) from exc
     return out
+
+
+def _wants(body):
+    """The object ids of the `want` lines of an upload-pack request body."""
+    found, at = [], 0
+    while at + 4 <= len(body):
+        try:
+            size = int(body[at:at + 4], 16)
+        except ValueError:
+            break
+        line = body[at + 4:at + size] if size > 4 else b""
+        at += max(size, 4)
+        if line.startswith(b"want "):
+            found.append(line[5:45])
+    return found
 
 
 class ProtocolError(Exception):

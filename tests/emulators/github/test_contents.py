@@ -40,6 +40,10 @@ def test_get_content_reads_a_file_a_folder_and_raw_bytes_at_a_ref(repo):
     assert repo.get(f"{REPO}/contents/README.md?ref=gone", 404).json["message"] == \
         "No commit found for the ref gone"
     assert base64.b64decode(repo.get(f"{REPO}/readme", 200).json["content"]) == b"# Demo\n"
+    download = file["download_url"].replace("http://127.0.0.1:8828", "")
+    assert repo.get(download, 200).body == b"print(1)\n"
+    assert repo.get("/octo/demo/raw/topic/src/util.py", 200).body == b"X = 1\n"
+    assert repo.get("/octo/demo/raw/main/src/util.py", 404).body == b"404: Not Found"
 
 
 def test_a_file_write_needs_the_current_sha_and_moves_the_branch(repo):

@@ -92,7 +92,8 @@ def test_no_request_makes_the_provider_fail(fuzz_app, request):
                                     and res.json.get("code") == "mockingbird_unsupported"), \
         (res.status, res.text)
     assert "Traceback" not in res.text
-    if res.content_type.startswith(("text/plain", "application/x-git")):  # git's routes
-        assert path.split("?")[0].rstrip("/").endswith(("/info/refs", "-pack"))
+    if res.content_type.startswith(("text/plain", "application/x-git")):  # git and raw files
+        route = path.split("?")[0].rstrip("/")
+        assert route.endswith(("/info/refs", "-pack")) or "/raw/" in route
     else:
         assert isinstance(json.loads(res.text), (dict, list))

@@ -271,3 +271,31 @@ def test_a_push_is_journaled_checkpointed_and_honours_the_presets(emu):
     dropped = emu.git("push", emu.url(), "main", cwd=work, ok=False)
     assert dropped.returncode != 0
     assert emu.rest("/git/ref/heads/main").json()["object"]["sha"] == emu.rev(work)
+
+
+def test_shallow_and_partial_clones_atomic_pushes_and_annotated_tags(emu):
+    emu.seed()
+    work = emu.work()
+    for n in range(3):
+        emu.commit(work, f"f{n}.txt", f"{n}\n", f"Commit {n}")
+    emu.git("tag", "-a", "v1", "-m", "Release 1", cwd=work)
+    emu.git("push", emu.url(), "main", "v1", cwd=work)
+    tag = emu.rev(work, "v1")
+    assert emu.rest("/git/ref/tags/v1").json()["object"] == {
+        "type": "tag", "sha": tag,
+        "url": f"{emu.server.url}/repos/octo/demo/git/tags/{tag}"}
+
+    shallow = emu.folder / "shallow"
+    emu.git("clone", "-q", "--depth", "1", emu.url(), str(shallow))
+    assert emu.git("rev-list", "--count", "HEAD", cwd=shallow).stdout.strip() == "1"
+    partial = emu.folder / "partial"
+    emu.git("clone", "-q", "--filter=blob:none", emu.url(), str(partial))
+    assert (partial / "f2.txt").read_text() == "2\n"  # fetched by id at checkout
+    emu.git("checkout", "-qb", "side", "HEAD~1", cwd=work)
+    emu.commit(work, "side.txt", "s\n", "Side")
+    # the server refuses the hidden ref, so the atomic push writes neither
+    refused = emu.git("push", "--atomic", emu.url(), "side", "side:refs/pull/9/head", cwd=work,
+                      ok=False)
+    assert "deny updating a hidden ref" in refused.stderr
+    assert "side -> side (atomic push failed)" in refused.stderr
+    assert emu.git("ls-remote", emu.url(), "refs/heads/side").stdout == ""

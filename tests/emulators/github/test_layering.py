@@ -6,7 +6,7 @@ from tests.test_layering import assert_layers_point_down, imports_of
 FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
 ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "context", "models",
          "lifecycle.merges", "lifecycle.protection", "lifecycle.reviews", "lifecycle.issues",
-         "lifecycle.checks", "lifecycle.statuses", "refs", "pulls", "gitdata", "contents",
+         "lifecycle.checks", "lifecycle.statuses", "refs", "pulls", "database", "contents",
          "commits", "transport", "events", "media", "schemas", "shapes", "store", "objects",
          "git", "ids", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
 HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources")

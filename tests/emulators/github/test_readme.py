@@ -40,6 +40,8 @@ def test_the_shell_blocks_run_top_to_bottom_as_a_user_runs_them(tmp_path):
     assert "response dropped" in out  # the create's answer was lost, yet the PR was made:
     assert [pr["title"] for pr in json.loads(listed[0])] == ["Add topic"]
     assert f'"url":"http://127.0.0.1:{ports[9000]}/hook"' in out
+    assert "* [new branch]      main -> main" in done.stderr  # the git block: pushed,
+    assert out.count("# Demo\n") == 2  # cloned, and read back through REST
 
 
 def test_the_pull_request_life_example_runs():

@@ -1,4 +1,4 @@
-"""The git data API over a repository's objects: blobs, trees and commits by SHA.
+"""The git database API (GitHub's name for it) over a repository's objects: blobs, trees, commits.
 
 A mixin of `models.GitHubBackend`. Objects written here are git's own (`git fetch` gets the
 same SHAs); none of them moves a ref (`git/update-ref` or a push does that).
