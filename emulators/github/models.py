@@ -62,6 +62,7 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         self._authors = {}
         self._open_pulls = {}  # repository key -> open PR count written by this backend
         self._open_issues = {}  # and its open issue count (lifecycle/issues.py)
+        self._conflicts = {}  # (repository, head, base) -> conflicting paths (lifecycle/merges.py)
 
     # shapes ------------------------------------------------------------------------------
 

@@ -67,18 +67,23 @@ class MergeRules:
 
     def conflicts(self, repo, head_sha, base_sha):
         """The paths a merge of `head_sha` into `base_sha` conflicts on ([] when clean, and
-        always for a synthetic repository)."""
+        always for a synthetic repository); commits never change, so each pair is merged once
+        per request however many answers and events show the PR."""
         if not has_objects(repo):
             return []
+        memo = self._conflicts
+        if (repo["key"], head_sha, base_sha) in memo:
+            return memo[repo["key"], head_sha, base_sha]
         objects = self.git(repo, "pulls/get")
         graph = objects.graph()
-        if head_sha not in graph or base_sha not in graph:
-            return []
-        base = self.merge_base(objects, base_sha, head_sha)
-        if base in (head_sha, base_sha):
-            return []
-        return self._three_way(objects, base, base_sha, head_sha,
-                               _Scratch(objects.store))[1]
+        found = []
+        if head_sha in graph and base_sha in graph:
+            base = self.merge_base(objects, base_sha, head_sha)
+            if base not in (head_sha, base_sha):
+                found = self._three_way(objects, base, base_sha, head_sha,
+                                        _Scratch(objects.store))[1]
+        memo[repo["key"], head_sha, base_sha] = found
+        return found
 
     def mergeability(self, repo, pull, head_sha, base_sha):
         """(`mergeable`, `rebaseable`, `mergeable_state`) of an open PR, as GitHub computes
