@@ -208,6 +208,15 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
                 return found["sha"]
         return None
 
+    def _repo_commit(self, owner, name, ref, operation):
+        """(repository, the commit sha `ref` names) of a commit listing; 404 when either is
+        absent."""
+        repo = self._repo(owner, name, operation)
+        sha = self._commit_sha(repo["key"], ref)
+        if sha is None:
+            raise errors.NotFound(operation)
+        return repo, sha
+
     def commit_json(self, repo, sha):
         """A commit as the REST API shows it (`commit`): `repos/get-commit`'s shape of a git
         repository's commit (commits.py), a synthetic one for a seeded SHA."""

@@ -121,6 +121,13 @@ def page_query(pairs):
     return number("page", 1), min(number("per_page", 30), 100)
 
 
+def page_of(items, pairs):
+    """Return (the page of `items` a query asks for, that page's number, the last page's)."""
+    page, per_page = page_query(pairs)
+    start = (page - 1) * per_page
+    return items[start:start + per_page], page, -(-len(items) // per_page)
+
+
 def _positive(q, name, default):
     if name not in q:
         return default

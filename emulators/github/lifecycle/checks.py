@@ -99,10 +99,7 @@ class CheckRules:
         """`checks/list-for-ref`: latest run per name unless `filter=all`; `check_name` and
         `status` narrow it; paged."""
         op = "checks/list-for-ref"
-        repo = self._repo(owner, name, op)
-        sha = self._commit_sha(repo["key"], ref)
-        if sha is None:
-            raise errors.NotFound(op)
+        repo, sha = self._repo_commit(owner, name, ref, op)
         runs = self.store.items(CHECK_RUNS, {"repo": repo["key"], "head_sha": sha},
                                 order_by="id", desc=True)
         return self._run_page(repo, runs, query, op)
@@ -126,25 +123,17 @@ class CheckRules:
             runs = [r for r in runs if r["name"] == q["check_name"]]
         if "status" in q:
             runs = [r for r in runs if r["status"] == q["status"]]
-        page, per_page = schemas.page_query(query)
-        start = (page - 1) * per_page
+        shown = schemas.page_of(runs, query)[0]
         return {"total_count": len(runs),
-                "check_runs": [self.check_run_json(repo, r)
-                               for r in runs[start:start + per_page]]}
+                "check_runs": [self.check_run_json(repo, r) for r in shown]}
 
     def list_check_suites(self, owner, name, ref, query):
-        op = "checks/list-suites-for-ref"
-        repo = self._repo(owner, name, op)
-        sha = self._commit_sha(repo["key"], ref)
-        if sha is None:
-            raise errors.NotFound(op)
+        repo, sha = self._repo_commit(owner, name, ref, "checks/list-suites-for-ref")
         suites = self.store.items(CHECK_SUITES, {"repo": repo["key"], "head_sha": sha},
                                   order_by="id")
-        page, per_page = schemas.page_query(query)
-        start = (page - 1) * per_page
+        shown = schemas.page_of(suites, query)[0]
         return {"total_count": len(suites),
-                "check_suites": [self.check_suite_json(repo, s)
-                                 for s in suites[start:start + per_page]]}
+                "check_suites": [self.check_suite_json(repo, s) for s in shown]}
 
     def get_check_suite(self, owner, name, raw_id):
         repo = self._repo(owner, name, "checks/get-suite")

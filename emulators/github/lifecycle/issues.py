@@ -146,10 +146,8 @@ class IssueRules:
                      or who in (a.lower() for a in i.get("assignees", []))]
         field = {"created": "created_at", "updated": "updated_at", "comments": "comments"}[sort]
         found.sort(key=lambda i: (i.get(field) or 0, i["number"]), reverse=direction == "desc")
-        page, per_page = schemas.page_query(pairs)
-        start = (page - 1) * per_page
-        return ([self.issue_json(repo, i) for i in found[start:start + per_page]], page,
-                -(-len(found) // per_page))
+        shown, page, last = schemas.page_of(found, pairs)
+        return [self.issue_json(repo, i) for i in shown], page, last
 
     def _conversation(self, repo, raw_number, op):
         """The issue or pull request numbered `raw_number` (a PR record carries `pull`)."""
@@ -262,10 +260,8 @@ class IssueRules:
         since = schemas.first_values(pairs).get("since")
         if since:
             found = [c for c in found if c["updated_at"] >= since]
-        page, per_page = schemas.page_query(pairs)
-        start = (page - 1) * per_page
-        return ([self.comment_json(repo, c) for c in found[start:start + per_page]], page,
-                -(-len(found) // per_page))
+        shown, page, last = schemas.page_of(found, pairs)
+        return [self.comment_json(repo, c) for c in shown], page, last
 
     def get_comment(self, owner, name, raw_id):
         op = "issues/get-comment"
@@ -315,10 +311,8 @@ class IssueRules:
         repo = self._repo(owner, name, "issues/list-labels-for-repo")
         found = sorted(self.store.items(LABELS, {"repo": repo["key"]}),
                        key=lambda label: label["name"].lower())
-        page, per_page = schemas.page_query(pairs)
-        start = (page - 1) * per_page
-        return ([self.label_json(repo, label) for label in found[start:start + per_page]],
-                page, -(-len(found) // per_page))
+        shown, page, last = schemas.page_of(found, pairs)
+        return [self.label_json(repo, label) for label in shown], page, last
 
     def create_label(self, owner, name, parsed):
         op = "issues/create-label"

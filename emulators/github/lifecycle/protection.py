@@ -73,9 +73,7 @@ class ProtectionRules:
                 found.append({"name": branch, "commit": {
                     "sha": ref["sha"], "url": f"{self._repo_url(repo)}/commits/{ref['sha']}"},
                     "protected": protected})
-        page, per_page = schemas.page_query(pairs)
-        start = (page - 1) * per_page
-        return found[start:start + per_page], page, -(-len(found) // per_page)
+        return schemas.page_of(found, pairs)
 
     def get_protection(self, owner, name, branch):
         op = "repos/get-branch-protection"

@@ -8,7 +8,6 @@ from emulators.runtime import instance_of
 
 from ..presets import LOST_UPDATE
 from ..resources import Commit, _accepted, _answer, _body, _paged, _pairs, backend_of
-from ..schemas import page_query
 
 
 def _wrote(req, resp, status, answer, **ids):
@@ -31,8 +30,7 @@ class CommitStatuses:
     """`GET /repos/{owner}/{repo}/commits/{ref}/statuses` (newest first)."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        page, per_page = page_query(_pairs(req))
-        _answer(resp, 200, backend_of(req).list_statuses(owner, repo, ref, page, per_page))
+        _answer(resp, 200, backend_of(req).list_statuses(owner, repo, ref, _pairs(req)))
 
 
 class CombinedStatus:

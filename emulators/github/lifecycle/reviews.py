@@ -95,9 +95,7 @@ class ReviewRules:
         actor = self.actor_login
         found = [r for r in self._reviews(repo, pull)
                  if r["state"] != "PENDING" or r["user"].lower() == actor.lower()]
-        page, per_page = schemas.page_query(pairs)
-        start = (page - 1) * per_page
-        return [self.review_json(repo, r) for r in found[start:start + per_page]]
+        return [self.review_json(repo, r) for r in schemas.page_of(found, pairs)[0]]
 
     def get_review(self, owner, name, raw_number, raw_id):
         op = "pulls/get-review"

@@ -84,22 +84,13 @@ class StatusRules:
             latest.setdefault(status["context"], status)
         return sorted(latest.values(), key=lambda s: s["id"])
 
-    def list_statuses(self, owner, name, ref, page, per_page):
-        op = "repos/list-commit-statuses-for-ref"
-        repo = self._repo(owner, name, op)
-        sha = self._commit_sha(repo["key"], ref)
-        if sha is None:
-            raise errors.NotFound(op)
-        found = self._statuses_for(repo["key"], sha)
-        start = (page - 1) * per_page
-        return [self.status_json(repo, s) for s in found[start:start + per_page]]
+    def list_statuses(self, owner, name, ref, pairs):
+        repo, sha = self._repo_commit(owner, name, ref, "repos/list-commit-statuses-for-ref")
+        shown = schemas.page_of(self._statuses_for(repo["key"], sha), pairs)[0]
+        return [self.status_json(repo, s) for s in shown]
 
     def combined_status(self, owner, name, ref):
-        op = "repos/get-combined-status-for-ref"
-        repo = self._repo(owner, name, op)
-        sha = self._commit_sha(repo["key"], ref)
-        if sha is None:
-            raise errors.NotFound(op)
+        repo, sha = self._repo_commit(owner, name, ref, "repos/get-combined-status-for-ref")
         latest = self.latest_statuses(repo["key"], sha)
         repo_url = self._repo_url(repo)
         return {"state": combined_state(latest),
