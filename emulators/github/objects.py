@@ -11,12 +11,13 @@ import stat
 import struct
 import time
 import zlib
+from collections import OrderedDict
 from tempfile import SpooledTemporaryFile
 
 from dulwich._objects import parse_tree
 from dulwich.object_store import MemoryObjectStore
 from dulwich.objects import Blob, Commit, Tree, ShaFile
-from dulwich.pack import PackData, UnpackedObjectIterator
+from dulwich.pack import OFS_DELTA, REF_DELTA, PackData, UnpackedObjectIterator, apply_delta
 
 BLOB, TREE, COMMIT, TAG = Blob.type_num, Tree.type_num, Commit.type_num, 4
 KIND_NAMES = {BLOB: "blob", TREE: "tree", COMMIT: "commit", TAG: "tag"}
@@ -27,8 +28,9 @@ _BATCH = 2000  # objects inserted per statement batch while a pack is unpacked
 DEFAULT_PERSON = {"name": "mockingbird-user", "email": "mockingbird-user@users.noreply.example"}
 # zlib level of stored objects: 0 keeps them in zlib's "stored" blocks, which a pack carries as
 # well as any other, so neither a push nor a clone spends time compressing (bench/git.py: about
-# 2x faster both ways than level 1, for about 1.5x the disk)
+# 2x faster both ways than level 1; the deltas a push brings keep the size near git's)
 _LEVEL = 0
+_CACHE_BYTES = 64 * 1024 * 1024  # resolved objects a store keeps (a delta chain's bases)
 
 
 def _links(obj):
@@ -55,12 +57,19 @@ def _entry_header(kind, size):
     return bytes(out)
 
 
-def _inflate(entry):
-    """The raw object of a stored pack entry."""
+def _parse_entry(entry):
+    """Return (pack type, data offset) of a stored entry: a whole object, or a REF_DELTA whose
+    20-byte base id starts the data."""
     start = 0
     while entry[start] & 0x80:
         start += 1
-    return zlib.decompress(entry[start + 1:])
+    return (entry[0] >> 4) & 7, start + 1
+
+
+def _delta_row(sha, kind, links, base, delta):
+    """A row kept as the delta a push brought: a REF_DELTA entry naming its base by id."""
+    return (sha, kind, links, _entry_header(REF_DELTA, len(delta)) + base
+            + zlib.compress(delta, _LEVEL))
 
 
 class ObjectStore(MemoryObjectStore):
@@ -72,7 +81,9 @@ class ObjectStore(MemoryObjectStore):
     def __init__(self, rows):
         super().__init__()
         self.rows = rows
-        self._cache = {}
+        self._cache = OrderedDict()  # id -> (kind, raw), least recently used first
+        self._cached_bytes = 0
+        self._rows = {}  # id -> (kind, entry) read ahead by prefetch, not resolved yet
         self._graph = None
 
     def _hex(self, sha):
@@ -91,24 +102,48 @@ class ObjectStore(MemoryObjectStore):
     def get_raw(self, name):
         sha = self._hex(name)
         found = self._cache.get(sha)
-        if found is None:
-            row = self.rows.get(sha)
+        if found is not None:
+            self._cache.move_to_end(sha)
+            return found
+        chain = []  # deltas to apply, newest last: (id, kind, delta)
+        while True:
+            row = self._rows.pop(sha, None) or self.rows.get(sha)
             if row is None:
                 raise KeyError(name)
-            found = self._cache[sha] = (row[0], _inflate(row[1]))
-            if len(self._cache) > 4096:
-                self._cache.pop(next(iter(self._cache)))
-        return found
+            kind, entry = row
+            pack_type, start = _parse_entry(entry)
+            if pack_type != REF_DELTA:
+                raw = zlib.decompress(entry[start:])
+                break
+            chain.append((sha, kind, zlib.decompress(entry[start + 20:])))
+            sha = entry[start:start + 20].hex()
+            cached = self._cache.get(sha)
+            if cached is not None:
+                raw = cached[1]
+                break
+        self._keep(sha, kind, raw)  # (a no-op for a base found in the cache)
+        for sha, kind, delta in reversed(chain):
+            raw = b"".join(apply_delta(raw, delta))
+            self._keep(sha, kind, raw)
+        return self._cache[self._hex(name)]
+
+    def _keep(self, sha, kind, raw):
+        if sha in self._cache:
+            return
+        self._cache[sha] = (kind, raw)
+        self._cached_bytes += len(raw)
+        while self._cached_bytes > _CACHE_BYTES and len(self._cache) > 1:
+            _old, (_kind, dropped) = self._cache.popitem(last=False)
+            self._cached_bytes -= len(dropped)
 
     def __getitem__(self, name):
         kind, raw = self.get_raw(name)
         return ShaFile.from_raw_string(kind, raw)
 
     def prefetch(self, shas):
-        """Read many objects in a few queries (a pack's worth) into the cache."""
-        wanted = [self._hex(s) for s in shas if self._hex(s) not in self._cache]
-        for sha, (kind, data) in self.rows.get_many(wanted).items():
-            self._cache[sha] = (kind, _inflate(data))
+        """Read many objects' rows in a few queries (a pack's worth), to resolve on use."""
+        wanted = [self._hex(s) for s in shas]
+        self._rows.update(self.rows.get_many([s for s in wanted if s not in self._cache]))
 
     def graph(self):
         """Return `{commit sha: [parent shas]}` of every commit (read once per store, anew
@@ -132,7 +167,7 @@ class ObjectStore(MemoryObjectStore):
 
     def iter_unpacked_subset(self, shas, *, include_comp=False, allow_missing=False,
                              convert_ofs_delta=True):
-        """No stored object is a delta: dulwich finds nothing to reuse (without reading)."""
+        """Nothing for dulwich to reuse: `write_pack` sends stored deltas itself."""
         return iter(())
 
     def objects_to_send(self, finder):
@@ -146,12 +181,11 @@ class ObjectStore(MemoryObjectStore):
             level, todo = [sha for sha in dict.fromkeys(todo) if sha not in done], []
             for start in range(0, len(level), 500):
                 part = level[start:start + 500]
-                rows = self.rows.get_many([sha.decode() for sha in part])
+                self.prefetch(part)
                 for sha in part:
                     done.add(sha)
                     out.append(sha)
-                    kind, entry = rows[sha.decode()]
-                    raw = _inflate(entry)
+                    kind, raw = self.get_raw(sha)
                     if kind == COMMIT:
                         todo.append(raw[5:45])  # "tree <hex>\n" opens every commit
                     elif kind == TREE:
@@ -166,8 +200,12 @@ class ObjectStore(MemoryObjectStore):
                         todo.append(raw[7:47])  # "object <hex>\n"
         return out
 
-    def write_pack(self, write, ids):
-        """Write a pack of `ids` from their stored entries (no recompression, no deltas)."""
+    def write_pack(self, write, ids, have=()):
+        """Write a pack of `ids` from their stored entries, as they are (no recompression): a
+        stored delta goes as it is when its base is in the pack or among `have` (the client's:
+        a thin pack), else whole."""
+        sending = {i.decode() if isinstance(i, bytes) else i for i in ids}
+        have = {h.decode() if isinstance(h, bytes) else h for h in have}
         digest = hashlib.sha1()
         head = b"PACK" + struct.pack(">LL", 2, len(ids))
         digest.update(head)
@@ -177,7 +215,13 @@ class ObjectStore(MemoryObjectStore):
             part = [i.decode() if isinstance(i, bytes) else i for i in ids[start:start + 500]]
             found = self.rows.get_many(part)
             for sha in part:
-                entry = found[sha][1]
+                kind, entry = found[sha]
+                pack_type, start = _parse_entry(entry)
+                if pack_type == REF_DELTA:
+                    base = entry[start:start + 20].hex()
+                    if base not in sending and base not in have:
+                        raw = self.get_raw(sha)[1]
+                        entry = _entry_header(kind, len(raw)) + zlib.compress(raw, _LEVEL)
                 digest.update(entry)
                 buffer.append(entry)
                 size += len(entry)
@@ -208,15 +252,25 @@ class ObjectStore(MemoryObjectStore):
         return spool, commit, spool.close
 
     def unpack(self, data):
-        """Store every object of a dulwich `PackData` (deltas resolved; bases of a thin pack
-        read from the store); return how many. Objects are not parsed: only a commit's
-        parents are read, for the graph."""
-        batch, count = [], 0
+        """Store every object of a dulwich `PackData` (a delta stays a delta against its base,
+        in the pack or, for a thin pack, in the store: git chose them well); return how many.
+        Objects are hashed, not parsed: only a commit's parents are read, for the graph."""
+        batch, count, at = [], 0, {}  # at: pack offset -> binary id (bases come first)
         for unpacked in UnpackedObjectIterator.for_pack_data(data, self.get_raw):
             raw = b"".join(unpacked.obj_chunks)
-            kind = unpacked.obj_type_num
-            batch.append((unpacked.sha().hex(), kind, _parents(raw) if kind == COMMIT else None,
-                          _entry_header(kind, len(raw)) + zlib.compress(raw, _LEVEL)))
+            kind, sha = unpacked.obj_type_num, unpacked.sha()
+            at[unpacked.offset] = sha
+            links = _parents(raw) if kind == COMMIT else None
+            if unpacked.pack_type_num == OFS_DELTA:
+                batch.append(_delta_row(sha.hex(), kind, links,
+                                        at[unpacked.offset - unpacked.delta_base],
+                                        b"".join(unpacked.decomp_chunks)))
+            elif unpacked.pack_type_num == REF_DELTA:
+                batch.append(_delta_row(sha.hex(), kind, links, unpacked.delta_base,
+                                        b"".join(unpacked.decomp_chunks)))
+            else:
+                batch.append((sha.hex(), kind, links,
+                              _entry_header(kind, len(raw)) + zlib.compress(raw, _LEVEL)))
             count += 1
             if len(batch) >= _BATCH:
                 self._add(batch)

@@ -72,7 +72,10 @@ def _answer(resp, service, kind, chunks):
     for header, value in _NO_CACHE.items():
         resp.set_header(header, value)
     resp.context["unversioned"] = True
-    resp.data = b"".join(chunks)
+    if isinstance(chunks, list):
+        resp.data = b"".join(chunks)
+    else:
+        resp.stream = chunks  # a clone's pack, as it is written
 
 
 class InfoRefs:
@@ -103,7 +106,7 @@ class UploadPack(_Service):
     def on_post(self, req, resp, owner, repo):
         _instance, _backend, _repo, view = self._start(req, owner, repo)
         try:
-            chunks = transport.serve(self.service, view, transport.body_reader(req.env))
+            chunks = transport.stream(view, transport.body_reader(req.env))
         except transport.ProtocolError as exc:
             raise GitAnswer(400, f"Bad git request: {exc}") from None
         _answer(resp, self.service, "result", chunks)

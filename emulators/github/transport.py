@@ -7,6 +7,8 @@ refs GitHub advertises) and a push's ref updates go to `apply`, which is
 """
 import gzip
 import io
+import queue
+import threading
 import zlib
 
 from dulwich.errors import (ApplyDeltaError, ChecksumMismatch, GitProtocolError,
@@ -23,6 +25,8 @@ from dulwich.server import (DictBackend, ReceivePackHandler, UploadPackHandler,
 
 UPLOAD, RECEIVE = "git-upload-pack", "git-receive-pack"
 ZERO = b"0" * 40
+_QUEUED = 64  # pkt-lines (up to 64 kB each) a clone's writer may run ahead of its reader
+_DONE = object()
 _UNPACK_ERRORS = (OSError, ChecksumMismatch, ApplyDeltaError, AssertionError, zlib.error,
                   ObjectFormatException)
 
@@ -43,8 +47,9 @@ class _UploadPack(UploadPackHandler):
     """dulwich's upload-pack, sending the stored pack entries of the objects to send.
 
     `handle` is dulwich's own, except that the objects come from `ObjectStore.objects_to_send`
-    and the pack from `ObjectStore.write_pack` (dulwich would parse every tree entry in Python
-    and recompress every object); a partial clone's filter is dulwich's.
+    and the pack from `ObjectStore.write_pack`, which sends stored entries and deltas as they
+    are (dulwich would parse every tree entry in Python, recompress every object and send no
+    delta); a partial clone's filter is dulwich's.
     """
 
     # GitHub lets a client ask for any object it can reach (a partial clone fetches missing
@@ -82,7 +87,7 @@ class _UploadPack(UploadPackHandler):
         if self.filter_spec is not None:
             object_ids = _filtered(store, wants, object_ids, self.filter_spec)
         self.progress(f"counting objects: {len(object_ids)}, done.\n".encode("ascii"))
-        store.write_pack(self.write_pack_data, object_ids)
+        store.write_pack(self.write_pack_data, object_ids, have=finder.get_remote_has())
         self.proto.write_pkt_line(None)
 
 
@@ -154,21 +159,71 @@ def advertise(service, view):
 
 
 def serve(service, view, read, *, apply=None, max_input=None):
-    """Run one stateless smart-HTTP request (`POST <service>`) and return its body chunks."""
+    """Run one stateless smart-HTTP request (`POST <service>`: a push) and return its body
+    chunks (a push's answer is a short status report)."""
     out = []
-    wanted = ()
-    if service == UPLOAD:  # a few kB of want/have lines: read whole to know the wants
-        body = read()
-        wanted = _wants(body)
-        read = io.BytesIO(body).read
     proto = ReceivableProtocol(read, _writer(out))
     handler = _handler(service, view, proto, apply=apply, max_input=max_input)
-    handler.wanted = wanted
     try:
         handler.handle()
     except (HangupException, GitProtocolError) as exc:
         raise ProtocolError(str(exc)) from exc
     return out
+
+
+def stream(view, read):
+    """Run an upload-pack request in a thread of its own and yield its body as it is written
+    (a clone's pack is never whole in memory; a slow reader holds back the writer).
+
+    Negotiation errors are raised here, before the first chunk, as ProtocolError."""
+    chunks = queue.Queue(maxsize=_QUEUED)
+    cancelled = threading.Event()
+
+    def put(item):
+        while not cancelled.is_set():
+            try:
+                chunks.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+        raise HangupException()  # the client went away: stop walking and reading
+
+    def write(data):
+        put(bytes(data))
+        return len(data)
+
+    def run():
+        try:
+            body = read()
+            proto = ReceivableProtocol(io.BytesIO(body).read, write)
+            handler = _handler(UPLOAD, view, proto)
+            handler.wanted = _wants(body)
+            handler.handle()
+            put(_DONE)
+        except BaseException as exc:  # handed to the reader, which raises it
+            try:
+                put(exc)
+            except HangupException:
+                pass
+    threading.Thread(target=run, name="upload-pack", daemon=True).start()
+    first = chunks.get()
+    if isinstance(first, (HangupException, GitProtocolError)):
+        raise ProtocolError(str(first)) from first
+    if isinstance(first, BaseException):
+        raise first
+    return _drain(first, chunks, cancelled)
+
+
+def _drain(first, chunks, cancelled):
+    try:
+        item = first
+        while item is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            item = chunks.get()
+    finally:
+        cancelled.set()
 
 
 def _wants(body):

@@ -299,3 +299,26 @@ def test_shallow_and_partial_clones_atomic_pushes_and_annotated_tags(emu):
     assert "deny updating a hidden ref" in refused.stderr
     assert "side -> side (atomic push failed)" in refused.stderr
     assert emu.git("ls-remote", emu.url(), "refs/heads/side").stdout == ""
+
+
+def _pkt(line):
+    return b"%04x" % (len(line) + 4) + line
+
+
+def test_garbage_and_broken_packs_are_refused_without_a_crash(emu):
+    emu.seed(files={"main": {"README.md": "# Demo\n"}})
+    url, auth = emu.url(token=None), {"Authorization": f"Bearer {TOKEN}"}
+    head = emu.rest("/git/ref/heads/main").json()["object"]["sha"]
+
+    def post(service, body, content_type=None):
+        return requests.post(f"{url}/{service}", data=body, timeout=10, headers={
+            **auth, "Content-Type": content_type or f"application/x-{service}-request"})
+    assert post("git-upload-pack", b"garbage").status_code == 400
+    assert post("git-upload-pack", _pkt(b"want " + b"f" * 40 + b"\n") + b"00000009done\n"
+                ).status_code == 400  # not an object of this repository
+    assert post("git-upload-pack", b"0000", "text/plain").status_code == 415
+    command = f"{head} {'1' * 40} refs/heads/main\0report-status\n".encode()
+    broken = post("git-receive-pack", _pkt(command) + b"0000" + b"PACK\0\0\0\2\0\0\0\1junk")
+    assert broken.status_code == 200 and b"unpack " in broken.content
+    assert b"unpack ok" not in broken.content
+    assert emu.rest("/git/ref/heads/main").json()["object"]["sha"] == head
