@@ -8,6 +8,7 @@ import sys
 from . import errors
 from .service import ChatService
 from .settings import Settings, SettingsError
+from .relay.approvals_cli import COMMANDS as APPROVAL_COMMANDS, add_parsers as add_approval_parsers
 
 EPILOG = """examples:
   chat.py list --awaiting              threads whose last message is not from Hermes
@@ -17,6 +18,8 @@ EPILOG = """examples:
   chat.py check                        report corrupt or foreign files in the chat folder
   chat.py delete 1a2b3c4d5e6f7081      delete a thread (--force: even a corrupt file)
   chat.py clear-rate 198.51.100.7      forget one client address's per-IP rate window
+  chat.py approvals                    approval requests waiting for a decision
+  chat.py approve 1a2b3c4d5e6f7081 once  decide one from the host (the relay sends it)
 
 environment: NEWOS4_DATA_DIR (default spaces/newos4/data), NEWOS4_MAX_TEXT, NEWOS4_KEEP_*.
 exit status: 0 done, 1 refused or something needs a look (bad thread, bad text, busy, a thread
@@ -64,6 +67,7 @@ def build_parser():
     delete.add_argument("thread", metavar="THREAD", help="16 lowercase hex digits")
     delete.add_argument("--force", action="store_true",
                         help="delete the file even when it is not a valid thread")
+    add_approval_parsers(commands)
 
     clear = commands.add_parser("clear-rate", help="forget one client's per-IP rate window",
                                 description="Forget the accepted messages counted against "
@@ -182,6 +186,7 @@ def _clear_rate(service, args, stdin, stdout, stderr):
     return 0
 
 
-WRITERS = {"reply", "delete", "clear-rate"}
+WRITERS = {"reply", "delete", "clear-rate", "approve"}
 COMMANDS = {"reply": _reply, "list": _list, "show": _show, "check": _check, "delete": _delete,
             "clear-rate": _clear_rate}
+COMMANDS.update(APPROVAL_COMMANDS)

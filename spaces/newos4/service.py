@@ -182,6 +182,31 @@ class ChatService:
         self.store.update(thread, change)
         return outcome[0]
 
+    def announce(self, thread, after_id, text):
+        """Append `text` as a `hermes` message, once: unless a `hermes` message with that text
+        already follows `after_id` (a retry after a crash). Returns the message's id, or None
+        when `after_id` is gone from the thread (nothing is written then)."""
+        self.check_text(text)
+        found = []
+
+        def change(doc):
+            messages = doc["messages"]
+            ids = [m["id"] for m in messages]
+            if after_id not in ids:
+                return None
+            same = [m for m in messages[ids.index(after_id) + 1:]
+                    if m["author"] == "hermes" and m["text"] == text]
+            if same:
+                found.append(same[0]["id"])
+                return None
+            now = self.clock.now_ms()
+            message = self._new_message(messages, text, "hermes", now)
+            found.append(message["id"])
+            return {**doc, "messages": self._retain(messages + [message], now)}
+
+        self.store.update(thread, change)
+        return found[0] if found else None
+
     def _check_thread_window(self, messages, now):
         """Per-thread window, counted from the thread under its lock: exact across workers."""
         window_ms = self.settings.rate_window_s * 1000

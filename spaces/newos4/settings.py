@@ -42,6 +42,9 @@ class Settings:
     # The watcher (cron/relay.py --watch): how often it looks at the folders, polls runs.
     relay_watch_tick_ms: int = 100
     relay_watch_poll_ms: int = 500
+    # Whether the person may answer Hermes' approval requests with `always` (which allows a
+    # pattern in Hermes' own configuration, for every conversation): off unless the host says.
+    relay_allow_always: bool = False
 
     @property
     def chat_dir(self):
@@ -82,6 +85,11 @@ class Settings:
             if not raw.strip().isascii() or not raw.strip().isdigit() or int(raw) < minimum:
                 raise SettingsError(f"{name}: expected an integer >= {minimum}, got {raw!r}")
             values[field] = int(raw)
+        allow_always = environ.get("NEWOS4_RELAY_ALLOW_ALWAYS", "").strip()
+        if allow_always not in ("", "0", "1"):
+            raise SettingsError(f"NEWOS4_RELAY_ALLOW_ALWAYS: expected 1 or 0, got "
+                                f"{environ['NEWOS4_RELAY_ALLOW_ALWAYS']!r}")
+        values["relay_allow_always"] = allow_always == "1"
         values.update(overrides)
         return cls(**values)
 

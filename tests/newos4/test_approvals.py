@@ -38,6 +38,8 @@ Reply with one of these words:
 - `deny`: refuse it
 
 Any other reply refuses the command and is sent to Hermes as your next message."""
+# What the person is asked by default: `always` is the host's to allow (NEWOS4_RELAY_ALLOW_ALWAYS).
+ASKED = CONTRACT_EXAMPLE.replace("- `always`: always allow commands like it\n", "")
 
 
 class FakeStream:
@@ -101,14 +103,19 @@ def hermes():
     return ApprovingHermes()
 
 
-@pytest.fixture
-def relay(service, hermes):
-    """One cron-mode pass; returns its log lines."""
+def passes(service, hermes):
+    """A function that runs one cron-mode pass and returns its log lines."""
     def run():
         lines = []
         Relay(service, hermes, log=lambda line, problem: lines.append(line)).run()
         return lines
     return run
+
+
+@pytest.fixture
+def relay(service, hermes):
+    """One cron-mode pass over this module's (or the importing module's) `hermes`."""
+    return passes(service, hermes)
 
 
 def texts(service, thread):
@@ -157,7 +164,7 @@ def test_cron_asks_once_then_sends_the_decision_then_delivers(client, service, h
     relay()
     hermes.wait("run_1")
     lines = relay()
-    assert texts(service, client.thread)[-1] == ("hermes", CONTRACT_EXAMPLE)
+    assert texts(service, client.thread)[-1] == ("hermes", ASKED)
     assert any("waits for approval of 'chmod -R 777 /tmp/x': asked" in line for line in lines)
     assert client.poll().json["awaiting"] is False
     relay()
@@ -183,7 +190,7 @@ def test_other_text_denies_stops_and_becomes_the_next_question(client, service, 
     assert any("denied the command and stopped the run" in line for line in lines)
     body, _ = hermes.submits[-1]
     assert len(hermes.submits) == 2 and body["input"] == "what would that do?"
-    assert body["conversation_history"][-1] == {"role": "assistant", "content": CONTRACT_EXAMPLE}
+    assert body["conversation_history"][-1] == {"role": "assistant", "content": ASKED}
 
 
 def test_nobody_answers_hermes_denies_itself_and_the_thread_goes_on(
@@ -299,8 +306,7 @@ def test_a_possibly_started_run_is_not_resubmitted_to_a_hermes_ignoring_keys(
     hermes.next_submit = [HermesUnreachable("read timed out")]
     lines = relay()
     assert len(hermes.submits) == 1
-    assert any("ignores Idempotency-Key, so it is not submitted again" in line
-               for line in lines)
+    assert any("from its session transcript), never submitted twice" in line for line in lines)
     relay()
     assert len(hermes.submits) == 1
     client.say("q again")

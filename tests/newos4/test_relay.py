@@ -2,7 +2,9 @@
 import pytest
 
 from spaces.newos4.relay.hermes_client import HermesAnswer, HermesUnreachable
-from spaces.newos4.relay.passes import Relay, RunPoller, split_text
+from spaces.newos4.relay.answers import split_text
+from spaces.newos4.relay.passes import Relay
+from spaces.newos4.relay.polling import RunPoller
 
 from .conftest import ChatClient
 

@@ -2,5 +2,7 @@
 back, run by cron (a pass a minute) or as the watcher (a pass as soon as something changed).
 
 cli (the command line) → daemon (the watcher as a service) → watch → passes → approvals,
-lost_runs → run_events, state, hermes_client; below them the chat's service, store and files.
+lost_runs (the pass's collaborators, answering with outcomes) → polling, answers, run_events,
+state, hermes_client; below them the chat's service, store and files. approvals_cli is the
+host's `scripts/chat.py approvals` and `approve`, over approvals and state.
 """

@@ -1,15 +1,29 @@
-"""Approvals in the conversation: Hermes asks before a dangerous command, the person decides.
+"""Approvals in the conversation: Hermes asks before a dangerous command, and only the person
+or the host decides.
 
 A run that waits for approval gets one `hermes` message in its thread (the layout the chat page
-knows, see README: "Hermes asks before running a command"). The person's next message is the
-decision when it is one of the offered words or an alias; any other text refuses the command,
-stops the run, and becomes the next question. The steps here run inside a relay pass, under the
-state lock, on the pass's relay record of the thread.
+knows). The rules of who decides, all here:
+- the decision is the first `operator` message written after that request (a word written
+  before Hermes asked is an ordinary message): an offered word or an alias decides, any other
+  text refuses the command, stops the run and becomes the next question;
+- an `agent` message (the in-page AI) is never a decision, whatever its words: the request
+  keeps waiting for the person (Hermes' own approval timeout bounds the wait);
+- `always` (which allows a pattern in Hermes' configuration for every conversation) is offered
+  to the person only when the host allows it (NEWOS4_RELAY_ALLOW_ALWAYS=1);
+- the host decides from the command line (`scripts/chat.py approve`), with any choice Hermes
+  offered: it records the decision in the relay state, and the next pass sends it to Hermes
+  and tells the thread, exactly as it would a person's reply.
+`Approvals` runs these steps inside a relay pass, under the state lock, and answers the pass
+with what to do next (outcomes.py).
 """
 import re
+import time
 
 from ..files import LockTimeout, lock
+from ..service import THREAD_FAULTS
+from ..store import is_thread_name
 from .hermes_client import HermesUnreachable
+from .outcomes import Deliver, Drop, Unreachable
 from .run_events import read_requests_briefly
 
 REQUEST_MARKER = "Hermes asks before running a command:"
@@ -29,6 +43,15 @@ DETAILS_GRACE_S = 2.0
 # A cron run reads a waiting run's buffered events for at most this long.
 CRON_READ_S = 3.0
 CHOICE_LINE = re.compile(r"^- `(once|session|always|deny)`: ", re.MULTILINE)
+COMMAND_BLOCK = re.compile(r"\A[^\n]*\n\n(`{3,})\n(.*?)\n\1\n", re.DOTALL)
+REASON_LINE = re.compile(r"^Why: (.*)$", re.MULTILINE)
+# Hermes' approval states its run can be in while a decision is on its way.
+ACTIVE_AFTER_DECISION = ("running", "waiting_for_approval")
+
+
+def host_line(choice):
+    """The `hermes` message that tells the thread the host decided."""
+    return f"The host decided on this command: `{choice}` ({CHOICE_WORDS[choice]})."
 
 
 def offered_choices(request):
@@ -40,16 +63,28 @@ def offered_choices(request):
     return list(dict.fromkeys(known)) or list(FALLBACK_CHOICES)
 
 
-def request_text(request, limit=None):
+def person_choices(offered, *, allow_always):
+    """The choices the person is offered among Hermes' own: `always` only when allowed."""
+    return [c for c in offered if c != "always" or allow_always] or list(FALLBACK_CHOICES)
+
+
+def command_of(request):
+    command = (request or {}).get("command")
+    return command if isinstance(command, str) and command else UNKNOWN_COMMAND
+
+
+def reason_of(request):
+    reason = (request or {}).get("description")
+    return reason if isinstance(reason, str) and reason.strip() else UNKNOWN_REASON
+
+
+def request_text(request, limit=None, choices=None):
     """The thread message asking the person about `request` (an `approval.request` event, or
-    None when its details could not be had), at most `limit` characters: a command too long to
-    fit is cut, and the message says so (one message, so the person can still answer it)."""
-    request = request or {}
-    command = request.get("command")
-    command = command if isinstance(command, str) and command else UNKNOWN_COMMAND
-    reason = request.get("description")
-    reason = reason if isinstance(reason, str) and reason.strip() else UNKNOWN_REASON
-    choices = offered_choices(request)
+    None when its details could not be had) with `choices` (Hermes' own when not given), at
+    most `limit` characters: a command too long to fit is cut, and the message says so (one
+    message, so the person can still answer it)."""
+    command, reason = command_of(request), reason_of(request)
+    choices = choices or offered_choices(request)
     text = _layout(command, reason[:1000], choices)
     if limit is not None and len(text) > limit:
         note = f"(cut: the command is {len(command)} characters long)"
@@ -76,6 +111,33 @@ def choices_in(text):
     return CHOICE_LINE.findall(text) or list(FALLBACK_CHOICES)
 
 
+def details_in(text):
+    """(command, reason) as a request message shows them (the command maybe cut)."""
+    block, reason = COMMAND_BLOCK.match(text), REASON_LINE.search(text)
+    return (block.group(2) if block else UNKNOWN_COMMAND,
+            reason.group(1) if reason else UNKNOWN_REASON)
+
+
+def host_choice(entry):
+    """The decision the host recorded for the entry's pending request, else None."""
+    host = entry.get("host")
+    if isinstance(host, dict) and host.get("request") == entry.get("asked") \
+            and host.get("choice") in CHOICE_WORDS:
+        return host["choice"]
+    return None
+
+
+def is_request(message):
+    return message["author"] == "hermes" and message["text"].startswith(REQUEST_MARKER)
+
+
+def answer_to(after):
+    """Who answers a request, from the messages written after it (oldest first): the first
+    that is not the in-page AI's (an `operator` reply decides; a `hermes` one was written by
+    hand on the host and ends the request), else None. `agent` messages never decide."""
+    return next((m for m in after if m["author"] != "agent"), None)
+
+
 def decision_of(text, choices):
     """The choice `text` makes among `choices` (any case, blanks around ignored), else None."""
     word = text.strip().lower()
@@ -92,13 +154,26 @@ def watcher_alive(settings):
         return True
 
 
-class ApprovalSteps:
-    """The approval steps of a relay pass, mixed into Relay (which provides state, client,
-    service, log and the delivery steps)."""
 
-    events = None  # the watcher's EventFollowers; None in a cron run
+class Approvals:
+    """The approval steps of one relay pass over `state` (the pass's RelayState, read under
+    its lock): ask the person, route the decision (the person's or the host's) to Hermes, and
+    tell the pass what follows (a Deliver, Drop or Unreachable outcome, or None: nothing).
 
-    def _subscribe_new_runs(self):
+    `say(line, problem=False)` logs a line; `events` are the watcher's run subscriptions (None
+    in a cron run).
+    """
+
+    def __init__(self, service, client, state, *, say, events=None, monotonic=time.monotonic):
+        self.service = service
+        self.settings = service.settings
+        self.client = client
+        self.state = state
+        self.events = events
+        self._say = say
+        self._monotonic = monotonic
+
+    def subscribe_new_runs(self):
         """Watcher: subscribe to each new run's events once, recorded before subscribing."""
         for entry in self.state.threads.values():
             run_id = entry.get("run_id")
@@ -107,47 +182,52 @@ class ApprovalSteps:
                 self.state.save()
                 self.events.follow(run_id)
 
-    def _ask(self, thread, entry):
+    def ask(self, thread, entry):
         """The run waits for approval and the person was not asked yet: ask, once."""
         index = entry.get("approvals", 0)
         request = self._approval_request(entry, index)
         if request is False:
-            return  # the details are on their way, or the watcher asks
-        text = request_text(request, self.settings.max_text)
+            return None  # the details are on their way, or the watcher asks
+        offered = offered_choices(request)
+        choices = person_choices(offered, allow_always=self.settings.relay_allow_always)
+        text = request_text(request, self.settings.max_text, choices)
         outcome = self.service.deliver(thread, entry["question"], [text])
         if outcome == "superseded":
-            return  # a newer message: the next pass supersedes the run
-        messages = self.service.history(thread)
-        ids = [m["id"] for m in messages]
-        after = messages[ids.index(entry["question"]) + 1:] if entry["question"] in ids else []
-        if not after or not after[0]["text"].startswith(REQUEST_MARKER):
-            return  # answered by hand meanwhile: the next pass drops the run
-        asked = after[0]
-        entry.update(asked=asked["id"], choices=choices_in(asked["text"]), approvals=index + 1)
+            return None  # a newer message (a word before Hermes asked): the run is superseded
+        asked = self._request_after(thread, entry["question"])
+        if asked is None:
+            return None  # answered by hand meanwhile: the next pass drops the run
+        entry.update(asked=asked["id"], choices=choices_in(asked["text"]), offered=offered,
+                     approvals=index + 1, command=command_of(request),
+                     reason=reason_of(request)[:1000])
         self.state.save()
         how = "asked" if outcome == "delivered" else "already asked (found in the thread)"
-        command = (request or {}).get("command") or "a command it did not name"
-        self._say(f"thread={thread} run={entry['run_id']} waits for approval of {command!r}: "
-                  f"{how} in {asked['id']}, choices {'/'.join(entry['choices'])}",
-                  problem=False)
+        self._say(f"thread={thread} run={entry['run_id']} waits for approval of "
+                  f"{entry['command']!r}: {how} in {asked['id']}, choices "
+                  f"{'/'.join(entry['choices'])}")
+        return None
 
-    def _adopt_request(self, thread, entry):
+    def adopt(self, thread, entry):
         """True when the thread already holds the request for the run's current approval
         (a pass wrote it and stopped before saving the state): record it, ask no second time."""
-        messages = self.service.history(thread)
-        ids = [m["id"] for m in messages]
-        if entry["question"] not in ids:
+        asked = self._request_after(thread, entry["question"])
+        if asked is None:
             return False
-        after = messages[ids.index(entry["question"]) + 1:]
-        if not after or after[0]["author"] != "hermes" \
-                or not after[0]["text"].startswith(REQUEST_MARKER):
-            return False
-        entry.update(asked=after[0]["id"], choices=choices_in(after[0]["text"]),
-                     approvals=entry.get("approvals", 0) + 1)
+        command, reason = details_in(asked["text"])
+        entry.update(asked=asked["id"], choices=choices_in(asked["text"]),
+                     offered=choices_in(asked["text"]), approvals=entry.get("approvals", 0) + 1,
+                     command=command, reason=reason)
         self.state.save()
         self._say(f"thread={thread} run={entry['run_id']} waits for approval: already asked "
-                  f"(found in the thread) in {after[0]['id']}", problem=False)
+                  f"(found in the thread) in {asked['id']}")
         return True
+
+    def _request_after(self, thread, message_id):
+        """The request message right after `message_id` in the thread, else None."""
+        messages = self.service.history(thread)
+        ids = [m["id"] for m in messages]
+        after = messages[ids.index(message_id) + 1:] if message_id in ids else []
+        return after[0] if after and is_request(after[0]) else None
 
     def _approval_request(self, entry, index):
         """The `index`-th approval request of the entry's run; None when its details cannot be
@@ -161,8 +241,8 @@ class ApprovalSteps:
             if request is not None or follower.ended.is_set():
                 return request
             if follower.first_waiting is None:
-                follower.first_waiting = self.monotonic()
-            return False if self.monotonic() - follower.first_waiting < DETAILS_GRACE_S \
+                follower.first_waiting = self._monotonic()
+            return False if self._monotonic() - follower.first_waiting < DETAILS_GRACE_S \
                 else None
         if watcher_alive(self.settings):
             return False  # the watcher holds the run's events and asks
@@ -173,70 +253,102 @@ class ApprovalSteps:
         requests = read_requests_briefly(self.client, run_id, CRON_READ_S)
         return requests[index] if index < len(requests) else None
 
-    def _follow_asked(self, thread, entry, answer):
-        """The person was asked: route their reply, else follow the run (Hermes' own approval
-        timeout bounds the wait, so the relay's run timeout does not apply meanwhile)."""
+    def follow(self, thread, entry, answer):
+        """The person was asked: route the host's decision or the person's reply, else follow
+        the run (`answer`, this pass's poll of it, or None). Hermes' own approval timeout
+        bounds the wait, so the relay's run timeout does not apply meanwhile."""
         messages = self.service.history(thread)
         ids = [m["id"] for m in messages]
         if entry["asked"] not in ids:
-            self._stop_quietly(entry)
-            self._forget(thread, f"its approval request {entry['asked']} is gone from the "
-                                 f"thread; dropping run={entry['run_id']}")
-            return
+            return Drop(f"its approval request {entry['asked']} is gone from the thread; "
+                        f"dropping run={entry['run_id']}")
         after = messages[ids.index(entry["asked"]) + 1:]
-        if after and after[0]["author"] == "hermes":
-            self._stop_quietly(entry)
-            self._forget(thread, f"was answered by hand after approval request "
-                                 f"{entry['asked']}; run={entry['run_id']} dropped")
-        elif after:
-            self._decide(thread, entry, after[0])
-        elif isinstance(answer, HermesUnreachable):
-            self.unreachable = str(answer)
-        elif answer is not None:
-            self._settle_unanswered(thread, entry, answer)
+        choice = host_choice(entry)
+        if choice is not None:
+            return self._decide(thread, entry, choice, None, answer)
+        reply = answer_to(after)
+        self._note_agent_messages(thread, entry, after)
+        if reply is not None and reply["author"] == "hermes":
+            return Drop(f"was answered by hand after approval request {entry['asked']}; "
+                        f"run={entry['run_id']} dropped")
+        if reply is not None:
+            choice = decision_of(reply["text"], entry["choices"])
+            if choice is None:
+                return self._refuse(entry, reply)
+            return self._decide(thread, entry, choice, reply, answer)
+        if isinstance(answer, HermesUnreachable):
+            return Unreachable(str(answer))
+        return self._settle_unanswered(thread, entry, answer)
+
+    def _note_agent_messages(self, thread, entry, after):
+        """Say once per message that an agent message is not a decision."""
+        seen = entry.get("not_decisions", [])
+        new = [m["id"] for m in after if m["author"] == "agent" and m["id"] not in seen]
+        if new:
+            entry["not_decisions"] = seen + new
+            self.state.save()
+            self._say(f"thread={thread} run={entry['run_id']}: agent message(s) "
+                      f"{', '.join(new)} after approval request {entry['asked']} are not a "
+                      "decision (only the person's or the host's is); the request waits")
 
     def _settle_unanswered(self, thread, entry, answer):
-        """Nobody replied yet; the run may have ended anyway (Hermes' approval timeout)."""
+        """Nobody decided yet; the run may have ended anyway (Hermes' approval timeout)."""
+        if answer is None:
+            return None
         run = answer.body if isinstance(answer.body, dict) else {}
         status = run.get("status")
         if status == "completed":
-            self._deliver(thread, entry, run)
-        elif answer.status == 404 or status in ("failed", "cancelled", "interrupted"):
+            return Deliver(run)
+        if answer.status == 404 or status in ("failed", "cancelled", "interrupted"):
             self._say(f"thread={thread} run={entry['run_id']} ended "
                       f"{status or 'unknown to Hermes'} while its approval request "
                       f"{entry['asked']} was unanswered; the person's next message is a new "
-                      "question")
-            self._forget(thread, "dropping its relay record")
-        elif answer.status != 200:
-            self._say(f"thread={thread} poll run={entry['run_id']}: {answer.error_text()}")
+                      "question", problem=True)
+            return Drop("dropping its relay record", stop=False)
+        if answer.status != 200:
+            self._say(f"thread={thread} poll run={entry['run_id']}: {answer.error_text()}",
+                      problem=True)
+        return None
 
-    def _decide(self, thread, entry, reply):
-        choice = decision_of(reply["text"], entry["choices"])
+    def _decide(self, thread, entry, choice, reply, answer):
+        """Send `choice` (the person's `reply`, or the host's when `reply` is None) to Hermes;
+        once applied, the thread goes on from the reply (or from the line telling it the host
+        decided), exactly once across retries of a lost answer."""
         run_id = entry["run_id"]
-        if choice is None:
-            self._refuse(thread, entry, reply)
-            return
         retry = entry.get("deciding") == choice  # an earlier try's answer was lost
         entry["deciding"] = choice
         self.state.save()
         try:
-            answer = self.client.approve(run_id, choice)
-            applied = answer.status == 200 or (answer.status == 409 and retry
-                                               and self._already_applied(run_id))
+            sent = self.client.approve(run_id, choice)
+            applied = sent.status == 200 or (sent.status == 409 and retry
+                                             and self._already_applied(run_id))
         except HermesUnreachable as exc:
-            self.unreachable = str(exc)  # the reply stays; the next pass sends it again
-            return
+            return Unreachable(str(exc))  # the decision stays; the next pass sends it again
+        if not applied and reply is not None:
+            return Drop(f"reply {reply['id']} ({choice}) came after Hermes had settled the "
+                        f"approval of run={run_id} ({sent.error_text()}); it goes to Hermes "
+                        "as a new question")
         if not applied:
-            self._stop_quietly(entry)
-            self._forget(thread, f"reply {reply['id']} ({choice}) came after Hermes had settled "
-                                 f"the approval of run={run_id} ({answer.error_text()}); it "
-                                 "goes to Hermes as a new question")
-            return
-        entry.update(question=reply["id"], asked=None, choices=None, deciding=None,
-                     submitted_ms=self._now())
+            entry.update(host=None, deciding=None)
+            self.state.save()
+            self._say(f"thread={thread} the host's decision ({choice}) came after Hermes had "
+                      f"settled the approval of run={run_id} ({sent.error_text()}); nothing "
+                      "was decided", problem=True)
+            return self._settle_unanswered(thread, entry, answer)
+        if reply is None:
+            anchor = self.service.announce(thread, entry["asked"], host_line(choice))
+            if anchor is None:
+                return Drop(f"its approval request {entry['asked']} is gone from the thread "
+                            f"after the host decided {choice!r}; dropping run={run_id}")
+            who = f"the host (told in {anchor})"
+        else:
+            anchor, who = reply["id"], f"reply {reply['id']}"
+        entry.update(question=anchor, by_host=reply is None, asked=None, choices=None,
+                     offered=None, deciding=None, host=None, not_decisions=None,
+                     submitted_ms=self.service.clock.now_ms())
         self.state.save()
-        self._say(f"thread={thread} run={run_id} approval answered {choice!r} "
-                  f"(reply {reply['id']})", problem=False)
+        self._say(f"thread={thread} run={run_id} approval answered {choice!r} by {who}")
+        return None
 
     def _already_applied(self, run_id):
         """After a 409: did our own earlier approval (its answer lost) take effect?"""
@@ -245,19 +357,74 @@ class ApprovalSteps:
         except HermesUnreachable:
             return False
         run = answer.body if isinstance(answer.body, dict) else {}
-        return answer.status == 200 and run.get("status") in ("running", "waiting_for_approval")
+        return answer.status == 200 and run.get("status") in ACTIVE_AFTER_DECISION
 
-    def _refuse(self, thread, entry, reply):
+    def _refuse(self, entry, reply):
         """Any other reply fails closed: deny the command, stop the run, relay the reply."""
         run_id = entry["run_id"]
         try:
             denied = self.client.approve(run_id, "deny")
             self.client.stop_run(run_id)
         except HermesUnreachable as exc:
-            self.unreachable = str(exc)  # nothing is relayed until the command is refused
-            return
+            return Unreachable(str(exc))  # nothing is relayed until the command is refused
         how = "denied the command and stopped the run" if denied.status == 200 \
             else f"stopped the run (deny: {denied.error_text()})"
-        self._forget(thread, f"reply {reply['id']} is not one of "
-                             f"{'/'.join(entry['choices'])}: {how} run={run_id}; the reply "
-                             "goes to Hermes as the next question")
+        return Drop(f"reply {reply['id']} is not one of {'/'.join(entry['choices'])}: {how} "
+                    f"run={run_id}; the reply goes to Hermes as the next question", stop=False)
+
+
+def pending(state, service):
+    """The approval requests waiting for a decision, oldest first: one dict per thread with
+    thread, run, request (message id), command, reason, asked_ms, choices (Hermes' own, which
+    the host may give), person (those offered in the thread) and host (a decision the host
+    recorded that the relay has not sent yet, else None)."""
+    rows = []
+    for thread, entry in sorted(state.threads.items()):
+        if not entry.get("asked") or not entry.get("run_id"):
+            continue
+        try:
+            messages = {m["id"]: m for m in service.history(thread)}
+        except THREAD_FAULTS:  # listed from the relay's record alone
+            messages = {}
+        request = messages.get(entry["asked"])
+        command, reason = details_in(request["text"]) if request else (None, None)
+        rows.append({"thread": thread, "run": entry["run_id"], "request": entry["asked"],
+                     "command": entry.get("command") or command,
+                     "reason": entry.get("reason") or reason,
+                     "asked_ms": request["epoch"] if request else None,
+                     "choices": entry.get("offered") or entry["choices"],
+                     "person": entry["choices"], "host": host_choice(entry)})
+    return sorted(rows, key=lambda r: r["asked_ms"] or 0)
+
+
+class NotPending(Exception):
+    """The host's decision cannot be recorded (one clear line says why)."""
+
+
+def record_host_decision(state, service, thread, word):
+    """Record the host's decision `word` on `thread`'s pending request in `state` (held under
+    its lock); the relay's next pass sends it. Returns (choice, the request's row)."""
+    if not is_thread_name(thread):
+        raise NotPending("THREAD must be 16 lowercase hex digits (the page shows it)")
+    row = next((r for r in pending(state, service) if r["thread"] == thread), None)
+    if row is None:
+        raise NotPending(f"thread {thread} has no approval request waiting for a decision "
+                         "(scripts/chat.py approvals lists them)")
+    choice = decision_of(word, row["choices"])
+    if choice is None:
+        raise NotPending(f"{word!r} is not a choice Hermes offered for this command; choose one "
+                         f"of {'/'.join(row['choices'])}")
+    if row["host"]:
+        raise NotPending(f"the host already decided {row['host']!r} for thread {thread}; the "
+                         "relay sends it at its next pass")
+    messages = service.history(thread)
+    ids = [m["id"] for m in messages]
+    reply = answer_to(messages[ids.index(row["request"]) + 1:]) if row["request"] in ids \
+        else None
+    if reply is not None:
+        raise NotPending(f"thread {thread} already has an answer to the request "
+                         f"({reply['author']} message {reply['id']}); the relay routes it")
+    state.threads[thread]["host"] = {"choice": choice, "request": row["request"],
+                                     "ms": service.clock.now_ms()}
+    state.save()
+    return choice, row

@@ -27,13 +27,17 @@ environment:
   NEWOS4_RELAY_HTTP_TIMEOUT_S=10 per request to Hermes
   NEWOS4_RELAY_WATCH_TICK_MS=100 --watch: how often it looks for changed threads
   NEWOS4_RELAY_WATCH_POLL_MS=500 --watch: how often it polls the runs in flight
+  NEWOS4_RELAY_ALLOW_ALWAYS=0    1: offer the person `always` in approval requests
   NEWOS4_DATA_DIR, NEWOS4_KEEP_DAYS, NEWOS4_KEEP_MESSAGES, NEWOS4_MAX_TEXT
 
 When Hermes asks before running a command (a run waiting for approval), the relay writes the
 request into the thread ("Hermes asks before running a command:", the command, why, the words
-to reply with); the person's next message decides (once/session/always/deny, approve/yes/no),
-and any other text refuses the command and becomes the next question. A cron run reads a
-waiting run's details only when no watcher runs (the watcher holds each run's event stream).
+to reply with: Hermes' own, `always` only with NEWOS4_RELAY_ALLOW_ALWAYS=1). The person's next
+message after it decides (once/session/deny, approve/yes/no), and any other text refuses the
+command and becomes the next question; the in-page AI's (agent) messages never decide. The
+host decides with `scripts/chat.py approve THREAD CHOICE`, which the next pass sends. A cron
+run reads a waiting run's details only when no watcher runs (the watcher holds each run's
+event stream).
 
 Each thread is handled on its own: a thread file that cannot be read or an answer that cannot
 be written is reported once (relay: PROBLEM thread=... skipped: why) and skipped, and every

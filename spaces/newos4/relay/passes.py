@@ -11,16 +11,18 @@ Every pass (a cron tick's, or one of the watcher's) holds `relay/state.json.lock
 state afresh under it, so a cron run beside the watcher sees exactly what the watcher left:
 passes never interleave, and each one makes the same decisions cron's sequential runs make.
 """
-import concurrent.futures
 import json
 import time
 
 from .. import errors
 from ..files import LockTimeout, lock
-from .approvals import ApprovalSteps
+from .answers import repair_unicode, split_text
+from .approvals import Approvals
 from .hermes_client import HermesUnreachable
-from .lost_runs import LostRuns
-from .state import RelayState
+from .lost_runs import LostSubmissions
+from .outcomes import Deliver, Drop, Resubmit, Tell, Unreachable
+from .polling import RunPoller
+from .state import RelayState, pass_lock_wait_s, state_path
 from ..service import THREAD_FAULTS
 
 ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
@@ -32,80 +34,14 @@ class RelayBusy(Exception):
     """Another relay invocation holds the lock."""
 
 
-class RunPoller:
-    """GETs runs on a few threads; `poll` waits for them at most `wait_s` (None: for all).
-
-    A poll still waiting for Hermes when `poll` returns is left to finish, and its answer is
-    the one a later `poll` of that run gets: a run is never asked about twice at once, so one
-    run whose polls hang holds one thread, not one per pass, and delays nobody else's answer.
-    """
-
-    def __init__(self, client, *, threads):
-        self._client = client
-        self._pool = concurrent.futures.ThreadPoolExecutor(threads,
-                                                           thread_name_prefix="relay-poll")
-        self._pending = {}  # run id -> Future of its HermesAnswer or HermesUnreachable
-
-    def poll(self, run_ids, wait_s=None):
-        """{run id: HermesAnswer or HermesUnreachable} for the runs that answered in time."""
-        for run_id in run_ids:
-            if run_id not in self._pending:
-                self._pending[run_id] = self._pool.submit(self._get, run_id)
-        concurrent.futures.wait([self._pending[r] for r in run_ids], timeout=wait_s)
-        answered = {r: self._pending.pop(r).result() for r in run_ids if self._pending[r].done()}
-        for run_id in [r for r, f in self._pending.items() if f.done()]:
-            del self._pending[run_id]  # a run nobody follows any more
-        return answered
-
-    def close(self):
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def _get(self, run_id):
-        try:
-            return self._client.get_run(run_id)
-        except HermesUnreachable as exc:
-            return exc
-
-
-def split_text(text, limit):
-    """Cut `text` into parts of at most `limit` code points whose concatenation is `text`.
-
-    Cuts after a paragraph break, else a line break, else a space, else hard at the limit.
-    """
-    parts = []
-    while len(text) > limit:
-        window = text[:limit]
-        cut = 0
-        for separator in ("\n\n", "\n", " "):
-            position = window.rfind(separator)
-            if position > 0:
-                cut = position + len(separator)
-                break
-        cut = cut or limit
-        parts.append(text[:cut])
-        text = text[cut:]
-    if text:
-        parts.append(text)
-    return parts
-
-
-def repair_unicode(text):
-    """`text` with each lone surrogate (which a run's JSON output can carry, but no UTF-8 file
-    can hold) replaced by U+FFFD, and how many were replaced."""
-    try:
-        text.encode("utf-8")
-        return text, 0
-    except UnicodeEncodeError:
-        fixed = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-        return fixed, fixed.count("\ufffd") - text.count("\ufffd")
-
-
-class Relay(ApprovalSteps, LostRuns):
+class Relay:
     """One relay invocation over `service` (the chat rules) and `client` (a HermesClient).
 
     Each thread is handled on its own: a thread or answer that cannot be handled is reported
     once (thread id, why) and skipped, and the other threads are still relayed. When Hermes
-    does not answer at all, the run stops contacting it and says so in one line.
+    does not answer at all, the run stops contacting it and says so in one line. Approvals
+    (approvals.py) and submissions whose answer was lost (lost_runs.py) are collaborators of
+    the pass: they decide with their own rules, and the pass acts on their outcome.
     """
 
     def __init__(self, service, client, *, log, monotonic=time.monotonic, reported=(),
@@ -116,11 +52,11 @@ class Relay(ApprovalSteps, LostRuns):
         self.poller = poller  # shared across passes by the watcher; else one for this pass
         self.poll_wait_s = poll_wait_s
         self.events = events  # the watcher's run event subscriptions (cron: None)
-        self._idempotent = None  # whether Hermes honours Idempotency-Key, once asked (LostRuns)
         self.log = log
         self.monotonic = monotonic
-        self.state_path = self.settings.data_dir / "relay" / "state.json"
+        self.state_path = state_path(self.settings)
         self.state = None  # read under the state lock by run()
+        self.approvals = self.lost = None  # the pass's collaborators, made by run()
         self.problems = 0
         self.unreachable = None  # why Hermes gave no answer, once it did not
         self._reported = set(reported)  # threads already reported in this invocation
@@ -132,10 +68,15 @@ class Relay(ApprovalSteps, LostRuns):
         may hold it for as long as its budget; waiting longer than that is a problem.
         """
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        wait_s = self.settings.relay_budget_s + 2 * self.settings.relay_http_timeout_s
+        wait_s = pass_lock_wait_s(self.settings)
         try:
             with lock(f"{self.state_path}.lock", wait_s):
                 self.state = RelayState(self.state_path, now_ms=self._now())
+                say = self._collaborator_log
+                self.approvals = Approvals(self.service, self.client, self.state, say=say,
+                                           events=self.events, monotonic=self.monotonic)
+                self.lost = LostSubmissions(self.client, say=say, now_ms=self._now,
+                                            bound_s=self.settings.relay_run_timeout_s)
                 for problem in self.state.problems:
                     self._say(problem)
                 return self._pass()
@@ -166,7 +107,7 @@ class Relay(ApprovalSteps, LostRuns):
             if self._isolated(row["thread"], self._submit, row) is False or self.unreachable:
                 break
         if self.events is not None:
-            self._subscribe_new_runs()
+            self.approvals.subscribe_new_runs()
         if self.unreachable:
             pending = sum(1 for e in self.state.threads.values() if e.get("run_id"))
             waiting_now = len(self._waiting())
@@ -201,7 +142,7 @@ class Relay(ApprovalSteps, LostRuns):
         poll (at most `poll_wait_s`), not for the sum of them. A thread whose poll has not
         answered yet is missing from the result: no news for it this pass."""
         wanted = {thread: entry["run_id"] for thread, entry in self.state.threads.items()
-                  if entry.get("run_id") and (entry.get("asked") or (
+                  if entry.get("run_id") and (entry.get("asked") or entry.get("by_host") or (
                       waiting.get(thread) or {}).get("last_id") == entry["question"])}
         if not wanted:
             return {}
@@ -217,9 +158,17 @@ class Relay(ApprovalSteps, LostRuns):
         entry = self.state.threads[thread]
         changed = (waiting_row or {}).get("last_id") != entry["question"]
         if entry.get("run_id") and (entry.get("asked")
-                                    or changed and self._adopt_request(thread, entry)):
-            self._follow_asked(thread, entry, answer)
+                                    or changed and self.approvals.adopt(thread, entry)):
+            self._act(thread, entry, self.approvals.follow(thread, entry, answer))
             return
+        if entry.get("by_host") and waiting_row is None:
+            # The host decided: the thread ends with the line saying so, and waits no more.
+            if not entry.get("run_id"):
+                self._forget(thread, f"its run failed after the host's decision in "
+                                     f"{entry['question']}; the person's next message starts "
+                                     "over")
+                return
+            waiting_row = {"last_id": entry["question"]}
         if waiting_row is None:
             self._stop_quietly(entry)
             self._forget(thread, "answered or gone; dropping its relay record")
@@ -248,7 +197,7 @@ class Relay(ApprovalSteps, LostRuns):
             self._failed(thread, entry, f"run {entry['run_id']} {status}: "
                                         f"{run.get('error') or run.get('last_event')}")
         elif status == "waiting_for_approval":
-            self._ask(thread, entry)
+            self._act(thread, entry, self.approvals.ask(thread, entry))
         elif self._now() - entry["submitted_ms"] > self.settings.relay_run_timeout_s * 1000:
             self._stop_quietly(entry)
             self._failed(thread, entry, f"run {entry['run_id']} still {status} after "
@@ -291,6 +240,21 @@ class Relay(ApprovalSteps, LostRuns):
             self._say(f"thread={thread} {why}; retry {entry['attempts'] + 1} in {delay_s}s "
                       "with a fresh key")
 
+    def _act(self, thread, entry, outcome):
+        """Carry out what a collaborator decided (outcomes.py); None: nothing this pass."""
+        if isinstance(outcome, Deliver):
+            self._deliver(thread, {**entry, "run_id": outcome.run_id or entry["run_id"]},
+                          outcome.run)
+        elif isinstance(outcome, Drop):
+            if outcome.stop:
+                self._stop_quietly(entry)
+            self._forget(thread, outcome.why)
+        elif isinstance(outcome, Tell):
+            told = self.service.deliver(thread, entry["question"], [outcome.text])
+            self._forget(thread, f"{outcome.why} ({told})")
+        elif isinstance(outcome, Unreachable):
+            self.unreachable = outcome.why
+
     def _stop_quietly(self, entry):
         if entry.get("run_id"):
             try:
@@ -329,9 +293,13 @@ class Relay(ApprovalSteps, LostRuns):
         if body is None:  # the thread or its question went away meanwhile
             return True
         key = f"newos4-{thread}-{entry['question']}-{entry['generation']}"
-        if entry.get("submitting") == key and not self._may_resubmit(thread, entry):
-            self._find_lost_run(thread, entry, body)
-            return not self.unreachable
+        if entry.get("submitting") == key:  # its answer was lost: may it have started a run?
+            outcome = self.lost.settle(thread, entry, body)
+            if not isinstance(outcome, Resubmit):
+                self._act(thread, entry, outcome)
+                return not self.unreachable
+            self._say(f"thread={thread} submitting key={key} again: {outcome.why}",
+                      problem=False)
         entry["key"] = entry["submitting"] = key
         entry["submitting_ms"] = self._now()
         self.state.threads[thread] = entry
@@ -346,18 +314,21 @@ class Relay(ApprovalSteps, LostRuns):
                 maybe_applied = maybe_applied or exc.sent
                 if not exc.sent:
                     continue  # no connection: nothing can have been applied
-                if attempt == 1 and self._may_resubmit(thread, entry):
+                if attempt == 1 and self._replays():
                     self._say(f"thread={thread} submit key={key} got no answer ({exc}); "
                               "replaying with the same key", problem=False)
                 else:
                     break
-        if answer is None:  # no answer: Hermes is down; the saved key replays next run
+        if answer is None:  # no answer: Hermes is down; the saved key settles it next run
             if not maybe_applied:  # never applied: submitting again is safe
                 del entry["submitting"], entry["submitting_ms"]
-                self.state.save()
+            elif not self._replays():
+                self.lost.lost(thread, entry)
+            self.state.save()
             self.unreachable = self.unreachable or str(failure)
             return False
-        del entry["submitting"], entry["submitting_ms"]
+        for name in ("submitting", "submitting_ms", "lost_ms"):
+            entry.pop(name, None)
         if answer.status == 202 and isinstance(answer.body, dict) and answer.body.get("run_id"):
             entry["run_id"] = answer.body["run_id"]
             entry["submitted_ms"] = self._now()
@@ -402,8 +373,18 @@ class Relay(ApprovalSteps, LostRuns):
             "session_id": f"newos4-{thread}",
         }
 
+    def _replays(self):
+        """Whether Hermes replays a run for a repeated key (False when it cannot say now)."""
+        try:
+            return self.lost.honours_keys()
+        except HermesUnreachable:
+            return False
+
     def _now(self):
         return self.service.clock.now_ms()
+
+    def _collaborator_log(self, line, problem=False):
+        self._say(line, problem=problem)
 
     def _say(self, line, *, problem=True):
         if problem:

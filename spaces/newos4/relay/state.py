@@ -1,6 +1,7 @@
 """The relay's state: per-thread records in `relay/state.json`, replaced atomically.
 
-Only a relay pass holding `relay/state.json.lock` reads and writes it (see passes.py).
+Only a relay pass holding `relay/state.json.lock` reads and writes it (see passes.py), and the
+host's `scripts/chat.py approve`, which records a decision there under the same lock.
 """
 import json
 import os
@@ -64,3 +65,13 @@ ENTRY_FIELDS = {"question": (str,), "generation": (int,), "attempts": (int,), "n
 def _valid_entry(thread, entry):
     return is_thread_name(thread) and isinstance(entry, dict) and all(
         type(entry.get(name)) in kinds for name, kinds in ENTRY_FIELDS.items())
+
+
+def state_path(settings):
+    """Where the relay keeps its state."""
+    return settings.data_dir / "relay" / "state.json"
+
+
+def pass_lock_wait_s(settings):
+    """How long to wait for the state lock: another pass may hold it for its whole budget."""
+    return settings.relay_budget_s + 2 * settings.relay_http_timeout_s

@@ -10,7 +10,8 @@ import threading
 import time
 
 from ..files import LockTimeout, lock
-from .passes import Relay, RunPoller
+from .passes import Relay
+from .polling import RunPoller
 from .run_events import EventFollowers
 
 # A folder mtime this close to now may change again within the same timestamp tick (a coarse

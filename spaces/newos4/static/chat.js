@@ -10,7 +10,8 @@
   const REQUEST_TIMEOUT_MS = 15000;
   const HIDDEN_TAB_MS = 60000;             // a tab in the background looks once a minute
   const AUTHORS = {operator: "You", agent: "Assistant", hermes: "Hermes"};
-  // The relay's approval request begins with this line and lists the choices Hermes offered as
+  // The relay's approval request begins with this line and lists the choices offered to the
+  // person (Hermes' own, `always` only when the host allows it) as
   // lines "- `word`: explanation"; the page offers them as buttons (see README, the chat page).
   const APPROVAL_MARKER = "Hermes asks before running a command:";
   const CHOICE_LINE = /^- `(once|session|always|deny)`: /gm;
@@ -208,14 +209,24 @@
     return Array.from(message.text.matchAll(CHOICE_LINE), (match) => match[1]);
   }
 
+  function pendingRequest() {
+    // The request still waiting for the person: the latest message, or followed only by the
+    // in-page AI's messages, which never decide (the relay leaves the request waiting).
+    let item = ui.log.lastElementChild;
+    while (item && item.dataset.author === "agent") {
+      item = item.previousElementSibling;
+    }
+    return item && item.choices ? item : null;
+  }
+
   function offerChoices() {
-    // Buttons only on the thread's latest message: once anything follows, the question is
+    // Buttons only on the pending request: once the person or Hermes wrote after it, it is
     // answered (or given up), and a late click would be read as a new message.
-    const last = ui.log.lastElementChild;
+    const last = pendingRequest();
     ui.log.querySelectorAll(".choices").forEach((group) => {
       if (group.parentElement !== last) group.remove();
     });
-    if (!last || !last.choices || last.querySelector(".choices")) return;
+    if (!last || last.querySelector(".choices")) return;
     const group = document.createElement("div");
     group.className = "choices";
     group.setAttribute("role", "group");
@@ -298,8 +309,8 @@
       overdueDelay.reset();
     }
     state.awaiting = awaiting;
-    const asking = ui.log.lastElementChild && ui.log.lastElementChild.choices;
-    say(ui.status, !awaiting ? (asking ? "Hermes is waiting for your decision." : "")
+    say(ui.status, pendingRequest() ? "Hermes is waiting for your decision."
+      : !awaiting ? ""
       : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
       : "Hermes is working on an answer…");
   }

@@ -11,7 +11,7 @@ import secrets
 import pytest
 
 from testkit.servers import Watcher, gunicorn
-from .browsing import (EXPLAINED, LABELS, MARKDOWN, OUTPUTS, PAGE, WAIT_MS, approval,
+from .browsing import (LABELS, MARKDOWN, OUTPUTS, PAGE, WAIT_MS, approval,
                        choice_buttons, complete_run, expect, hermes_behind, hermes_says,
                        log_entries, open_page, polled, say_as_browser, submitted_run, thread_of,
                        token_of)
@@ -87,6 +87,27 @@ def test_choices_are_the_offered_ones_only_on_the_latest_message_and_work_by_key
     assert polled(site, token)[-1] == ("operator", "deny")
 
 
+def test_the_assistants_messages_after_a_request_leave_it_to_the_person(page, site):
+    # The in-page AI never decides (the relay leaves the request waiting): its messages do not
+    # take the buttons away, and the page still says Hermes waits for the person.
+    token = token_of(page)
+    say_as_browser(site, token, "RUN: chmod -R 777 /tmp/x")
+    hermes_says(site, token, approval("once", "session", "deny"))
+    buttons = choice_buttons(page)
+    expect(buttons).to_have_text(["Allow once", "Allow for this conversation", "Deny"],
+                                 timeout=WAIT_MS)
+    say_as_browser(site, token, "always", kind="agent")
+    expect(page.locator(".msg")).to_have_count(3, timeout=WAIT_MS)
+    expect(buttons).to_have_count(3)
+    assert page.locator(".msg.approval .choices").count() == 1
+    expect(page.get_by_role("status")).to_have_text("Hermes is waiting for your decision.")
+    page.reload()
+    expect(buttons).to_have_count(3, timeout=WAIT_MS)
+    buttons.filter(has_text="Deny").click()
+    expect(buttons).to_have_count(0, timeout=WAIT_MS)
+    assert polled(site, token)[-2:] == [("agent", "always"), ("operator", "deny")]
+
+
 def test_the_approval_request_reads_well_on_a_phone_and_a_desktop(browser, site, tmp_path):
     token = secrets.token_hex(32)
     say_as_browser(site, token, "What is 6 x 7?")
@@ -132,8 +153,8 @@ def test_hermes_asks_the_person_decides_with_a_click_and_hermes_answers(
     target.mkdir()
     with gunicorn(env=env, workers=2, threads=4) as url, \
             hermes_behind(kind, url) as (hermes, key, driver):
-        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes, "HERMES_API_KEY": key},
-                          tmp_path)
+        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes, "HERMES_API_KEY": key,
+                           "NEWOS4_RELAY_ACCESS": "open"}, tmp_path)
         try:
             with open_page(browser, url) as page:
                 token = token_of(page)
@@ -141,7 +162,9 @@ def test_hermes_asks_the_person_decides_with_a_click_and_hermes_answers(
                 box.fill(f"RUN: chmod -R 777 {target}")
                 box.press("Enter")
                 buttons = choice_buttons(page)
-                expect(buttons).to_have_text([LABELS[c] for c in EXPLAINED], timeout=WAIT_MS)
+                # Hermes offers four; `always` is the host's to allow (not allowed here).
+                expect(buttons).to_have_text([LABELS[c] for c in ("once", "session", "deny")],
+                                             timeout=WAIT_MS)
                 request = page.locator(".msg.approval")
                 expect(request.locator("pre code")).to_have_text(f"chmod -R 777 {target}\n")
                 expect(request).to_contain_text("Why: world/other-writable permissions")

@@ -13,8 +13,6 @@ must be set up so that these cases can happen:
 - its key in HERMES_ORACLE_KEY if it is not the default below.
 `chmod -R 777 <a temporary directory>` is harmless and always asked about.
 """
-import http.client
-import http.server
 import json
 import os
 import secrets
@@ -23,15 +21,16 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 from pathlib import Path
 
 import pytest
 import requests
 
 from spaces.newos4.app import POLL_PATH, POST_PATH
+from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY, HermesDriver
-from testkit.servers import REPO, Watcher, gunicorn, serving_in_a_thread
+from testkit.hermes.proxy import FlakyProxy
+from testkit.servers import REPO, Watcher, gunicorn
 
 pytestmark = pytest.mark.gunicorn
 
@@ -55,7 +54,7 @@ class Chat:
         self.token = secrets.token_hex(32)
         self.http = requests.Session()
         self.env = {**os.environ, "NEWOS4_DATA_DIR": site["data"], "HERMES_API_URL": hermes_url,
-                    "HERMES_API_KEY": key}
+                    "HERMES_API_KEY": key, "NEWOS4_RELAY_ACCESS": "open"}
         self.target = tmp_path / "target"
         self.target.mkdir(exist_ok=True)
         self.command = f"chmod -R 777 {self.target}"
@@ -118,7 +117,6 @@ class Chat:
         return json.loads(path.read_text())["threads"] if path.exists() else {}
 
     def run_id(self):
-        from spaces.newos4.service import thread_of
         return self.state()[thread_of(self.token)]["run_id"]
 
     def run_status(self, run_id):
@@ -136,6 +134,21 @@ class Chat:
     def transcript(self):
         return [(m["author"], m["text"]) for m in self.messages()["messages"]]
 
+    def cron_until(self, last, timeout):
+        """Run cron every half second until the thread's last message is `last`."""
+        deadline = time.monotonic() + timeout
+        while self.transcript()[-1] != last:
+            assert time.monotonic() < deadline, self.logs()
+            time.sleep(0.3)
+            self.cron()
+
+    def runs_of(self, question):
+        """How many runs Hermes' session transcript shows for `question` (its input rows)."""
+        session = self.http.get(f"{self.hermes_url}/api/sessions/newos4-{thread_of(self.token)}"
+                                "/messages", headers={"Authorization": f"Bearer {self.key}"},
+                                timeout=10).json()["data"]
+        return sum(m["role"] == "user" and m["content"] == question for m in session)
+
     def close(self):
         for watcher in self.watchers:
             watcher.kill()
@@ -151,23 +164,26 @@ def site(tmp_path):
 
 
 @pytest.fixture(params=["emulator", "real"])
-def hermes(request, site):
-    """(Hermes URL, key, approval timeout, driver or None) for the emulator or the real one."""
+def hermes(request):
+    """(Hermes URL, key, approval timeout, driver or None) for the emulator or the real one.
+    A skipped real case starts no chat server (the site is asked for after the skip)."""
     if request.param == "real":
         url = os.environ.get("HERMES_ORACLE_URL")
         if not url:
             pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
                         "toolset, to run these against)")
+        request.getfixturevalue("site")
         yield (url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY),
                float(os.environ.get("HERMES_ORACLE_APPROVAL_TIMEOUT_S", "10")), None)
         return
+    site = request.getfixturevalue("site")
     with HermesDriver(site["hermes"], OUTPUTS,
                       approval_timeout_s=EMULATOR_APPROVAL_TIMEOUT_S) as driver:
         yield site["hermes"], "", EMULATOR_APPROVAL_TIMEOUT_S, driver
 
 
 @pytest.fixture
-def chat(site, hermes, tmp_path):
+def chat(hermes, site, tmp_path):
     url, key, timeout_s, driver = hermes
     conversation = Chat(site, url, key, timeout_s, tmp_path)
     conversation.driver = driver
@@ -176,12 +192,13 @@ def chat(site, hermes, tmp_path):
 
 
 def assert_asks(message, command):
-    """The request names the command exactly, Hermes' reason, and Hermes' four choices."""
+    """The request names the command exactly, Hermes' reason, and Hermes' choices but
+    `always` (the host's to allow, NEWOS4_RELAY_ALLOW_ALWAYS)."""
     assert message["text"].startswith(MARKER + "\n\n```\n" + command + "\n```\n\n")
     assert "Why: world/other-writable permissions\n" in message["text"]
     words = [line.split("`")[1] for line in message["text"].splitlines()
              if line.startswith("- `")]
-    assert words == ["once", "session", "always", "deny"]
+    assert words == ["once", "session", "deny"]
 
 
 def asked_once_each(chat, requests, messages):
@@ -387,67 +404,17 @@ def test_a_restart_before_the_request_asks_without_details_and_the_reply_decides
     one_run_per_question(chat, 1)
 
 
-class DroppingProxy:
-    """Forwards every request to Hermes, but drops the answer to the first `POST /v1/runs`
-    after Hermes has received it (a timeout or reset after sending, as the relay sees it)."""
-
-    def __init__(self, target):
-        self.target = urllib.parse.urlsplit(target)
-        self.dropped = 0
-
-    def _handler(proxy):
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def forward(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                conn = http.client.HTTPConnection(proxy.target.hostname, proxy.target.port,
-                                                  timeout=30)
-                conn.request(self.command, proxy.target.path + self.path, body=body,
-                             headers={k: v for k, v in self.headers.items()
-                                      if k.lower() not in ("host", "connection")})
-                answer = conn.getresponse()
-                data = answer.read()
-                conn.close()
-                if self.command == "POST" and self.path == "/v1/runs" and not proxy.dropped:
-                    proxy.dropped += 1
-                    self.close_connection = True
-                    return  # Hermes has the run; its answer never reaches the relay
-                self.send_response(answer.status)
-                for name, value in answer.getheaders():
-                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            do_GET = do_POST = forward
-        return Handler
-
-    def serving(self):
-        return serving_in_a_thread(self._handler())
-
-
 def test_a_submission_whose_answer_is_lost_makes_one_run_and_its_answer_arrives(chat):
     """Hermes 0.19.0 ignores Idempotency-Key: the relay must not submit again, and finds the
     answer in Hermes' session transcript; the emulator replays the run for the same key."""
-    from spaces.newos4.service import thread_of
-    proxy = DroppingProxy(chat.hermes_url)
+    proxy = FlakyProxy(chat.hermes_url)
+    proxy.drop_next_submission = True
     question = f"what is new, {secrets.token_hex(4)}?"
     with proxy.serving() as proxy_url:
         chat.env["HERMES_API_URL"] = proxy_url
         chat.post(question)
         chat.cron()
         assert proxy.dropped == 1 and "no answer" in chat.cron_out, chat.logs()
-        deadline = time.monotonic() + 30
-        while chat.transcript()[-1] != ("hermes", FAKE_REPLY):
-            assert time.monotonic() < deadline, chat.logs()
-            time.sleep(0.3)
-            chat.cron()
-    session = chat.http.get(f"{chat.hermes_url}/api/sessions/newos4-{thread_of(chat.token)}"
-                            "/messages", headers={"Authorization": f"Bearer {chat.key}"},
-                            timeout=10).json()["data"]
-    asked = [m for m in session if m["role"] == "user" and m["content"] == question]
-    assert len(asked) == 1, session  # one run for the question
+        chat.cron_until(("hermes", FAKE_REPLY), timeout=30)
+    assert chat.runs_of(question) == 1
     assert [a for a, _ in chat.transcript()] == ["operator", "hermes"]
