@@ -176,6 +176,10 @@ class ObjectStore(MemoryObjectStore):
         entry in Python; this is what makes a clone fast)."""
         done = set(finder.sha_done)  # hex ids as bytes, as dulwich and the tree parser give
         todo = [sha for sha, _name, _kind, _leaf in finder.objects_to_send]
+        # newest commits first, so each tree comes right after the newer version git deltas
+        # it against (the resolved base is still cached: one delta applied per tree)
+        self.prefetch(todo)
+        todo.sort(key=self._commit_time, reverse=True)
         out = []
         while todo:  # breadth first, one query per 500 commits, trees or tags
             level, todo = [sha for sha in dict.fromkeys(todo) if sha not in done], []
@@ -199,6 +203,16 @@ class ObjectStore(MemoryObjectStore):
                     elif kind == TAG:
                         todo.append(raw[7:47])  # "object <hex>\n"
         return out
+
+    def _commit_time(self, sha):
+        """A commit's committer time (0 for any other object), from its raw header."""
+        kind, raw = self.get_raw(sha)
+        if kind != COMMIT:
+            return 0
+        at = raw.find(b"\ncommitter ")
+        line = raw[at + 1:raw.find(b"\n", at + 1)]
+        parts = line.rsplit(b" ", 2)
+        return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else 0
 
     def write_pack(self, write, ids, have=()):
         """Write a pack of `ids` from their stored entries, as they are (no recompression): a
