@@ -18,6 +18,8 @@ $(VENV)/.installed-test: setup.cfg pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@ $(VENV)/.installed-serve
 
+# The relay beside it (cron/relay.py) lets in only the conversations the host pairs
+# (NEWOS4_RELAY_ACCESS=pairing, the default; scripts/chat.py pairing approve CODE).
 serve: $(VENV)/.installed-serve
 	$(BIN)/gunicorn -c gunicorn.conf.py --access-logfile - wsgi:application
 

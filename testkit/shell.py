@@ -47,9 +47,11 @@ def _section(text, heading):
 
 
 def user_env(**extra):
-    """The environment of a user's shell: no virtualenv on PATH or in the variables."""
+    """The environment of a user's shell: no virtualenv on PATH or in the variables, none of
+    the test suite's own settings (tests/conftest.py opens the relay)."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME") and not k.startswith("PYTEST")}
+           if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "NEWOS4_RELAY_ACCESS")
+           and not k.startswith("PYTEST")}
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep)
                                   if os.path.abspath(p) != VENV_BIN and ".venv" not in p)
     return {**env, **extra}

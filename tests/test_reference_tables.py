@@ -147,12 +147,13 @@ COMMAND_LINES = [  # (how the manual runs it, the manual, its parser)
 
 
 def vocabulary(parser, command=""):
-    """{subcommand ("" for none): (options, positional choices)} as `--help` shows them."""
+    """{subcommand ("" for none; "pairing list" in a group): (options, positional choices)}
+    as `--help` shows them."""
     options, choices, found = set(), set(), {}
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
-                found.update(vocabulary(sub, name))
+                found.update(vocabulary(sub, f"{command} {name}".strip()))
         elif action.option_strings:
             options |= {o for o in action.option_strings if o.startswith("--")} - {"--help"}
         elif action.choices:
@@ -177,12 +178,13 @@ def usage_lines(manual, program):
 
 
 def documented_vocabulary(lines, commands):
-    """{subcommand: (options, words)} from usage lines; the first word names the subcommand
-    when the program has subcommands."""
+    """{subcommand: (options, words)} from usage lines; the first words name the subcommand
+    when the program has subcommands (two in a group: `pairing list`)."""
     found = {}
     for line in lines:
         words = line.split()
-        command = words[0] if words and words[0] in commands else ""
+        command = next((c for c in (" ".join(words[:2]), " ".join(words[:1])) if c in commands),
+                       "")
         options, plain = found.setdefault(command, (set(), set()))
         options |= set(re.findall(r"--[a-z][a-z-]*", line))
         plain |= {w for word in words for w in re.split(r"[][|]", word) if w}
@@ -212,3 +214,17 @@ def test_the_usage_check_sees_a_missing_option_and_an_unknown_one():
     documented = documented_vocabulary(lines, {"list", "check"})
     assert vocabulary(parser) == {"list": ({"--json"}, set()), "check": (set(), set())}
     assert documented["list"][0] == {"--awaiting"}
+
+
+def test_the_usage_check_tells_a_groups_subcommand_from_the_programs():
+    parser = argparse.ArgumentParser()
+    commands = parser.add_subparsers()
+    commands.add_parser("list").add_argument("--awaiting", action="store_true")
+    group = commands.add_parser("pairing").add_subparsers()
+    group.add_parser("list").add_argument("--json", action="store_true")
+    actual = vocabulary(parser)
+    assert actual == {"list": ({"--awaiting"}, set()), "pairing list": ({"--json"}, set())}
+    documented = documented_vocabulary(["list [--awaiting]", "pairing list [--json]"],
+                                       set(actual))
+    assert documented["list"][0] == {"--awaiting"} and documented["pairing list"][0] == \
+        {"--json"}

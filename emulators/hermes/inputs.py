@@ -20,9 +20,12 @@ class Submission:
 class Admission:
     """The outcome of a submission: body, status, headers, and whether a run was created."""
 
-    def __init__(self, run_id, status, *, replayed, memory_key):
+    def __init__(self, run_id, status, *, replayed, memory_key, says_replayed=True):
+        """`says_replayed=False`: the body has no `replayed` (0.19.0, which has no replays)."""
         self.run_id = run_id
-        self.body = {"run_id": run_id, "status": status, "replayed": replayed}
+        self.body = {"run_id": run_id, "status": status}
+        if says_replayed:
+            self.body["replayed"] = replayed
         self.headers = {}
         if replayed:
             self.headers["Idempotency-Replayed"] = "true"

@@ -1,11 +1,11 @@
-"""The four Hermes fault presets: one-shot rules matched by operationId.
+"""The Hermes fault presets: rules matched by operationId, one-shot unless they model a state.
 
 `hermes_throttled` is an effect rather than a canned answer: upstream checks its concurrency cap
 only for a genuinely new run, after the idempotent replay lookup (Hermes' source after 0.19.0), so a
 lost-acceptance replay still succeeds while the cap is full. Draining precedes the handler
 upstream, so it stays a canned 503.
 """
-from .runs.backend import EFFECT_DROP, EFFECT_THROTTLE
+from .runs.backend import EFFECT_DROP, EFFECT_KEYS_IGNORED, EFFECT_THROTTLE
 
 PRESETS = {
     "hermes_submit_accepted_drop": {
@@ -32,6 +32,17 @@ PRESETS = {
                        " Retry-After: 1, until DELETE /__admin/faults",
         "rules": [{"operationId": "ChatCompletionCreate", "effect": EFFECT_THROTTLE},
                   {"operationId": "ResponseCreate", "effect": EFFECT_THROTTLE}],
+    },
+    # Hermes 0.19.0 (the newest release, as observed side by side) predates the runs API's
+    # idempotency: it never reads the header, answers 202 without `replayed`, and its
+    # capabilities have no `idempotency` block. A behaviour, not a one-off: it holds until the
+    # rules are deleted.
+    "hermes_run_keys_ignored": {
+        "description": "Hermes 0.19.0: POST /v1/runs ignores Idempotency-Key (every submission"
+                       " is a new run, 202 without `replayed`) and /v1/capabilities has no"
+                       " idempotency block, until DELETE /__admin/faults",
+        "rules": [{"operationId": "RunCreate", "effect": EFFECT_KEYS_IGNORED},
+                  {"operationId": "Capabilities", "effect": EFFECT_KEYS_IGNORED}],
     },
     "hermes_draining": {
         "description": "Answer the next run submission 503 gateway_draining with Retry-After: 1",

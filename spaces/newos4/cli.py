@@ -8,6 +8,7 @@ import sys
 from . import errors
 from .service import ChatService
 from .settings import Settings, SettingsError
+from .relay.access_cli import REFUSALS, add_parser as add_pairing_parser, run as pairing
 from .relay.approvals_cli import COMMANDS as APPROVAL_COMMANDS, add_parsers as add_approval_parsers
 
 EPILOG = """examples:
@@ -20,6 +21,7 @@ EPILOG = """examples:
   chat.py clear-rate 198.51.100.7      forget one client address's per-IP rate window
   chat.py approvals                    approval requests waiting for a decision
   chat.py approve 1a2b3c4d5e6f7081 once  decide one from the host (the relay sends it)
+  chat.py pairing approve K7Q2MZ4P     let in the conversation that was given this code
 
 environment: NEWOS4_DATA_DIR (default spaces/newos4/data), NEWOS4_MAX_TEXT, NEWOS4_KEEP_*.
 exit status: 0 done, 1 refused or something needs a look (bad thread, bad text, busy, a thread
@@ -75,6 +77,7 @@ def build_parser():
                                 "address after trusted proxies). The per-thread window is the "
                                 "thread's own messages and clears as they age.")
     clear.add_argument("address", metavar="ADDRESS", help="an IPv4 or IPv6 address")
+    add_pairing_parser(commands)
     return parser
 
 
@@ -92,9 +95,9 @@ def main(argv=None, *, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr, en
     args = build_parser().parse_args(argv)
     try:
         settings = Settings.from_env(os.environ if environ is None else environ)
-        settings.check_data_dir(writable=args.command in WRITERS)
+        settings.check_data_dir(writable=getattr(args, "writes", args.command in WRITERS))
         return COMMANDS[args.command](ChatService(settings), args, stdin, stdout, stderr)
-    except (errors.ChatError, SettingsError, Refused) as exc:
+    except (errors.ChatError, SettingsError, Refused) + REFUSALS as exc:
         print(f"chat.py: {exc}", file=stderr)
         return 1
 
@@ -188,5 +191,5 @@ def _clear_rate(service, args, stdin, stdout, stderr):
 
 WRITERS = {"reply", "delete", "clear-rate", "approve"}
 COMMANDS = {"reply": _reply, "list": _list, "show": _show, "check": _check, "delete": _delete,
-            "clear-rate": _clear_rate}
+            "clear-rate": _clear_rate, "pairing": pairing}
 COMMANDS.update(APPROVAL_COMMANDS)

@@ -37,10 +37,11 @@ def atomic_write(path, data, *, durable=True):
         fsync_dir(os.path.dirname(path))
 
 
-def write_tmp(path, data, *, durable=True):
-    """A new temporary sibling of `path` holding `data` (fsync'd with `durable`): its name."""
+def write_tmp(path, data, *, durable=True, mode=0o640):
+    """A new temporary sibling of `path` holding `data` (fsync'd with `durable`): its name.
+    It has `mode` (less the umask) from its creation: a secret is never readable by others."""
     tmp = tmp_name(path)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o640)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
     try:
         view = memoryview(data)
         while view:

@@ -9,6 +9,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
 DEFAULT_DATA_DIR = Path(__file__).resolve().parent / "data"
+# pairing (the default): the host lets each conversation in; allowlist: only those it named;
+# open: every conversation (a trusted network only).
+RELAY_ACCESS_MODES = ("pairing", "allowlist", "open")
 
 
 class SettingsError(ValueError):
@@ -39,6 +42,14 @@ class Settings:
     relay_history: int = 20
     relay_run_timeout_s: int = 1800
     relay_http_timeout_s: int = 10
+    # How long after a lost submission a run's input may take to show in Hermes' session
+    # transcript before the relay concludes that no run started and submits again. Measured on
+    # Hermes 0.19.0 (loopback, 2 shared cores): 0.4-0.6 s after the 202 one run at a time,
+    # 2.6 s for the first run after a start, 3.7 s with six runs submitted at once; 15 s is four
+    # times the worst of those.
+    relay_transcript_grace_s: int = 15
+    # Who reaches Hermes through the relay (relay/access.py): pairing, allowlist or open.
+    relay_access: str = "pairing"
     # The watcher (cron/relay.py --watch): how often it looks at the folders, polls runs.
     relay_watch_tick_ms: int = 100
     relay_watch_poll_ms: int = 500
@@ -75,6 +86,13 @@ class Settings:
             values["trusted_proxies"] = proxies
         if environ.get("HERMES_API_URL"):
             values["hermes_api_url"] = _http_url("HERMES_API_URL", environ["HERMES_API_URL"])
+        if environ.get("NEWOS4_RELAY_ACCESS"):
+            access = environ["NEWOS4_RELAY_ACCESS"].strip()
+            if access not in RELAY_ACCESS_MODES:
+                raise SettingsError(f"NEWOS4_RELAY_ACCESS: expected one of "
+                                    f"{', '.join(RELAY_ACCESS_MODES)}, got "
+                                    f"{environ['NEWOS4_RELAY_ACCESS']!r}")
+            values["relay_access"] = access
         if environ.get("HERMES_API_KEY"):
             values["hermes_api_key"] = environ["HERMES_API_KEY"].strip()
         for field, minimum in _LIMITS.items():
@@ -146,6 +164,6 @@ _LIMITS = {
     "max_text": 1, "max_body": 1, "rate_thread": 1, "rate_ip": 1, "rate_window_s": 1,
     "max_threads": 1, "keep_messages": 1, "keep_days": 1, "poll_limit": 1,
     "relay_budget_s": 1, "relay_max_in_flight": 1, "relay_max_attempts": 1, "relay_history": 0,
-    "relay_run_timeout_s": 1, "relay_http_timeout_s": 1,
+    "relay_run_timeout_s": 1, "relay_http_timeout_s": 1, "relay_transcript_grace_s": 1,
     "relay_watch_tick_ms": 10, "relay_watch_poll_ms": 50,
 }

@@ -80,6 +80,7 @@ FAULT = opt(id=NAME, operationId=st.sampled_from(["RunCreate", "RunGet", "ReposG
             description=st.text(max_size=6))
 PRESET_NAMES = st.sampled_from(["hermes_submit_accepted_drop", "hermes_poll_timeout",
                                 "hermes_throttled", "hermes_chat_throttled", "hermes_draining",
+                                "hermes_run_keys_ignored",
                                 "github_ref_conflict", "github_pull_race", "nope", "__proto__"])
 OVERRIDES = opt(id=NAME, count=st.one_of(st.integers(-2, 3), HUGE), after=HUGE,
                 status=st.integers(0, 700), namespace=NAME, rate=HUGE, delayMs=HUGE,

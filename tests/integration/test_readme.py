@@ -81,7 +81,10 @@ def test_the_manuals_run_top_to_bottom(tmp_path):
     assert f"deleted thread {thread} (3 message(s))" in out
     assert "cleared the per-IP window of 127.0.0.1" in out
     assert "no such thread" not in done.stderr
-    # The relay by cron, then the watcher, each answering through the Hermes emulator.
+    # The relay by cron, then the watcher, each answering through the Hermes emulator; cron's
+    # conversation paired by its code, the watcher's let in by name.
+    assert out.count("is not let in (NEWOS4_RELAY_ACCESS=pairing)") == 1
+    assert out.count("let in thread ") == 2 and "NEWOS4_RELAY_ACCESS=open" not in out
     assert out.count("submitted run=run_") == 2 and out.count(" delivered") == 2
     assert out.count('"author": "hermes", "text": "42."') == 2
     assert "relay: watching" in out and "relay: stopped after" in out

@@ -63,7 +63,8 @@ def clock():
 
 @pytest.fixture
 def settings(tmp_path):
-    return Settings(data_dir=tmp_path / "data")
+    """The relay open to every thread (see tests/conftest.py); access tests replace it."""
+    return Settings(data_dir=tmp_path / "data", relay_access="open")
 
 
 @pytest.fixture

@@ -4,10 +4,13 @@ started one, and never a question left "working"."""
 import pytest
 
 from spaces.newos4.relay.hermes_client import HermesAnswer, HermesUnreachable
-from spaces.newos4.relay.lost_runs import SEND_AGAIN, TRANSCRIPT_GRACE_S, turn_in_transcript
+from spaces.newos4.relay.lost_runs import SEND_AGAIN, turn_in_transcript
+from spaces.newos4.settings import Settings
 
 from .conftest import ChatClient
 from .test_approvals import ApprovingHermes, passes, relay, texts, turn  # noqa: F401
+
+TRANSCRIPT_GRACE_S = Settings.relay_transcript_grace_s  # the default, measured on 0.19.0
 
 
 class ForgetfulHermes(ApprovingHermes):

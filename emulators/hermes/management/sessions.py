@@ -143,14 +143,6 @@ class SessionBook:
                    first_user=None)
         return row
 
-    def open_for_run(self, session_id, *, model):
-        """A run's agent creates its session when it starts; an existing one is kept.
-        The caller holds the transaction."""
-        if self.records.get(SESSIONS, session_id) is None:
-            row = self._blank(session_id, model=model)
-            row.update(has_system_prompt=True, has_model_config=True)
-            self.records.put(SESSIONS, session_id, row)
-
     def _title_owner(self, title, other_than=None):
         for row in self.records.list(SESSIONS, where={"title": title}):
             if row["id"] != other_than:
@@ -326,13 +318,38 @@ class SessionBook:
     def append(self, session_id, turn, *, source="api_server", title=None, ended=None,
                at=None):
         """`record` inside the caller's transaction; `at` dates a turn the ticker ran late."""
-        result = turn.result
+        at = self.now() if at is None else at
+        self.begin_turn(session_id, turn.user_text, model=turn.model, source=source,
+                        title=title, at=at)
+        return self.finish_turn(session_id, turn.result, model=turn.model, ended=ended, at=at)
+
+    def begin_turn(self, session_id, user_text, *, model, source="api_server", title=None,
+                   at=None):
+        """The agent starts a turn: its session is created if need be and the user message
+        stored at once (`finish_reason` null), as 0.19.0 does before it calls the model.
+        The caller holds the transaction; return the session row."""
         at = self.now() if at is None else at
         row = self.records.get(SESSIONS, session_id)
         if row is None:
-            row = self._blank(session_id, model=turn.model, source=source, title=title, at=at)
-        self._message(session_id, "user", turn.user_text, at)
-        added, tools = 1, 0
+            row = self._blank(session_id, model=model, source=source, title=title, at=at)
+        self._message(session_id, "user", user_text, at)
+        row.update(model=model, has_system_prompt=True, has_model_config=True, last_active=at,
+                   first_user=row["first_user"] or user_text)
+        row["message_count"] += 1
+        self.records.put(SESSIONS, session_id, row)
+        return row
+
+    def finish_turn(self, session_id, result, *, model, finish_reason="stop", ended=None,
+                    at=None):
+        """The agent ends the turn `begin_turn` started: tool exchanges, then the reply.
+        `finish_reason=None` is a reply cut short (a stopped run keeps the text it had
+        streamed, 0.19.0): no model call is counted for it. Return the session row."""
+        at = self.now() if at is None else at
+        row = self.records.get(SESSIONS, session_id)
+        if row is None:  # deleted while the agent worked: the agent's write makes it again
+            row = self._blank(session_id, model=model, at=at)
+            row.update(has_system_prompt=True, has_model_config=True)
+        added, tools = 0, 0
         for step in result.tools():
             call = {"id": step["id"], "type": "function",
                     "function": {"name": step["tool"], "arguments": arguments_text(step)}}
@@ -341,16 +358,16 @@ class SessionBook:
             self._message(session_id, "tool", result_text(step), at,
                           tool_call_id=step["id"], tool_name=step["tool"])
             added, tools = added + 2, tools + 1
-        self._message(session_id, "assistant", result.text, at, finish_reason="stop")
-        usage = result.usage
-        row.update(model=turn.model, has_system_prompt=True, has_model_config=True,
-                   estimated_cost_usd=row["estimated_cost_usd"] or 0.0, last_active=at,
-                   first_user=row["first_user"] or turn.user_text)
+        self._message(session_id, "assistant", result.text, at, finish_reason=finish_reason)
+        row.update(model=model, last_active=at)
         row["message_count"] += added + 1
         row["tool_call_count"] += tools
-        row["api_call_count"] += 1 + tools
-        row["input_tokens"] += int(usage.get("input_tokens") or 0)
-        row["output_tokens"] += int(usage.get("output_tokens") or 0)
+        if finish_reason is not None:
+            usage = result.usage
+            row["estimated_cost_usd"] = row["estimated_cost_usd"] or 0.0
+            row["api_call_count"] += 1 + tools
+            row["input_tokens"] += int(usage.get("input_tokens") or 0)
+            row["output_tokens"] += int(usage.get("output_tokens") or 0)
         if ended is not None and row["ended_at"] is None:
             row["ended_at"], row["end_reason"] = at, ended
         self.records.put(SESSIONS, session_id, row)

@@ -15,7 +15,7 @@ from ..errors import (AgentCrashed, AgentIncomplete, InvalidMessages, InvalidReq
 from ..inputs import checked_history, memory_key_of
 from ..management.sessions import SESSION_ENDPOINTS, SessionBook
 from ..management.sessions import Turn as StoredTurn
-from ..runs.backend import EFFECT_THROTTLE
+from ..runs.backend import EFFECT_KEYS_IGNORED, EFFECT_THROTTLE
 from ..schemas import TERMINAL
 from ..store import HermesStore
 from ..upstream import (arguments_text, chat_usage, coerce_bool, derive_session_id, fingerprint,
@@ -192,7 +192,9 @@ class CompatBackend:
                 "cors": bool(self.settings.cors_origins)},
             # Hermes' newer source (after 0.19.0) adds this block; the runs
             # reservations are durable rows in the shared SQLite.
-            "idempotency": {"supported": True, "durable": True, "retention_seconds": 86400},
+            **({} if self.instance.fault_effect(EFFECT_KEYS_IGNORED) is not None else {
+                "idempotency": {"supported": True, "durable": True,
+                                "retention_seconds": 86400}}),
             "endpoints": {
                 "health": {"method": "GET", "path": "/health"},
                 "health_detailed": {"method": "GET", "path": "/health/detailed"},

@@ -29,6 +29,10 @@ RECORD_ORDER = ("object", "run_id", "status", "updated_at", "created_at", "sessi
 ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 EFFECT_DROP = "hermes.accepted_drop"
 EFFECT_THROTTLE = "hermes.throttled"
+EFFECT_KEYS_IGNORED = "hermes.keys_ignored"
+# An observation with one of these statuses means the agent has started (a run stopped or
+# cancelled while still queued never did): it records the run's input in the session then.
+AGENT_STARTED = frozenset({"running", "waiting_for_approval", "completed", "failed"})
 
 
 def _mix(text):
@@ -187,27 +191,48 @@ class HermesBackend(approvals.ApprovalSteps):
             new.setdefault("error", "agent run failed")
         elif status == "interrupted":
             new.setdefault("error", INTERRUPTED_ERROR)
+        if status in AGENT_STARTED and not record.get("agent_started"):
+            new["agent_started"] = True  # kept beside the record (durable), never shown
+            self._begin_turn(new, owner, now)
         for name, payload in events:
             self._emit(run_id, name, payload, at=at)
             owner = self._track_tool(run_id, owner, name, payload, now)
+            if name == "message.delta" and new.get("agent_started"):
+                owner = {**owner, "streamed": owner.get("streamed", "") + payload["delta"]}
+                self.store.put_owner(run_id, owner)
         if asks:
             self._emit(run_id, "approval.request", {"choices": approvals.choices(new["approval"])},
                        lead=new["approval"], due=new["approval_due"])
         if status in TERMINAL and previous not in TERMINAL:
             self._emit(run_id, f"run.{status}", terminal_fields(new), terminal=True)
-            self._store_turn(new, owner)
+            self._end_turn(new, owner, now)
         self.store.put_run(new)
         durable = {"output", "error", "usage", "pending_steer"}
         if owner["keyed"] and (status != previous or status in TERMINAL or durable & set(fields)):
             self._persist(new)
         return new
 
-    def _store_turn(self, record, owner):
-        """The agent appends (input, output) to the run's session when it settles."""
-        if "input" in owner and (record["status"] == "completed" or "output" in record):
-            result = StoredResult(record.get("output") or "", record.get("usage"))
-            SessionBook(self.instance).append(
-                record["session_id"], Turn(owner["input"], result, model=record["model"]))
+    def _begin_turn(self, record, owner, at):
+        """The agent starts: the run's input is in its session at once (0.19.0 shows it about
+        half a second after the 202, `finish_reason` null, long before the answer)."""
+        if "input" in owner:
+            SessionBook(self.instance).begin_turn(record["session_id"], owner["input"],
+                                                  model=record["model"], at=at)
+
+    def _end_turn(self, record, owner, at):
+        """The agent ends: a completed run's answer follows its input; a run that ended
+        otherwise keeps the text it had streamed, cut short (`finish_reason` null), or
+        nothing (0.19.0)."""
+        if not record.get("agent_started") or "input" not in owner:
+            return
+        book = SessionBook(self.instance)
+        if record["status"] == "completed":
+            book.finish_turn(record["session_id"],
+                             StoredResult(record.get("output") or "", record.get("usage")),
+                             model=record["model"], at=at)
+        elif owner.get("streamed"):
+            book.finish_turn(record["session_id"], StoredResult(owner["streamed"], None),
+                             model=record["model"], finish_reason=None, at=at)
 
     def _persist(self, record):
         reservation = self.store.reservation_for_run(record["run_id"])
@@ -219,7 +244,10 @@ class HermesBackend(approvals.ApprovalSteps):
     def submit(self, submission):
         """Admit a run or replay one; return an Admission."""
         memory_key = inputs.memory_key_of(submission.memory_header)
-        key = (submission.key_header or "").strip()
+        # Hermes 0.19.0 does not read Idempotency-Key at all (preset hermes_run_keys_ignored):
+        # every submission is a new run, and an invalid key is no error.
+        honoured = self.instance.fault_effect(EFFECT_KEYS_IGNORED) is None
+        key = (submission.key_header or "").strip() if honoured else ""
         if not submission.raw:
             raise InvalidRequest("Invalid JSON")
         try:
@@ -248,7 +276,8 @@ class HermesBackend(approvals.ApprovalSteps):
                 # Upstream checks capacity only for a genuinely new run, after the replay lookup.
                 raise Throttled()
             record = self._create(body, scope, key, fingerprint)
-        return inputs.Admission(record["run_id"], "started", replayed=False, memory_key=memory_key)
+        return inputs.Admission(record["run_id"], "started", replayed=False, memory_key=memory_key,
+                                says_replayed=honoured)
 
     @staticmethod
     def _validated(raw, key, memory_key):
@@ -277,7 +306,6 @@ class HermesBackend(approvals.ApprovalSteps):
                   "model": body["model"] if "model" in body else "hermes-agent"}
         owner = {"scope": scope, "keyed": bool(key), "local": True, "alive": True,
                  "input": input_text(body["input"])}
-        SessionBook(self.instance).open_for_run(record["session_id"], model=record["model"])
         self.store.put_run(record)
         self.store.put_owner(run_id, owner)
         if key:

@@ -19,6 +19,8 @@ runs in flight, write finished answers back as hermes messages, and submit threa
 environment:
   HERMES_API_URL                 e.g. http://127.0.0.1:8642 (unset: sweep only)
   HERMES_API_KEY                 bearer token of the Hermes API server (API_SERVER_KEY)
+  NEWOS4_RELAY_ACCESS=pairing    who reaches Hermes: pairing (the host approves each
+                                 conversation's code), allowlist, or open (anyone)
   NEWOS4_RELAY_BUDGET_S=45       stop starting work after this many seconds
   NEWOS4_RELAY_MAX_IN_FLIGHT=4   runs pending at once
   NEWOS4_RELAY_MAX_ATTEMPTS=5    failed runs before a question is left waiting
@@ -29,6 +31,11 @@ environment:
   NEWOS4_RELAY_WATCH_POLL_MS=500 --watch: how often it polls the runs in flight
   NEWOS4_RELAY_ALLOW_ALWAYS=0    1: offer the person `always` in approval requests
   NEWOS4_DATA_DIR, NEWOS4_KEEP_DAYS, NEWOS4_KEEP_MESSAGES, NEWOS4_MAX_TEXT
+
+Access: a conversation the host has not let in gets one hermes message (pairing: a one-time
+code and the command `scripts/chat.py pairing approve CODE`; allowlist: that it is not let in)
+and nothing of it goes to Hermes; once let in, its waiting question goes at once. See
+`scripts/chat.py pairing --help`.
 
 When Hermes asks before running a command (a run waiting for approval), the relay writes the
 request into the thread ("Hermes asks before running a command:", the command, why, the words
@@ -77,6 +84,9 @@ def main(argv=None):
         client = HermesClient(settings.hermes_api_url, api_key=settings.hermes_api_key,
                               timeout_s=settings.relay_http_timeout_s) \
             if settings.hermes_api_url else None
+        if client is not None and not args.sweep_only and settings.relay_access == "open":
+            log("relay: NEWOS4_RELAY_ACCESS=open: anyone who can reach the chat page reaches "
+                "Hermes (and the tools it runs on this host)", False)
         if args.watch:
             return watch(ChatService(settings), client, log)
         problems = cron_tick(ChatService(settings), sweep_only=args.sweep_only, log=log,

@@ -8,8 +8,9 @@ after the run starts (`finish_reason: null`, well before it ends) and its final 
 ends. So once Hermes answers again, the transcript settles the lost submission:
 - the question is there, recorded after the submission: it started a run, whose answer is
   delivered when the transcript shows it;
-- it is still absent TRANSCRIPT_GRACE_S after the submission: no run started, and the question
-  is submitted (its own submission settled the same way if its answer is lost too);
+- it is still absent a grace period after the submission (NEWOS4_RELAY_TRANSCRIPT_GRACE_S,
+  measured against 0.19.0): no run started, and the question is submitted (its own submission
+  settled the same way if its answer is lost too);
 - nothing settled it within the relay's run timeout of the first lost submission (Hermes not
   back, a transcript that cannot be read, a run that never ends): the thread is asked, in one
   `hermes` message, to send the question again. A question is never left "working".
@@ -19,11 +20,6 @@ from .outcomes import Deliver, Resubmit, Tell, Unreachable
 
 # Clocks of the relay and Hermes (on the same host) may disagree this much.
 CLOCK_SLACK_S = 1.0
-# How long after a submission a run's input may take to show in the transcript before the
-# relay concludes that no run started. Measured on Hermes 0.19.0 (loopback, 2 shared cores):
-# 0.4-0.6 s after the 202 one run at a time, 2.6 s for the first run after a start, 3.7 s with
-# six runs submitted at once; 15 s is four times the worst of those.
-TRANSCRIPT_GRACE_S = 15.0
 SEND_AGAIN = ("Your last message may not have reached Hermes: the connection to it broke "
               "before it confirmed the message, and it could not be checked afterwards. "
               "Please send it again.")
@@ -57,10 +53,11 @@ class LostSubmissions:
     """Settles the submissions of one relay pass whose answer never came back.
 
     `say(line, problem=False)` logs a line; `now_ms()` is the relay's clock; `bound_s` the
-    longest a question may stay unsettled (the relay's run timeout).
+    longest a question may stay unsettled (the relay's run timeout); `grace_s` how long a run's
+    input may take to show in the transcript.
     """
 
-    def __init__(self, client, *, say, now_ms, bound_s, grace_s=TRANSCRIPT_GRACE_S):
+    def __init__(self, client, *, say, now_ms, bound_s, grace_s):
         self.client = client
         self._say = say
         self._now_ms = now_ms

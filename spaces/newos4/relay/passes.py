@@ -16,6 +16,7 @@ import time
 
 from .. import errors
 from ..files import LockTimeout, lock
+from .access import Access, is_notice
 from .answers import repair_unicode, split_text
 from .approvals import Approvals
 from .hermes_client import HermesUnreachable
@@ -45,10 +46,12 @@ class Relay:
     """
 
     def __init__(self, service, client, *, log, monotonic=time.monotonic, reported=(),
-                 poller=None, poll_wait_s=None, events=None):
+                 poller=None, poll_wait_s=None, events=None, access=None):
         self.service = service
         self.settings = service.settings
         self.client = client
+        # Who may reach Hermes: asked before anything of a thread goes there (access.py).
+        self.access = access or Access.for_settings(self.settings, service.clock)
         self.poller = poller  # shared across passes by the watcher; else one for this pass
         self.poll_wait_s = poll_wait_s
         self.events = events  # the watcher's run event subscriptions (cron: None)
@@ -75,8 +78,10 @@ class Relay:
                 say = self._collaborator_log
                 self.approvals = Approvals(self.service, self.client, self.state, say=say,
                                            events=self.events, monotonic=self.monotonic)
-                self.lost = LostSubmissions(self.client, say=say, now_ms=self._now,
-                                            bound_s=self.settings.relay_run_timeout_s)
+                self.lost = LostSubmissions(
+                    self.client, say=say, now_ms=self._now,
+                    bound_s=self.settings.relay_run_timeout_s,
+                    grace_s=self.settings.relay_transcript_grace_s)
                 for problem in self.state.problems:
                     self._say(problem)
                 return self._pass()
@@ -86,6 +91,10 @@ class Relay:
             return self.problems
 
     def _pass(self):
+        unreadable = self.access.problem()
+        if unreadable:  # who is let in is unknown: nothing goes to Hermes, nothing is told
+            self._say(unreadable)
+            return self.problems
         deadline = self.monotonic() + self.settings.relay_budget_s
         waiting = {row["thread"]: row for row in self._waiting()}
         polled = self._poll_runs(waiting)
@@ -97,6 +106,9 @@ class Relay:
                 break
             if thread in self._reported:
                 continue  # its file cannot be read now: keep its run and record for later
+            if not self.access.admits(thread):
+                self._isolated(thread, self._shut_out, thread)
+                continue
             self._isolated(thread, self._follow, thread, waiting.get(thread), polled.get(thread))
         # Delivering changed which threads wait: look again before submitting.
         waiting = [] if self.unreachable else self._waiting()
@@ -120,7 +132,24 @@ class Relay:
         rows, skipped = self.service.summaries(awaiting_only=True)
         for thread, why in skipped:
             self._thread_problem(thread, why)
-        return rows
+        released = [self._isolated(t, self._released, t) for t in self.access.releases()]
+        return rows + [row for row in released if row]
+
+    def _released(self, thread):
+        """A thread just let in whose question waits behind the notice it was told: a row
+        for that question, answered after the notice. None when it holds no such question
+        (then the access state stops offering it, unless a run of it is in flight)."""
+        try:
+            messages = self.service.history(thread)
+        except errors.ThreadNotFound:
+            messages = []
+        if len(messages) >= 2 and is_notice(messages[-1]) \
+                and messages[-2]["author"] != "hermes":
+            return {"thread": thread, "last_id": messages[-1]["id"],
+                    "input": messages[-2]["id"], "last_epoch": messages[-1]["epoch"]}
+        if thread not in self.state.threads:
+            self.access.released(thread)
+        return None
 
     def _isolated(self, thread, step, *args):
         """Run one thread's step; a fault in it is that thread's problem, not the run's."""
@@ -267,11 +296,34 @@ class Relay:
         self.state.save()
         self._say(f"thread={thread} {why}", problem=False)
 
+    def _shut_out(self, thread):
+        """A thread no longer let in (revoked): its run is stopped, nothing more goes."""
+        entry = self.state.threads[thread]
+        self._stop_quietly(entry)
+        self._forget(thread, f"is no longer let in: stopped run={entry.get('run_id')} and "
+                             "dropped its relay record")
+
+    def _keep_out(self, row):
+        """A waiting thread not let in: told once how to get in (access.py), nothing sent."""
+        thread = row["thread"]
+        text = self.access.pairing_message(thread)
+        if text is None:
+            return
+        outcome = self.service.deliver(thread, row["last_id"], [text])
+        if outcome in ("delivered", "already delivered"):
+            self.access.told(thread)
+            self._say(f"thread={thread} is not let in (NEWOS4_RELAY_ACCESS="
+                      f"{self.settings.relay_access}): told it how to get in, nothing went to "
+                      "Hermes (scripts/chat.py pairing list)", problem=False)
+
     # -- submissions ---------------------------------------------------------------------
 
     def _submit(self, row):
         """Submit (or replay) `row`'s question; False when no more may start this run."""
         thread = row["thread"]
+        if not self.access.admits(thread):
+            self._keep_out(row)
+            return True
         entry = self.state.threads.get(thread)
         if entry is None:
             entry = {"question": row["last_id"], "generation": 0, "attempts": 0,
@@ -289,7 +341,8 @@ class Relay:
             self._say(f"{in_flight} runs in flight (max {self.settings.relay_max_in_flight}); "
                       "later threads wait", problem=False)
             return False
-        body = self._run_body(thread, entry["question"])
+        # A question released by the host waits behind its notice (see _released).
+        body = self._run_body(thread, row.get("input") or entry["question"])
         if body is None:  # the thread or its question went away meanwhile
             return True
         key = f"newos4-{thread}-{entry['question']}-{entry['generation']}"
@@ -365,6 +418,7 @@ class Relay:
         at = ids.index(question_id)
         earlier = messages[max(0, at - self.settings.relay_history):at] \
             if self.settings.relay_history else []
+        earlier = [m for m in earlier if not is_notice(m)]  # how it got in is not Hermes' to see
         return {
             "input": messages[at]["text"],
             "conversation_history": [

@@ -14,6 +14,8 @@
   // person (Hermes' own, `always` only when the host allows it) as
   // lines "- `word`: explanation"; the page offers them as buttons (see README, the chat page).
   const APPROVAL_MARKER = "Hermes asks before running a command:";
+  // The relay's one message to a conversation the host has not let in (relay/access.py).
+  const NOTICE_MARKER = "This conversation cannot reach Hermes yet.";
   const CHOICE_LINE = /^- `(once|session|always|deny)`: /gm;
   const CHOICE_LABELS = {once: "Allow once", session: "Allow for this conversation",
     always: "Always allow", deny: "Deny"};
@@ -219,6 +221,14 @@
     return item && item.choices ? item : null;
   }
 
+  function waitingForTheHost() {
+    // Hermes' latest word is the relay's notice: nothing written since reached Hermes, so no
+    // answer is on its way until the host lets this conversation in.
+    let item = ui.log.lastElementChild;
+    while (item && item.dataset.author !== "hermes") item = item.previousElementSibling;
+    return Boolean(item && item.notice);
+  }
+
   function offerChoices() {
     // Buttons only on the pending request: once the person or Hermes wrote after it, it is
     // answered (or given up), and a late click would be read as a new message.
@@ -287,6 +297,7 @@
       item.classList.add("approval");
       item.choices = choices;
     }
+    item.notice = message.author === "hermes" && message.text.startsWith(NOTICE_MARKER);
 
     const stick = nearBottom();
     let after = ui.log.lastElementChild;  // keep the log in epoch order whatever arrives first
@@ -311,6 +322,7 @@
     state.awaiting = awaiting;
     say(ui.status, pendingRequest() ? "Hermes is waiting for your decision."
       : !awaiting ? ""
+      : waitingForTheHost() ? "Waiting for the host to let this conversation in (see above)."
       : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
       : "Hermes is working on an answer…");
   }

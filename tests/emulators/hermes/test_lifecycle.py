@@ -3,7 +3,7 @@ import pytest
 
 from emulators.runtime import DroppedByFault
 
-from .conftest import T0, T0_S
+from .conftest import FIRST_RUN, SECOND_RUN, T0, T0_S
 
 INTERRUPTED = "The gateway restarted before this run settled."
 
@@ -235,3 +235,20 @@ def test_poll_timeout_preset_delays_one_poll(client):
     started = time.monotonic()
     client.run(run_id)
     assert time.monotonic() - started < 0.5
+
+
+def test_keys_ignored_preset_is_hermes_0_19_every_submission_a_new_run(client, app):
+    assert app.get("/v1/capabilities").json["idempotency"]["supported"] is True
+    client.preset("hermes_run_keys_ignored")
+    first = client.submit(key="same")
+    again = client.submit(key="same")
+    assert first.json == {"run_id": FIRST_RUN, "status": "started"}  # as 0.19.0 answers
+    assert again.json == {"run_id": SECOND_RUN, "status": "started"}
+    assert "Idempotency-Replayed" not in again.headers
+    assert client.submit(key="a b").status_int == 202  # the header is never read
+    assert client.submit({"input": "other"}, key="same").status_int == 202  # no conflict
+    assert "idempotency" not in app.get("/v1/capabilities").json
+    app.delete("/__admin/faults", status="*")
+    assert client.submit(key="same").json["replayed"] is False
+    assert client.submit(key="same").json["replayed"] is True
+    assert app.get("/v1/capabilities").json["idempotency"]["supported"] is True

@@ -355,23 +355,71 @@ def test_responses_make_a_session_per_conversation(api):
     assert len(messages(api, unstored.headers["X-Hermes-Session-Id"])) == 2
 
 
-def test_runs_make_their_session_and_append_when_they_complete(api):
+def observe(api, run_id, **body):
+    api.post_json(f"/__admin/hermes/runs/{run_id}/observe", body, status=200)
+
+
+def test_a_runs_input_is_in_its_session_when_it_starts_and_its_answer_when_it_ends(api):
+    """As 0.19.0 shows it: no session until the agent starts; then the input alone
+    (`finish_reason` null, no model call counted); the answer when the run completes."""
     create(api, id="target", title="Run target")
     run = api.post_json("/v1/runs", {"input": "Into target", "session_id": "target"},
                         headers=AUTH, status=202).json["run_id"]
     plain = api.post_json("/v1/runs", {"input": [{"role": "user", "content": "Plain"}]},
                           headers=AUTH, status=202).json["run_id"]
-    # the session exists while the run executes; its turn lands when it settles
-    assert get(api, plain).json["session"]["message_count"] == 0
+    get(api, plain, status=404)  # queued: the agent has not started
+    assert messages(api, "target") == []
+    advance(api, 0.5)
     for run_id in (run, plain):
-        api.post_json(f"/__admin/hermes/runs/{run_id}/observe", {
-            "status": "completed", "output": "Done.",
-            "usage": {"input_tokens": 3, "output_tokens": 1, "total_tokens": 4}})
-    assert [m["content"] for m in messages(api, "target")] == ["Into target", "Done."]
+        observe(api, run_id, status="running")
+    started = messages(api, plain)
+    assert [(m["role"], m["content"], m["finish_reason"], m["timestamp"]) for m in started] \
+        == [("user", "Plain", None, T0_S + 0.5)]
+    assert list(started[0]) == MESSAGE_KEYS
+    row = get(api, plain).json["session"]
+    assert (row["message_count"], row["api_call_count"], row["input_tokens"],
+            row["estimated_cost_usd"], row["has_system_prompt"], row["has_model_config"]) == (
+        1, 0, 0, None, True, True)
+    listed = api.get("/api/sessions", headers=AUTH).json["data"]
+    assert {r["id"]: r["preview"] for r in listed}[plain] == "Plain"
+    advance(api, 2)
+    for run_id in (run, plain):
+        observe(api, run_id, status="completed", output="Done.",
+                usage={"input_tokens": 3, "output_tokens": 1, "total_tokens": 4})
+    assert [(m["role"], m["content"], m["finish_reason"]) for m in messages(api, "target")] == [
+        ("user", "Into target", None), ("assistant", "Done.", "stop")]
+    assert messages(api, plain)[1]["timestamp"] == T0_S + 2.5
     target = get(api, "target").json["session"]
-    assert (target["title"], target["message_count"], target["input_tokens"]) == (
-        "Run target", 2, 3)
+    assert (target["title"], target["message_count"], target["input_tokens"],
+            target["api_call_count"], target["estimated_cost_usd"]) == ("Run target", 2, 3, 1, 0.0)
     assert [m["content"] for m in messages(api, plain)] == ["Plain", "Done."]
+
+
+def test_a_run_stopped_keeps_its_input_and_what_it_had_streamed(api):
+    streamed, early, queued = (api.post_json("/v1/runs", {"input": text, "session_id": text},
+                                             headers=AUTH, status=202).json["run_id"]
+                               for text in ("streamed", "early", "queued"))
+    observe(api, streamed, status="running",
+            events=[{"event": "message.delta", "delta": "Hel"},
+                    {"event": "message.delta", "delta": "lo"}])
+    observe(api, early, status="running")
+    for run_id in (streamed, early, queued):
+        api.post(f"/v1/runs/{run_id}/stop", headers=AUTH, status=200)
+        observe(api, run_id, status="cancelled")
+    assert [(m["role"], m["content"], m["finish_reason"]) for m in messages(api, "streamed")] \
+        == [("user", "streamed", None), ("assistant", "Hello", None)]
+    row = get(api, "streamed").json["session"]
+    assert (row["message_count"], row["api_call_count"], row["estimated_cost_usd"]) == (2, 0, None)
+    assert [m["content"] for m in messages(api, "early")] == ["early"]
+    get(api, "queued", status=404)  # stopped before the agent started: nothing recorded
+
+
+def test_a_run_completed_in_one_observation_records_input_then_answer(api):
+    run_id = api.post_json("/v1/runs", {"input": "At once"}, headers=AUTH,
+                           status=202).json["run_id"]
+    observe(api, run_id, status="completed", output="Done.")
+    assert [(m["role"], m["finish_reason"]) for m in messages(api, run_id)] == [
+        ("user", None), ("assistant", "stop")]
 
 
 def test_sessions_are_per_namespace_reset_and_restored_by_checkpoints(api):
