@@ -11,6 +11,7 @@ import falcon
 from emulators.runtime import Service, add_fallback_handlers, bodies
 
 from . import admin, context, errors, events, media, resources, smart_http
+from .lifecycle.resources import ROUTES as LIFECYCLE_ROUTES, CommitPaths
 from .openapi import DOCUMENT
 from .presets import PRESETS
 
@@ -39,13 +40,15 @@ ROUTES = (  # path, resource class
     ("/repos/{owner}/{repo}/git/commits", resources.GitCommits),
     ("/repos/{owner}/{repo}/git/commits/{commit_sha}", resources.GitCommit),
     ("/repos/{owner}/{repo}/commits", resources.Commits),
-    ("/repos/{owner}/{repo}/commits/{ref:path}", resources.Commit),
+    # a commit, and its statuses and checks below it (lifecycle/resources.py)
+    ("/repos/{owner}/{repo}/commits/{ref:path}", CommitPaths),
     ("/repos/{owner}/{repo}/compare/{basehead:path}", resources.Compare),
     # git's smart HTTP protocol, where `clone_url` points (`{repo}` may end in `.git`)
     ("/{owner}/{repo}/info/refs", smart_http.InfoRefs),
     ("/{owner}/{repo}/git-upload-pack", smart_http.UploadPack),
     ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack),
     ("/{owner}/{repo}/raw/{tail:path}", resources.Raw),  # where download_url points
+    *LIFECYCLE_ROUTES,  # a pull request's life: CI results, conversation, review, merge
 )
 
 

@@ -73,6 +73,11 @@ class CommitRules:
         email, else None (GitHub shows null for an email it knows no account of)."""
         if who["email"] == DEFAULT_PERSON["email"]:
             return shapes.user(self.base_url, self.store.owner(self._actor()))
+        # GitHub's own commits (merges) name an account by `<id>+<login>@users.noreply...`
+        local, _, domain = who["email"].partition("@")
+        if domain == "users.noreply.github.com" and "+" in local:
+            record = self.store.owner(local.split("+", 1)[1])
+            return shapes.user(self.base_url, record) if record else None
         return None
 
     def _commit_json(self, repo, objects, sha, *, files=False):

@@ -38,6 +38,62 @@ DOCS = {
     "repos/compare-commits-with-basehead":
         "https://docs.github.com/rest/commits/commits#compare-two-commits",
 }
+# a pull request's life: operationId -> GitHub's documentation page and anchor
+DOCS.update({op: f"https://docs.github.com/rest/{page}" for op, page in {
+    "repos/create-commit-status": "commits/statuses#create-a-commit-status",
+    "repos/list-commit-statuses-for-ref":
+        "commits/statuses#list-commit-statuses-for-a-reference",
+    "repos/get-combined-status-for-ref":
+        "commits/statuses#get-the-combined-status-for-a-specific-reference",
+    "repos/get-commit": "commits/commits#get-a-commit",
+    "checks/create": "checks/runs#create-a-check-run",
+    "checks/update": "checks/runs#update-a-check-run",
+    "checks/get": "checks/runs#get-a-check-run",
+    "checks/rerequest-run": "checks/runs#rerequest-a-check-run",
+    "checks/list-for-ref": "checks/runs#list-check-runs-for-a-git-reference",
+    "checks/list-for-suite": "checks/runs#list-check-runs-in-a-check-suite",
+    "checks/list-suites-for-ref": "checks/suites#list-check-suites-for-a-git-reference",
+    "checks/get-suite": "checks/suites#get-a-check-suite",
+    "issues/create": "issues/issues#create-an-issue",
+    "issues/get": "issues/issues#get-an-issue",
+    "issues/update": "issues/issues#update-an-issue",
+    "issues/list-for-repo": "issues/issues#list-repository-issues",
+    "issues/create-comment": "issues/comments#create-an-issue-comment",
+    "issues/list-comments": "issues/comments#list-issue-comments",
+    "issues/get-comment": "issues/comments#get-an-issue-comment",
+    "issues/update-comment": "issues/comments#update-an-issue-comment",
+    "issues/delete-comment": "issues/comments#delete-an-issue-comment",
+    "issues/add-labels": "issues/labels#add-labels-to-an-issue",
+    "issues/set-labels": "issues/labels#set-labels-for-an-issue",
+    "issues/remove-label": "issues/labels#remove-a-label-from-an-issue",
+    "issues/remove-all-labels": "issues/labels#remove-all-labels-from-an-issue",
+    "issues/list-labels-on-issue": "issues/labels#list-labels-for-an-issue",
+    "issues/list-labels-for-repo": "issues/labels#list-labels-for-a-repository",
+    "issues/create-label": "issues/labels#create-a-label",
+    "issues/get-label": "issues/labels#get-a-label",
+    "issues/update-label": "issues/labels#update-a-label",
+    "issues/delete-label": "issues/labels#delete-a-label",
+    "issues/add-assignees": "issues/assignees#add-assignees-to-an-issue",
+    "issues/remove-assignees": "issues/assignees#remove-assignees-from-an-issue",
+    "pulls/create-review": "pulls/reviews#create-a-review-for-a-pull-request",
+    "pulls/submit-review": "pulls/reviews#submit-a-review-for-a-pull-request",
+    "pulls/list-reviews": "pulls/reviews#list-reviews-for-a-pull-request",
+    "pulls/get-review": "pulls/reviews#get-a-review-for-a-pull-request",
+    "pulls/dismiss-review": "pulls/reviews#dismiss-a-review-for-a-pull-request",
+    "pulls/request-reviewers": "pulls/review-requests#request-reviewers-for-a-pull-request",
+    "pulls/remove-requested-reviewers":
+        "pulls/review-requests#remove-requested-reviewers-from-a-pull-request",
+    "pulls/list-requested-reviewers":
+        "pulls/review-requests#get-all-requested-reviewers-for-a-pull-request",
+    "pulls/merge": "pulls/pulls#merge-a-pull-request",
+    "pulls/check-if-merged": "pulls/pulls#check-if-a-pull-request-has-been-merged",
+    "repos/merge": "branches/branches#merge-a-branch",
+    "repos/get-branch": "branches/branches#get-a-branch",
+    "repos/list-branches": "branches/branches#list-branches",
+    "repos/get-branch-protection": "branches/branch-protection#get-branch-protection",
+    "repos/update-branch-protection": "branches/branch-protection#update-branch-protection",
+    "repos/delete-branch-protection": "branches/branch-protection#delete-branch-protection",
+}.items()})
 
 TROUBLESHOOTING = "https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api"
 
@@ -87,21 +143,52 @@ class Conflict(BasicError, status=409):
 
 
 class ValidationFailed(GitHubError):
-    """A pull request 422: `Validation Failed` with one `errors` item."""
+    """A 422 `Validation Failed` with one `errors` item (of a pull request unless `resource`
+    names another: `Status`, `CheckRun`, `Issue`, `Label`...)."""
 
     status = 422
     message = "Validation Failed"
 
-    def __init__(self, operation, *, field=None, custom=None):
+    def __init__(self, operation, *, field=None, custom=None, resource="PullRequest",
+                 code=None):
         super().__init__()
         self.operation = operation
         if custom is not None:
-            self.item = {"resource": "PullRequest", "code": "custom", "message": custom}
+            self.item = {"resource": resource, "code": "custom",
+                         **({"field": field} if field else {}), "message": custom}
         else:
-            self.item = {"resource": "PullRequest", "code": "invalid", "field": field}
+            self.item = {"resource": resource, "code": code or "invalid", "field": field}
 
     def body(self):
         return {"message": self.message, "errors": [self.item],
+                "documentation_url": DOCS[self.operation], "status": "422"}
+
+
+class Unmergeable(BasicError, status=405):
+    """`pulls/merge` refused: conflicts, protection, a draft, a closed PR."""
+
+
+class HeadModified(BasicError, status=409,
+                   message="Head branch was modified. Review and try the merge again."):
+    """`pulls/merge` with a `sha` that is not the head's tip."""
+
+
+class MergeConflict(BasicError, status=409, message="Merge conflict"):
+    """`repos/merge` of branches whose changes conflict."""
+
+
+class ReviewRefused(GitHubError):
+    """A 422 GitHub answers about reviews: `Unprocessable Entity` with string `errors`."""
+
+    status = 422
+    message = "Unprocessable Entity"
+
+    def __init__(self, operation, reason):
+        super().__init__()
+        self.operation, self.reason = operation, reason
+
+    def body(self):
+        return {"message": self.message, "errors": [self.reason],
                 "documentation_url": DOCS[self.operation], "status": "422"}
 
 

@@ -11,17 +11,23 @@ import re
 
 from emulators.runtime.state.clock import iso
 
-from . import errors, events, git, ids, shapes
+from . import actors, errors, events, git, ids, shapes
 from .commits import CommitRules
 from .contents import ContentRules
 from .database import GitDataRules
+from .lifecycle.checks import CheckRules
+from .lifecycle.issues import IssueRules
+from .lifecycle.merges import MergeRules
+from .lifecycle.protection import ProtectionRules
+from .lifecycle.reviews import ReviewRules
+from .lifecycle.statuses import StatusRules
 from .objects import GitObjects
 from .pulls import PullRules
 from .refs import RefRules
 from .store import GitHubStore, has_objects, repo_key
 
 SEGMENT = re.compile(r"^[a-zA-Z0-9_.-]+\Z")
-ACTOR = "mockingbird-user"
+ACTOR = actors.DEFAULT
 
 
 def _js_key_order(keys):
@@ -32,10 +38,18 @@ def _js_key_order(keys):
     return indices + [k for k in keys if not is_index(k)]
 
 
-class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules):
-    """The rules of one namespace's GitHub over its records; URLs are built from `base_url`."""
+class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules, StatusRules,
+                    CheckRules, IssueRules, ReviewRules, ProtectionRules, MergeRules):
+    """The rules of one namespace's GitHub over its records; URLs are built from `base_url`.
 
-    def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None):
+    `actor` is the login the request acts as, or a callable returning it (looked up once,
+    when first needed)."""
+
+    def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None,
+                 actor=ACTOR, named=None):
+        self._actor_source = actor
+        # named(login): whether the credential map names that user (a collaborator to be)
+        self._named = named or (lambda login: False)
         # objects(repo key): the runtime's object rows of a repository (None: synthetic only)
         self._object_rows = objects
         self._gits = {}
@@ -47,6 +61,8 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         self.base_url = base_url.rstrip("/")
         self._authors = {}
         self._open_pulls = {}  # repository key -> open PR count written by this backend
+        self._open_issues = {}  # and its open issue count (lifecycle/issues.py)
+        self._conflicts = {}  # (repository, head, base) -> conflicting paths (lifecycle/merges.py)
 
     # shapes ------------------------------------------------------------------------------
 
@@ -54,7 +70,8 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         created = iso(repo["created_ms"])
         return shapes.repository(
             self.base_url, repo, self.store.owner(repo["owner"]),
-            open_pulls=self.open_pulls(repo),
+            open_issues=self.open_pulls(repo) + self._open_issues.get(
+                repo["key"], repo.get("open_issues", 0)),
             created_at=created, pushed_at=iso(repo.get("pushed_ms", repo["created_ms"])))
 
     def open_pulls(self, repo):
@@ -93,22 +110,133 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
             self._authors[login] = shapes.user(self.base_url, self.store.owner(login))
         author = self._authors[login]
         shape = shapes.pull(repo_json, pull, author, head_sha=head_sha, base_sha=base_sha)
+        assignees = [self.user_json(a) for a in pull.get("assignees", [])]
+        shape.update({
+            "labels": self.issue_labels(repo, pull), "assignees": assignees,
+            "assignee": assignees[0] if assignees else None,
+            "requested_reviewers": [self.user_json(r)
+                                    for r in pull.get("requested_reviewers", [])],
+            "merged_at": pull.get("merged_at"),
+            "merge_commit_sha": pull.get("merge_commit_sha"),
+            "author_association": self.association(repo, login)})
         if full:
             graph = self.store.graph(repo["key"])
             commits = len(git.reachable(graph, head_sha) - git.reachable(graph, base_sha))
             shape.update(shapes.pull_counts(pull, commits=commits, computed=not fresh))
+            shape.update({"merged": pull.get("merged", False),
+                          "merged_by": self.user_json(pull["merged_by"])
+                          if pull.get("merged_by") else None,
+                          "comments": pull.get("comments", 0)})
+            if shape["mergeable"] is not None:  # computed, open: from the trees and protection
+                mergeable, rebaseable, state = self.mergeability(repo, pull, head_sha,
+                                                                 base_sha)
+                shape.update({"mergeable": mergeable, "rebaseable": rebaseable,
+                              "mergeable_state": state})
+        elif "merged" in shape:
+            shape["merged"] = pull.get("merged", False)
         return shape
 
-    def _actor(self):
-        """Return the login of the acting user (created on first use): the author of every PR.
+    @property
+    def actor_login(self):
+        """The login this request acts as."""
+        if callable(self._actor_source):
+            self._actor_source = self._actor_source()
+        return self._actor_source
 
-        The emulator models no authentication, so every request acts as this one member.
-        """
-        if self.store.owner(ACTOR) is None:
+    def _actor(self):
+        """Return the login of the acting user, its account made on first use (each token is
+        a user: actors.py)."""
+        return self._user_account(self.actor_login)["login"]
+
+    def collaborator(self, login):
+        """The account of a user who may be assigned or asked to review: one the emulator
+        knows, or one the credential map names (made now); None for a stranger."""
+        record = self.store.owner(login)
+        if record is None and self._named(login):
+            record = self._user_account(login)
+        return record if record is not None and record.get("type") == "User" else None
+
+    def _user_account(self, login):
+        """The user account `login`, made on first use."""
+        record = self.store.owner(login)
+        if record is None:
             user_node = ids.node_id("github", "U_", self.store.next_id("node:U_"))
-            self.store.put_owner({"login": ACTOR, "type": "User",
-                                  "id": self.store.next_id("owner_ids"), "node_id": user_node})
-        return ACTOR
+            record = {"login": login, "type": "User", "id": self.store.next_id("owner_ids"),
+                      "node_id": user_node}
+            self.store.put_owner(record)
+        return record
+
+    def user_json(self, login):
+        """A known account's `simple-user` (one lookup per login per request)."""
+        if login not in self._authors:
+            record = self.store.owner(login) or {"login": login, "id": 0, "node_id": "U_0",
+                                                 "type": "User"}
+            self._authors[login] = shapes.user(self.base_url, record)
+        return self._authors[login]
+
+    def association(self, repo, login):
+        """`author_association`: the owner is `OWNER`, every other account a `MEMBER` of the
+        owning organization (the emulator grants every token write access)."""
+        return "OWNER" if login.lower() == repo["owner"].lower() else "MEMBER"
+
+    def person(self, login):
+        """The git identity of an account (`{name, email}`), as GitHub writes web commits."""
+        record = self.user_json(login)
+        return {"name": record["login"],
+                "email": f"{record['id']}+{record['login']}@users.noreply.github.com"}
+
+    def _commit_sha(self, key, ref, *, exact=False):
+        """The commit a `{ref}` names (a sha, a branch, `heads/<b>`, a tag), or None;
+        `exact` accepts a full sha only. A repository of git objects resolves as
+        `repos/get-commit` does (abbreviated shas, annotated tags peeled)."""
+        repo = self.store.repo(key)
+        if has_objects(repo) and not exact:
+            objects = self.git(repo, "repos/get-commit")
+            # GitHub's docs: "a commit SHA, branch name (heads/BRANCH_NAME), or tag name"
+            return self.resolve(repo, objects, ref) or (
+                self.resolve(repo, objects, "refs/" + ref)
+                if ref.startswith(("heads/", "tags/")) else None)
+        graph = self.store.graph(key)
+        lowered = ref.lower()
+        if git.SHA_ANY_CASE.match(ref) and lowered in graph:
+            return lowered
+        if exact:
+            return None
+        for name in (f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/{ref}"):
+            found = self.store.ref(key, name)
+            if found is not None:
+                return found["sha"]
+        return None
+
+    def _repo_commit(self, owner, name, ref, operation):
+        """(repository, the commit sha `ref` names) of a commit listing; 404 when either is
+        absent."""
+        repo = self._repo(owner, name, operation)
+        sha = self._commit_sha(repo["key"], ref)
+        if sha is None:
+            raise errors.NotFound(operation)
+        return repo, sha
+
+    def commit_json(self, repo, sha):
+        """A commit as the REST API shows it (`commit`): `repos/get-commit`'s shape of a git
+        repository's commit (commits.py), a synthetic one for a seeded SHA."""
+        if has_objects(repo):
+            return self._commit_json(repo, self.git(repo, "repos/get-commit"), sha)
+        repo_json = self.repo_json(repo)
+        repo_url, html = repo_json["url"], repo_json["html_url"]
+        person = self.person(self.actor_login)
+        author = {**person, "date": iso(self.now_ms())}
+        parents = self.store.graph(repo["key"]).get(sha, [])
+        return {"sha": sha, "node_id": f"C_{sha[:20]}", "url": f"{repo_url}/commits/{sha}",
+                "html_url": f"{html}/commit/{sha}",
+                "comments_url": f"{repo_url}/commits/{sha}/comments",
+                "commit": {"author": author, "committer": author,
+                           "message": f"Synthetic commit {sha[:7]}",
+                           "tree": {"sha": sha, "url": f"{repo_url}/git/trees/{sha}"},
+                           "url": f"{repo_url}/git/commits/{sha}", "comment_count": 0},
+                "author": None, "committer": None,
+                "parents": [{"sha": p, "url": f"{repo_url}/commits/{p}",
+                             "html_url": f"{html}/commit/{p}"} for p in parents]}
 
     def _sender(self):
         return events.sender(self.base_url, self.store.owner(self._actor()))

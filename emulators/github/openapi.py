@@ -5,6 +5,7 @@
 so fault rules by operationId match nested refs too.
 """
 from .errors import API_VERSION
+from .lifecycle.openapi import PATHS as LIFECYCLE_PATHS
 
 _OWNER_REPO = [
     {"name": "owner", "in": "path", "required": True, "schema": {"type": "string"}},
@@ -248,3 +249,4 @@ DOCUMENT["paths"]["/{owner}/{repo}/raw/{tail}"] = {"get": {
     "operationId": "contents/raw", "summary": "A file's bytes at a ref (download_url)",
     "x-mockingbird-git": True, "parameters": [*_OWNER_REPO, _slash("tail")],
     "responses": {"200": {"description": "the file"}, "404": {"description": "Not Found"}}}}
+DOCUMENT["paths"].update(LIFECYCLE_PATHS)  # a pull request's life

@@ -4,6 +4,8 @@ from .errors import TROUBLESHOOTING
 MUTATIONS = ("git/create-ref", "git/update-ref", "pulls/create", "pulls/update",
              "git/receive-pack")
 ACCEPTED_DROP = "github.accepted_drop"
+LOST_UPDATE = "github.lost_update"  # a check run update answered 200 and never applied
+MERGEABILITY_PENDING = "github.mergeability_pending"  # pulls/get before GitHub computed it
 
 
 def _accepted_drop(operation):
@@ -28,6 +30,16 @@ PRESETS = {
     "github_ref_create_accepted_drop": _accepted_drop("git/create-ref"),
     "github_ref_update_accepted_drop": _accepted_drop("git/update-ref"),
     "github_push_accepted_drop": _accepted_drop("git/receive-pack"),
+    "github_pr_merge_accepted_drop": _accepted_drop("pulls/merge"),
+    "github_check_run_update_lost": {
+        "description": "Answer one check run update 200 as if applied, and apply nothing (the "
+                       "run keeps its status: a reporter that trusts the answer is wrong)",
+        "rules": [{"operationId": "checks/update", "count": 1, "effect": LOST_UPDATE}]},
+    "github_mergeability_pending": {
+        "description": "Answer the next three pull request reads with mergeable null and "
+                       "mergeable_state unknown, as GitHub does while it computes them (a "
+                       "client should poll)",
+        "rules": [{"operationId": "pulls/get", "count": 3, "effect": MERGEABILITY_PENDING}]},
     "github_unavailable": {
         "description": "Reject one request per supported mutation operation before writing, "
                        "with503",

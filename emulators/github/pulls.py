@@ -10,6 +10,7 @@ from . import errors, events, git, ids, schemas
 
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 CROSS_REPO = "Mockingbird does not model cross-repository heads"
+REOPEN_MERGED = "state cannot be changed. The pull request has been merged."
 
 
 def parse_pull_number(raw):
@@ -63,6 +64,7 @@ class PullRules:
                 "closed_at": None, "maintainer_can_modify": body.get("maintainer_can_modify", True),
                 "head_ref": head, "base_ref": base, "head_sha": tips[head], "base_sha": tips[base],
                 "user": self._actor(),
+                "issue_id": self.store.next_id("issue_ids"),  # a PR is an issue too
             }
             self._put_pull(pull)
             self.emit("pull_request", lambda: events.pull_request(
@@ -110,14 +112,16 @@ class PullRules:
             raise errors.NotFound(op)
         return repo, pull
 
-    def get_pull(self, owner, name, raw_number):
+    def get_pull(self, owner, name, raw_number, *, computing=False):
+        """Answer `pulls/get`; `computing` answers as GitHub does while it computes the
+        mergeability (`null`/`unknown`)."""
         op = "pulls/get"
         repo = self._repo(owner, name, op)
         number = parse_pull_number(raw_number)
         pull = self.store.pull(repo["key"], number) if number else None
         if pull is None:
             raise errors.NotFound(op)
-        return self.pull_json(repo, pull)
+        return self.pull_json(repo, pull, fresh=computing)
 
     def list_pulls(self, owner, name, params):
         """Return (items, page, last) for the raw query pairs of a `pulls/list` request."""
@@ -168,6 +172,8 @@ class PullRules:
             if "base" in body and (not isinstance(body["base"], str) or not body["base"]):
                 raise errors.ValidationFailed(op, field="base")
             state = body.get("state", pull["state"])
+            if pull.get("merged") and state == "open":
+                raise errors.ValidationFailed(op, field="state", custom=REOPEN_MERGED)
             base = body.get("base", pull["base_ref"])
             tips = self._tips(key, (pull["head_ref"], base))
             if pull["head_ref"] not in tips or base not in tips:

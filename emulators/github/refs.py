@@ -109,8 +109,21 @@ class RefRules:
         _check_writable_ref(ref_name, op)
         if "force" in body and not isinstance(body["force"], bool):
             raise errors.Unprocessable(op, "Invalid request: force must be boolean")
-        return self.ref_json(repo, self._fast_forward(repo["key"], ref_name, sha,
-                                                      force=body.get("force") is True, op=op))
+        with self.transaction():
+            current = self.store.ref(repo["key"], ref_name)
+            if current is not None and sha in self.store.graph(repo["key"]):
+                self._refuse_protected(repo, op, ref_name, current["sha"], sha)
+            return self.ref_json(repo, self._fast_forward(repo["key"], ref_name, sha,
+                                                          force=body.get("force") is True,
+                                                          op=op))
+
+    def _refuse_protected(self, repo, op, ref_name, old, new):
+        """Refuse a REST ref write (`new` None: a deletion) that branch protection forbids,
+        with the reasons a push is refused for (422)."""
+        reason = self._protected(repo, old, new or events.ZERO_SHA, ref_name)
+        if reason is not None:
+            lines = reason.split("\n")[1:]
+            raise errors.Unprocessable(op, " ".join([lines[0][len("GH006: "):], *lines[1:]]))
 
     def _fast_forward(self, key, ref_name, sha, *, force, op):
         """Check-and-write a ref move atomically against the tip current right now."""
@@ -149,6 +162,7 @@ class RefRules:
             ref = self.store.ref(key, ref_name)
             if ref is None:
                 raise errors.Unprocessable(op, "Reference does not exist")
+            self._refuse_protected(repo, op, ref_name, ref["sha"], None)
             self._remove_ref(repo, ref)
         return ref
 
@@ -231,7 +245,8 @@ class RefRules:
         try:
             with self.transaction():
                 for old, new, ref_name in commands:
-                    reason = _push_refusal(ref_name)
+                    reason = _push_refusal(ref_name) or self._protected(repo, old, new,
+                                                                        ref_name)
                     if reason is None:
                         try:
                             with self.transaction():
@@ -247,6 +262,18 @@ class RefRules:
             statuses = [(ref, "atomic push failed" if status == "ok" else status)
                         for ref, status in statuses]
         return statuses
+
+    def _protected(self, repo, old, new, ref_name):
+        """GitHub's refusal of a push that branch protection forbids: the `ng` reason, then
+        the lines git shows as `remote: error:` (lifecycle/protection.py), or None."""
+        if old == events.ZERO_SHA:
+            return None
+        deleting = new == events.ZERO_SHA
+        forced = not deleting and not git.is_ancestor(self.store.graph(repo["key"]), old, new)
+        refusal = self.push_refusal(repo, ref_name, old, None if deleting else new,
+                                    forced=forced)
+        return None if refusal is None else "\n".join(["protected branch hook declined",
+                                                       *refusal])
 
     def _first_branch(self, repo, branch):
         """The first branch pushed to an empty repository becomes its default, as on GitHub."""

@@ -42,6 +42,34 @@ def json_object_or_empty(parsed):
     return value if kind == "json" and isinstance(value, dict) else {}
 
 
+# GitHub's length limits on text fields, in characters
+MAX_BODY = 65536  # issue, comment and review bodies
+MAX_TITLE = 256  # issue titles
+MAX_OUTPUT = 65535  # a check run's output summary and text
+MAX_DESCRIPTION = 140  # a commit status's description
+MAX_LABEL = 50  # a label's name (its description: 100)
+
+
+def check_length(value, limit, op, resource, field):
+    """Refuse text past GitHub's limit with its 422 (`body is too long (maximum is 65536
+    characters)`)."""
+    if isinstance(value, str) and len(value) > limit:
+        raise errors.ValidationFailed(op, resource=resource, field=field,
+                                      custom=f"{field} is too long (maximum is {limit} "
+                                             "characters)")
+
+
+def json_object(parsed, op):
+    """The JSON object of a request body (`{}` when empty); 400 `Problems parsing JSON` for
+    anything else, as GitHub answers a body that is not an object."""
+    kind, value = parsed
+    if kind == "empty":
+        return {}
+    if kind != "json" or not isinstance(value, dict):
+        raise errors.ProblemsParsingJSON(op)
+    return value
+
+
 @dataclass(frozen=True)
 class PullListQuery:
     """A validated `pulls/list` query."""
@@ -91,6 +119,13 @@ def page_query(pairs):
         raw = q.get(name, "")
         return int(raw) if _POSITIVE.match(raw) and int(raw) <= MAX_SAFE_INTEGER else default
     return number("page", 1), min(number("per_page", 30), 100)
+
+
+def page_of(items, pairs):
+    """Return (the page of `items` a query asks for, that page's number, the last page's)."""
+    page, per_page = page_query(pairs)
+    start = (page - 1) * per_page
+    return items[start:start + per_page], page, -(-len(items) // per_page)
 
 
 def _positive(q, name, default):

@@ -81,8 +81,9 @@ _REPO_TEMPLATES = {
 }
 
 
-def repository(base_url, repo, owner, *, open_pulls, created_at, pushed_at):
-    """Shape a repository (`full-repository`); `open_pulls` counts as GitHub's open issues."""
+def repository(base_url, repo, owner, *, open_issues, created_at, pushed_at):
+    """Shape a repository (`full-repository`); `open_issues` counts its open issues and pull
+    requests, as GitHub does."""
     owner_json = user(base_url, owner)
     full_name = f"{owner['login']}/{repo['name']}"
     url = f"{base_url}/repos/{owner['login']}/{repo['name']}"
@@ -115,7 +116,7 @@ def repository(base_url, repo, owner, *, open_pulls, created_at, pushed_at):
         "stargazers_count": 0,
         "watchers_count": 0,
         "size": 0,
-        "open_issues_count": open_pulls,
+        "open_issues_count": open_issues,
         "is_template": False,
         "topics": [],
         "has_issues": True,
@@ -143,7 +144,7 @@ def repository(base_url, repo, owner, *, open_pulls, created_at, pushed_at):
         "network_count": 0,
         "license": None,
         "forks": 0,
-        "open_issues": open_pulls,
+        "open_issues": open_issues,
         "watchers": 0,
     }
     if owner_json["type"] == "Organization":

@@ -47,7 +47,7 @@ def _challenge():
 def _open(req, owner, name, service):
     """Return (backend, repository record, RepoView) for a git request, or raise its answer."""
     instance = instance_of(req)
-    backend = backend_for(instance)
+    backend = backend_for(instance, req.env)  # a push acts as its token's user
     name = name[:-4] if name.endswith(".git") else name
     repo = backend.store.repo(repo_key(owner, name))
     authed = context.credential(req.env) is not None

@@ -6,6 +6,10 @@ ref names, per-repository PR numbers.
 """
 
 REPOS, OWNERS, GRAPHS, REFS, PULLS = "repositories", "owners", "commits", "refs", "pulls"
+# a pull request's life: CI results, conversation, review, protection (keys in each module)
+STATUSES, CHECK_RUNS, CHECK_SUITES = "statuses", "check_runs", "check_suites"
+ISSUES, COMMENTS, LABELS, REVIEWS = "issues", "issue_comments", "labels", "reviews"
+PROTECTIONS = "branch_protections"
 
 
 def repo_key(owner, name):
@@ -84,3 +88,20 @@ class GitHubStore:
 
     def next_id(self, sequence):
         return self.records.next_id(sequence)
+
+    # the collections of a pull request's life: one record per object, keyed by its module
+    def item(self, collection, id):
+        return self.records.get(collection, id)
+
+    def put_item(self, collection, id, value):
+        self.records.put(collection, id, value)
+
+    def delete_item(self, collection, id):
+        self.records.delete(collection, id)
+
+    def items(self, collection, where, *, order_by=None, desc=False, limit=None, offset=0):
+        return self.records.list(collection, where=where, order_by=order_by, desc=desc,
+                                 limit=limit, offset=offset)
+
+    def count_items(self, collection, where):
+        return self.records.count(collection, where=where)

@@ -18,7 +18,8 @@ from dulwich.refs import DictRefsContainer
 from dulwich.repo import BaseRepo
 from dulwich.object_filters import (CombineFilter, SparseOidFilter, TreeDepthFilter,
                                     filter_pack_objects, filter_pack_objects_with_paths)
-from dulwich.protocol import CAPABILITY_ATOMIC, CAPABILITY_NO_DONE
+from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_NO_DONE, CAPABILITY_SIDE_BAND_64K,
+                              SIDE_BAND_CHANNEL_PROGRESS)
 from dulwich.server import (DictBackend, ReceivePackHandler, UploadPackHandler,
                             _ProtocolGraphWalker)
 
@@ -130,7 +131,13 @@ class _ReceivePack(ReceivePackHandler):
         yield b"unpack", b"ok"
         commands = [(old.decode(), new.decode(), ref.decode()) for old, new, ref in refs]
         for ref, status in self._apply(commands, self.has_capability(CAPABILITY_ATOMIC)):
-            yield ref.encode(), status.encode()
+            # a status's further lines are said to the user first (`remote: error: ...`)
+            reason, *lines = status.split("\n")
+            if lines and self.has_capability(CAPABILITY_SIDE_BAND_64K):
+                for line in lines:
+                    self.proto.write_sideband(SIDE_BAND_CHANNEL_PROGRESS,
+                                              f"error: {line}\n".encode())
+            yield ref.encode(), reason.encode()
 
 
 def body_reader(environ):

@@ -183,6 +183,16 @@ class Instance:
             hub.emit(self.namespace, event, payload() if callable(payload) else payload,
                      created_ms=self.now_ms())
 
+    def user_of(self, credential):
+        """Return the user the credential map names for `credential` (None when it names none)."""
+        if not credential:
+            return None
+        return self._emulator.credentials.user_of(credential)
+
+    def names_user(self, user):
+        """Tell whether the credential map names `user` as some credential's user."""
+        return self._emulator.credentials.names_user(user)
+
     def report_ids(self, **ids):
         """Add resource ids to this request's journal entry."""
         self.ids.update({k: v for k, v in ids.items() if v is not None})

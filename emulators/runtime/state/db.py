@@ -69,7 +69,7 @@ CREATE TABLE IF NOT EXISTS branches (
     head INTEGER NOT NULL, since INTEGER NOT NULL,
     PRIMARY KEY (service, namespace, branch)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS credentials (
-    service TEXT NOT NULL, credential TEXT NOT NULL, namespace TEXT NOT NULL,
+    service TEXT NOT NULL, credential TEXT NOT NULL, namespace TEXT NOT NULL, user TEXT,
     PRIMARY KEY (service, credential)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
     n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
@@ -237,6 +237,8 @@ def _migrate_v6(conn):
         conn.execute("DROP TABLE journal_v5")
         conn.execute("UPDATE sqlite_sequence SET seq=max(seq, ?) WHERE name='journal'",
                      (journal_high,))
+    if "user" not in _columns(conn, "credentials"):  # the user a credential acts as
+        conn.execute("ALTER TABLE credentials ADD COLUMN user TEXT")
     if _columns(conn, "fault_versions"):
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND"
                                     " name LIKE 'faults_version_%'").fetchall():

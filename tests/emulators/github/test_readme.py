@@ -42,3 +42,14 @@ def test_the_shell_blocks_run_top_to_bottom_as_a_user_runs_them(tmp_path):
     assert f'"url":"http://127.0.0.1:{ports[9000]}/hook"' in out
     assert "* [new branch]      main -> main" in done.stderr  # the git block: pushed,
     assert out.count("# Demo\n") == 2  # cloned, and read back through REST
+
+
+def test_the_pull_request_life_example_runs():
+    section = README.read_text().split("## A pull request's life", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=README.parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "405 At least 1 approving review is required by reviewers with write access.",
+        "clean True"]

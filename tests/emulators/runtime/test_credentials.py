@@ -9,7 +9,8 @@ from testkit import counter_service
 from tests.emulators.runtime.conftest import ns
 
 SHAPE = 'expected {"credentials": {"<credential>": "<namespace>"}}'
-ENTRY = "each entry is a credential string or {credential, namespace}"
+ENTRY = "each entry is a credential string or {credential, namespace, user}"
+USER = "a user must be a non-empty string of at most 100 printable characters"
 
 
 def error(message):
@@ -82,6 +83,9 @@ def test_single_form_and_remapping_a_credential(app):
     ({"credentials": {"tok": "w1\n"}}, 'bad namespace "w1\\n"'),
     ({"credentials": {"": "w1"}}, "a credential must be a non-empty string"),
     (["ok-token", ""], "a credential must be a non-empty string"),
+    ([{"credential": "tok", "user": 5}], USER),
+    ([{"credential": "tok", "user": ""}], USER),
+    ({"credential": "tok", "user": "a\nb"}, USER),
 ])
 def test_bad_bodies_are_400(app, body, message):
     res = app.put_json("/__admin/credentials", body, status=400) if body is not None else \
@@ -185,3 +189,31 @@ def test_a_subclass_may_declare_the_hook_as_a_method(db, wall):
     app = test_app(svc, db, wall=wall)
     app.put_json("/__admin/credentials", {"credentials": {"key-9": "w9"}})
     assert app.get("/info", headers={"x-api-key": "key-9"}).json["namespace"] == "w9"
+
+
+def test_an_entry_may_name_the_user_the_credential_acts_as(app, keyed, db, wall):
+    app.put_json("/__admin/credentials", [{"credential": "tok-alice", "namespace": "w1",
+                                          "user": "alice"}, "tok-plain"])
+    assert listed(app) == [{"credential": "tok-al\u2026ce", "namespace": "w1", "user": "alice"},
+                           {"credential": "tok-pl\u2026in", "namespace": "default"}]
+    instance = app.app.emulator.instance("w1")
+    assert (instance.user_of("tok-alice"), instance.user_of("tok-plain"),
+            instance.user_of("unknown"), instance.user_of(None)) == ("alice", None, None, None)
+    assert instance.names_user("Alice") and not instance.names_user("bob")
+    # mapping a credential again replaces its user too
+    app.put_json("/__admin/credentials", {"credentials": {"tok-alice": "w2"}})
+    assert instance.user_of("tok-alice") is None
+
+
+def test_a_credentials_table_without_the_user_column_gains_it(tmp_path, wall):
+    import sqlite3
+    path = tmp_path / "old.sqlite3"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE credentials (service TEXT NOT NULL, credential TEXT NOT NULL,"
+                " namespace TEXT NOT NULL, PRIMARY KEY (service, credential)) WITHOUT ROWID")
+    old.execute("INSERT INTO credentials VALUES ('counter', 'tok-old', 'w1')")
+    old.commit()
+    old.close()
+    app = test_app(counter_service.keyed_service, str(path), wall=wall)
+    assert listed(app) == [{"credential": "to\u2026", "namespace": "w1"}]
+    assert app.app.emulator.instance("w1").user_of("tok-old") is None

@@ -1,0 +1,332 @@
+"""Check runs and check suites, as GitHub makes them, and their `check_run`/`check_suite` events.
+
+A mixin of `models.GitHubBackend`. A check run belongs to the suite of its head commit (made
+with the first run of that commit, as GitHub does when an app creates a run); a `conclusion`
+forces `status: completed`. The suite's status and conclusion follow its latest run of each
+name, so a run re-made after a rerequest replaces the one that failed. Every run is the work of
+one GitHub App, `mockingbird-ci` (the emulator does not model app authentication).
+"""
+from emulators.runtime.state.clock import iso
+
+from .. import errors, ids, schemas
+from ..store import CHECK_RUNS, CHECK_SUITES
+
+STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
+CONCLUSIONS = ("action_required", "cancelled", "timed_out", "failure", "neutral", "success",
+               "skipped", "stale")  # a suite takes the first of its runs' in this order
+PASSING = ("success", "neutral", "skipped")
+APP_ID, APP_SLUG = 1, "mockingbird-ci"
+
+
+class CheckRules:
+    """The check run and check suite operations of `GitHubBackend`."""
+
+    def create_check_run(self, owner, name, parsed):
+        op = "checks/create"
+        repo = self._repo(owner, name, op)
+        body = schemas.json_object(parsed, op)
+        for field in ("name", "head_sha"):
+            if not isinstance(body.get(field), str) or not body[field].strip():
+                raise errors.ValidationFailed(op, resource="CheckRun", field=field,
+                                              code="missing_field")
+        key = repo["key"]
+        with self.transaction():
+            sha = self._commit_sha(key, body["head_sha"], exact=True)
+            if sha is None:
+                raise errors.Unprocessable(op, f"No commit found for SHA: {body['head_sha']}")
+            now = iso(self.now_ms())
+            suite = self._suite_for(repo, sha, now)
+            number = self.store.next_id("check_run_ids")
+            run = {"repo": key, "id": number, "node_id": ids.node_id("github", "CR_", number),
+                   "head_sha": sha, "name": body["name"], "suite": suite["id"],
+                   "status": "queued", "conclusion": None, "started_at": now,
+                   "completed_at": None, "external_id": "", "details_url": None,
+                   "output": {"title": None, "summary": None, "text": None}}
+            _apply(run, body, op, now)
+            self.store.put_item(CHECK_RUNS, f"{key}:{number}", run)
+            self.emit("check_run", lambda: self._check_run_event("created", repo, run))
+            self._refresh_suite(repo, suite["id"])
+        return self.check_run_json(repo, run)
+
+    def update_check_run(self, owner, name, raw_id, parsed):
+        op = "checks/update"
+        repo = self._repo(owner, name, op)
+        body = schemas.json_object(parsed, op)
+        key = repo["key"]
+        with self.transaction():
+            run = self._check_run(key, raw_id, op)
+            was_completed = run["status"] == "completed"
+            if "name" in body and (not isinstance(body["name"], str) or not body["name"]):
+                raise errors.ValidationFailed(op, resource="CheckRun", field="name")
+            run = {**run, "output": dict(run["output"])}
+            _apply(run, body, op, iso(self.now_ms()))
+            self.store.put_item(CHECK_RUNS, f"{key}:{run['id']}", run)
+            if run["status"] == "completed" and not was_completed:
+                self.emit("check_run", lambda: self._check_run_event("completed", repo, run))
+            self._refresh_suite(repo, run["suite"])
+        return self.check_run_json(repo, run)
+
+    def lost_check_run_update(self, owner, name, raw_id, parsed):
+        """The answer an update would get, computed and not stored (the lost-update fault)."""
+        op = "checks/update"
+        repo = self._repo(owner, name, op)
+        body = schemas.json_object(parsed, op)
+        run = self._check_run(repo["key"], raw_id, op)
+        run = {**run, "output": dict(run["output"])}
+        _apply(run, body, op, iso(self.now_ms()))
+        return self.check_run_json(repo, run)
+
+    def get_check_run(self, owner, name, raw_id):
+        repo = self._repo(owner, name, "checks/get")
+        return self.check_run_json(repo, self._check_run(repo["key"], raw_id, "checks/get"))
+
+    def rerequest_check_run(self, owner, name, raw_id):
+        """Ask the app to run the check again: the suite goes back to `queued` (the run itself
+        stays as it is until the app updates it or makes a new one of the same name)."""
+        op = "checks/rerequest-run"
+        repo = self._repo(owner, name, op)
+        key = repo["key"]
+        with self.transaction():
+            run = self._check_run(key, raw_id, op)
+            suite = self.store.item(CHECK_SUITES, f"{key}:{run['suite']}")
+            suite = {**suite, "status": "queued", "conclusion": None, "rerequested": True,
+                     "updated_at": iso(self.now_ms())}
+            self.store.put_item(CHECK_SUITES, f"{key}:{suite['id']}", suite)
+            self.emit("check_run", lambda: self._check_run_event("rerequested", repo, run))
+        return {}
+
+    def list_check_runs(self, owner, name, ref, query):
+        """`checks/list-for-ref`: latest run per name unless `filter=all`; `check_name` and
+        `status` narrow it; paged."""
+        op = "checks/list-for-ref"
+        repo, sha = self._repo_commit(owner, name, ref, op)
+        runs = self.store.items(CHECK_RUNS, {"repo": repo["key"], "head_sha": sha},
+                                order_by="id", desc=True)
+        return self._run_page(repo, runs, query, op)
+
+    def list_suite_runs(self, owner, name, raw_id, query):
+        op = "checks/list-for-suite"
+        repo = self._repo(owner, name, op)
+        suite = self._check_suite(repo["key"], raw_id, op)
+        runs = self.store.items(CHECK_RUNS, {"repo": repo["key"], "suite": suite["id"]},
+                                order_by="id", desc=True)
+        return self._run_page(repo, runs, query, op)
+
+    def _run_page(self, repo, runs, query, op):
+        q = schemas.first_values(query)
+        which = q.get("filter", "latest")
+        if which not in ("latest", "all"):
+            raise errors.ValidationFailed(op, resource="CheckRun", field="filter")
+        if which == "latest":
+            runs = latest_per_name(runs)
+        if "check_name" in q:
+            runs = [r for r in runs if r["name"] == q["check_name"]]
+        if "status" in q:
+            runs = [r for r in runs if r["status"] == q["status"]]
+        shown = schemas.page_of(runs, query)[0]
+        return {"total_count": len(runs),
+                "check_runs": [self.check_run_json(repo, r) for r in shown]}
+
+    def list_check_suites(self, owner, name, ref, query):
+        repo, sha = self._repo_commit(owner, name, ref, "checks/list-suites-for-ref")
+        suites = self.store.items(CHECK_SUITES, {"repo": repo["key"], "head_sha": sha},
+                                  order_by="id")
+        shown = schemas.page_of(suites, query)[0]
+        return {"total_count": len(suites),
+                "check_suites": [self.check_suite_json(repo, s) for s in shown]}
+
+    def get_check_suite(self, owner, name, raw_id):
+        repo = self._repo(owner, name, "checks/get-suite")
+        return self.check_suite_json(repo, self._check_suite(repo["key"], raw_id,
+                                                             "checks/get-suite"))
+
+    def latest_check_runs(self, key, sha):
+        """The latest run of each name on a commit (what protection and mergeability read)."""
+        return latest_per_name(self.store.items(CHECK_RUNS, {"repo": key, "head_sha": sha},
+                                                order_by="id", desc=True))
+
+    # records -------------------------------------------------------------------------------
+
+    def _check_run(self, key, raw_id, op):
+        run = self.store.item(CHECK_RUNS, f"{key}:{raw_id}") if raw_id.isdigit() else None
+        if run is None:
+            raise errors.NotFound(op)
+        return run
+
+    def _check_suite(self, key, raw_id, op):
+        suite = self.store.item(CHECK_SUITES, f"{key}:{raw_id}") if raw_id.isdigit() else None
+        if suite is None:
+            raise errors.NotFound(op)
+        return suite
+
+    def _suite_for(self, repo, sha, now):
+        """The app's suite for a head commit, made with its first run."""
+        key = repo["key"]
+        found = self.store.items(CHECK_SUITES, {"repo": key, "head_sha": sha}, limit=1)
+        if found:
+            return found[0]
+        number = self.store.next_id("check_suite_ids")
+        branches = sorted(ref["ref"][len("refs/heads/"):] for ref in self.store.refs(key)
+                          if ref["kind"] == "heads" and ref["sha"] == sha)
+        suite = {"repo": key, "id": number, "node_id": ids.node_id("github", "CS_", number),
+                 "head_sha": sha, "head_branch": branches[0] if branches else None,
+                 "status": "queued", "conclusion": None, "created_at": now, "updated_at": now}
+        self.store.put_item(CHECK_SUITES, f"{key}:{number}", suite)
+        return suite
+
+    def _refresh_suite(self, repo, suite_id):
+        """Derive the suite's status and conclusion from its latest run of each name; send
+        `check_suite` `completed` when it completes."""
+        key = repo["key"]
+        suite = self.store.item(CHECK_SUITES, f"{key}:{suite_id}")
+        runs = latest_per_name(self.store.items(CHECK_RUNS, {"repo": key, "suite": suite_id},
+                                                order_by="id", desc=True))
+        if all(r["status"] == "completed" for r in runs):
+            status = "completed"
+            found = {r["conclusion"] for r in runs}
+            conclusion = next((c for c in CONCLUSIONS if c in found), "neutral")
+        else:
+            status = "in_progress" if any(r["status"] == "in_progress" for r in runs) \
+                else "queued"
+            conclusion = None
+        if (status, conclusion) == (suite["status"], suite["conclusion"]):
+            return
+        suite = {**suite, "status": status, "conclusion": conclusion,
+                 "updated_at": iso(self.now_ms())}
+        suite.pop("rerequested", None)
+        self.store.put_item(CHECK_SUITES, f"{key}:{suite_id}", suite)
+        if status == "completed":
+            self.emit("check_suite", lambda: {
+                "action": "completed", "check_suite": self.check_suite_json(repo, suite,
+                                                                            event=True),
+                "repository": self.repo_json(repo), "sender": self._sender()})
+
+    # shapes --------------------------------------------------------------------------------
+
+    def app_json(self, repo):
+        """The one GitHub App every check run belongs to (`integration`)."""
+        owner = self.user_json(repo["owner"])
+        return {"id": APP_ID, "slug": APP_SLUG, "node_id": ids.node_id("github", "A_", APP_ID),
+                "client_id": "Iv1.mockingbird", "owner": owner, "name": "Mockingbird CI",
+                "description": "The GitHub App the emulator credits with every check run",
+                "external_url": f"{self.base_url}/apps/{APP_SLUG}",
+                "html_url": f"{self.base_url}/apps/{APP_SLUG}",
+                "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z",
+                "permissions": {"checks": "write", "statuses": "write", "metadata": "read",
+                                "contents": "read", "pull_requests": "write"},
+                "events": ["check_run", "check_suite", "pull_request", "push"]}
+
+    def _minimal_pulls(self, repo, sha):
+        """The open PRs whose head is at `sha` (`pull-request-minimal`): those of the branches
+        whose tip it is, so a repository of many PRs is not scanned."""
+        key, out = repo["key"], []
+        repo_min = {"id": repo["id"], "url": self._repo_url(repo), "name": repo["name"]}
+        branches = sorted(ref["ref"][len("refs/heads/"):] for ref in self.store.refs(key)
+                          if ref["kind"] == "heads" and ref["sha"] == sha)
+        pulls = [pull for branch in branches for pull in self.store.pulls(
+            {"repo": key, "state": "open", "head_ref": branch}, order_by=None, desc=False,
+            limit=None, offset=0)]
+        for pull in sorted(pulls, key=lambda p: p["number"]):
+            tips = self._tips(key, (pull["base_ref"],))
+            out.append({"id": pull["id"], "number": pull["number"],
+                        "url": f"{self._repo_url(repo)}/pulls/{pull['number']}",
+                        "head": {"ref": pull["head_ref"], "sha": sha, "repo": repo_min},
+                        "base": {"ref": pull["base_ref"],
+                                 "sha": tips.get(pull["base_ref"], pull["base_sha"]),
+                                 "repo": repo_min}})
+        return out
+
+    def check_run_json(self, repo, run):
+        repo_url = self._repo_url(repo)
+        html = f"{self.repo_json(repo)['html_url']}/runs/{run['id']}"
+        return {"id": run["id"], "head_sha": run["head_sha"], "node_id": run["node_id"],
+                "external_id": run["external_id"], "url": f"{repo_url}/check-runs/{run['id']}",
+                "html_url": html, "details_url": run["details_url"] or html,
+                "status": run["status"], "conclusion": run["conclusion"],
+                "started_at": run["started_at"], "completed_at": run["completed_at"],
+                "output": {**run["output"], "annotations_count": 0,
+                           "annotations_url": f"{repo_url}/check-runs/{run['id']}/annotations"},
+                "name": run["name"], "check_suite": {"id": run["suite"]},
+                "app": self.app_json(repo),
+                "pull_requests": self._minimal_pulls(repo, run["head_sha"])}
+
+    def check_suite_json(self, repo, suite, *, event=False):
+        repo_url = self._repo_url(repo)
+        runs = latest_per_name(self.store.items(CHECK_RUNS, {"repo": repo["key"],
+                                                             "suite": suite["id"]},
+                                                order_by="id", desc=True))
+        commit = self.commit_json(repo, suite["head_sha"])["commit"]
+        head_commit = {"id": suite["head_sha"], "tree_id": commit["tree"]["sha"],
+                       "message": commit["message"], "timestamp": commit["committer"]["date"],
+                       "author": {"name": commit["author"]["name"],
+                                  "email": commit["author"]["email"]},
+                       "committer": {"name": commit["committer"]["name"],
+                                     "email": commit["committer"]["email"]}}
+        shape = {"id": suite["id"], "node_id": suite["node_id"],
+                 "head_branch": suite["head_branch"], "head_sha": suite["head_sha"],
+                 "status": suite["status"], "conclusion": suite["conclusion"],
+                 "url": f"{repo_url}/check-suites/{suite['id']}", "before": None,
+                 "after": suite["head_sha"],
+                 "pull_requests": self._minimal_pulls(repo, suite["head_sha"]),
+                 "app": self.app_json(repo), "created_at": suite["created_at"],
+                 "updated_at": suite["updated_at"], "rerequestable": True,
+                 "runs_rerequestable": True, "latest_check_runs_count": len(runs),
+                 "check_runs_url": f"{repo_url}/check-suites/{suite['id']}/check-runs",
+                 "head_commit": head_commit}
+        if not event:
+            shape["repository"] = self.repo_json(repo)
+        return shape
+
+    def _check_run_event(self, action, repo, run):
+        suite = self.store.item(CHECK_SUITES, f"{repo['key']}:{run['suite']}")
+        check_run = {**self.check_run_json(repo, run),
+                     "check_suite": self.check_suite_json(repo, suite, event=True)}
+        return {"action": action, "check_run": check_run, "repository": self.repo_json(repo),
+                "sender": self._sender()}
+
+
+def latest_per_name(runs_newest_first):
+    """Keep the newest run of each name (GitHub's `filter=latest`), newest first."""
+    seen, out = set(), []
+    for run in runs_newest_first:
+        if run["name"] not in seen:
+            seen.add(run["name"])
+            out.append(run)
+    return out
+
+
+def _apply(run, body, op, now):
+    """Apply a create or update body to a run record; `conclusion` forces `completed`."""
+    def fail(field):
+        raise errors.ValidationFailed(op, resource="CheckRun", field=field)
+    for field in ("name", "details_url", "external_id", "started_at", "completed_at"):
+        if field in body:
+            if body[field] is not None and not isinstance(body[field], str):
+                fail(field)
+            run[field] = body[field] if field != "external_id" else (body[field] or "")
+    if "status" in body:
+        if body["status"] not in STATUSES:
+            fail("status")
+        run["status"] = body["status"]
+    if "conclusion" in body and body["conclusion"] is not None:
+        if body["conclusion"] not in CONCLUSIONS:
+            fail("conclusion")
+        run["conclusion"] = body["conclusion"]
+        run["status"] = "completed"  # GitHub: providing a conclusion completes the run
+    if "output" in body:
+        output = body["output"]
+        if not isinstance(output, dict) or not all(
+                isinstance(output.get(f), str) for f in ("title", "summary")):
+            fail("output")
+        for field in ("summary", "text"):
+            schemas.check_length(output.get(field), schemas.MAX_OUTPUT, op, "CheckRun", field)
+        run["output"].update({f: output.get(f, run["output"].get(f))
+                              for f in ("title", "summary", "text")})
+    if run["status"] == "completed":
+        if run["conclusion"] is None:
+            raise errors.ValidationFailed(
+                op, resource="CheckRun", field="conclusion",
+                custom="conclusion is required when status is completed")
+        run["completed_at"] = run["completed_at"] or now
+    elif "status" in body:  # back to queued or in progress: no longer concluded
+        run["conclusion"], run["completed_at"] = None, None

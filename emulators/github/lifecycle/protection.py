@@ -1,0 +1,256 @@
+"""Branch protection that bites: get/update/delete a branch's protection, what it asks of a
+pull request (`mergeable_state`, the 405 a merge meets), and of a push to the branch.
+
+A mixin of `models.GitHubBackend`. Modelled: required status checks (commit status contexts or
+check run names, `strict` asking the head to contain the base), required approving reviews
+(`dismiss_stale_reviews` counting only approvals of the head commit), force pushes and
+deletions. Protection holds for every actor, as with `enforce_admins` on: the emulator treats
+each token as an administrator, and an administrator who could bypass it would test nothing.
+"""
+from urllib.parse import quote
+
+from emulators.runtime.state.clock import iso
+
+from .. import errors, git, schemas
+from ..store import PROTECTIONS
+from .checks import PASSING
+
+# GitHub's messages for a merge or push that protection refuses
+NOT_MERGEABLE = "Pull Request is not mergeable"
+DRAFT = "Pull Request is still a draft"
+THROUGH_PULL = "Changes must be made through a pull request."
+
+
+def _approvals(count):
+    noun = "approving review is" if count == 1 else "approving reviews are"
+    return f"At least {count} {noun} required by reviewers with write access."
+
+
+def _checks_message(names, total, verdict):
+    """`Required status check "ci" is expected.` or `2 of 3 required status checks are
+    failing.`"""
+    if len(names) == 1:
+        return f'Required status check "{names[0]}" is {verdict}.'
+    return f"{len(names)} of {total} required status checks are {verdict}."
+
+
+class ProtectionRules:
+    """The branch and branch protection operations of `GitHubBackend`."""
+
+    def get_branch(self, owner, name, branch):
+        """`repos/get-branch`: the branch, its tip commit and its protection."""
+        op = "repos/get-branch"
+        repo = self._repo(owner, name, op)
+        ref = self.store.ref(repo["key"], f"refs/heads/{branch}")
+        if ref is None:
+            raise errors.NotFound(op, "Branch not found")
+        url = f"{self._repo_url(repo)}/branches/{quote(branch, safe='')}"
+        found = self._protection(repo["key"], branch)
+        protection = {"enabled": found is not None,
+                      "required_status_checks": {
+                          "enforcement_level": "everyone" if found and found.get("checks")
+                          else "off",
+                          "contexts": found["checks"]["contexts"] if found and found.get(
+                              "checks") else [], "checks": []}}
+        return {"name": branch, "commit": self.commit_json(repo, ref["sha"]),
+                "_links": {"self": url, "html": f"{self.repo_json(repo)['html_url']}/tree/"
+                                                f"{quote(branch, safe='/')}"},
+                "protected": found is not None, "protection": protection,
+                "protection_url": f"{url}/protection"}
+
+    def list_branches(self, owner, name, pairs):
+        """`repos/list-branches` (`?protected=true|false`), paged; (items, page, last)."""
+        op = "repos/list-branches"
+        repo = self._repo(owner, name, op)
+        wanted = schemas.first_values(pairs).get("protected")
+        found = []
+        for ref in sorted(self.store.refs(repo["key"]), key=lambda r: r["ref"]):
+            if ref["kind"] != "heads":
+                continue
+            branch = ref["ref"][len("refs/heads/"):]
+            protected = self._protection(repo["key"], branch) is not None
+            if wanted in (None, str(protected).lower()):
+                found.append({"name": branch, "commit": {
+                    "sha": ref["sha"], "url": f"{self._repo_url(repo)}/commits/{ref['sha']}"},
+                    "protected": protected})
+        return schemas.page_of(found, pairs)
+
+    def get_protection(self, owner, name, branch):
+        op = "repos/get-branch-protection"
+        repo = self._repo(owner, name, op)
+        self._protected_branch(repo, branch, op)
+        found = self._protection(repo["key"], branch)
+        if found is None:
+            raise errors.NotFound(op, "Branch not protected")
+        return self.protection_json(repo, branch, found)
+
+    def update_protection(self, owner, name, branch, parsed):
+        op = "repos/update-branch-protection"
+        repo = self._repo(owner, name, op)
+        body = schemas.json_object(parsed, op)
+        for field in ("required_status_checks", "enforce_admins",
+                      "required_pull_request_reviews", "restrictions"):
+            if field not in body:  # GitHub requires all four, each possibly null
+                raise errors.Unprocessable(
+                    op, f"Invalid request.\n\n\"{field}\" wasn't supplied.")
+        record = {"repo": repo["key"], "branch": branch}
+        checks = body["required_status_checks"]
+        if checks is not None:
+            if not isinstance(checks, dict) or not isinstance(checks.get("strict"), bool):
+                raise errors.Unprocessable(op, "Invalid request.\n\nNo subschema in \"anyOf\" "
+                                               "matched.\n\"strict\" wasn't supplied.")
+            contexts = list(checks.get("contexts") or [])
+            contexts += [c["context"] for c in checks.get("checks") or []
+                         if isinstance(c, dict) and isinstance(c.get("context"), str)]
+            if not all(isinstance(c, str) for c in contexts):
+                raise errors.Unprocessable(op, "Invalid request.\n\nFor 'items', "
+                                               "contexts must be strings.")
+            record["checks"] = {"strict": checks["strict"],
+                                "contexts": list(dict.fromkeys(contexts))}
+        reviews = body["required_pull_request_reviews"]
+        if reviews is not None:
+            if not isinstance(reviews, dict):
+                raise errors.Unprocessable(op, "Invalid request.\n\n"
+                                               "required_pull_request_reviews is not an object.")
+            count = reviews.get("required_approving_review_count", 1)
+            if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= 6:
+                raise errors.Unprocessable(op, "Invalid request.\n\n"
+                                               "required_approving_review_count must be 0-6.")
+            record["reviews"] = {"count": count,
+                                 "dismiss_stale": reviews.get("dismiss_stale_reviews") is True,
+                                 "code_owners": reviews.get("require_code_owner_reviews")
+                                 is True,
+                                 "last_push": reviews.get("require_last_push_approval")
+                                 is True}
+        if body["restrictions"] is not None:
+            raise errors.Unsupported("Mockingbird does not model push restrictions "
+                                     "(users, teams, apps); send restrictions: null")
+        record["enforce_admins"] = body["enforce_admins"] is True
+        for flag in ("required_linear_history", "allow_force_pushes", "allow_deletions",
+                     "block_creations", "required_conversation_resolution", "lock_branch"):
+            record[flag] = body.get(flag) is True
+        with self.transaction():
+            self._protected_branch(repo, branch, op)
+            record["updated_at"] = iso(self.now_ms())
+            self.store.put_item(PROTECTIONS, f"{repo['key']}:{branch}", record)
+        return self.protection_json(repo, branch, record, written=True)
+
+    def delete_protection(self, owner, name, branch):
+        op = "repos/delete-branch-protection"
+        repo = self._repo(owner, name, op)
+        with self.transaction():
+            self._protected_branch(repo, branch, op)
+            if self._protection(repo["key"], branch) is None:
+                raise errors.NotFound(op, "Branch not protected")
+            self.store.delete_item(PROTECTIONS, f"{repo['key']}:{branch}")
+
+    def _protected_branch(self, repo, branch, op):
+        if self.store.ref(repo["key"], f"refs/heads/{branch}") is None:
+            raise errors.NotFound(op, "Branch not found")
+
+    def _protection(self, key, branch):
+        return self.store.item(PROTECTIONS, f"{key}:{branch}")
+
+    def protection_json(self, repo, branch, record, *, written=False):
+        url = f"{self._repo_url(repo)}/branches/{quote(branch, safe='')}/protection"
+        shape = {"url": url}
+        if "checks" in record:
+            checks = record["checks"]
+            shape["required_status_checks"] = {
+                "url": f"{url}/required_status_checks", "strict": checks["strict"],
+                "contexts": checks["contexts"],
+                "checks": [{"context": c, "app_id": None} for c in checks["contexts"]],
+                "contexts_url": f"{url}/required_status_checks/contexts"}
+        if "reviews" in record:
+            reviews = record["reviews"]
+            shape["required_pull_request_reviews"] = {
+                "url": f"{url}/required_pull_request_reviews",
+                "dismiss_stale_reviews": reviews["dismiss_stale"],
+                "require_code_owner_reviews": reviews["code_owners"],
+                "required_approving_review_count": reviews["count"],
+                "require_last_push_approval": reviews["last_push"]}
+        shape["required_signatures"] = {"url": f"{url}/required_signatures", "enabled": False}
+        shape["enforce_admins"] = {"url": f"{url}/enforce_admins",
+                                   "enabled": record["enforce_admins"]}
+        for flag in ("required_linear_history", "allow_force_pushes", "allow_deletions",
+                     "block_creations", "required_conversation_resolution", "lock_branch"):
+            shape[flag] = {"enabled": record[flag]}
+        shape["allow_fork_syncing"] = {"enabled": False}
+        if not written:
+            shape = {"url": url, "enabled": True, "name": branch, "protection_url": url,
+                     **{k: v for k, v in shape.items() if k != "url"}}
+        return shape
+
+    # what protection asks -----------------------------------------------------------------
+
+    def required_checks(self, repo, protection, head_sha, base_sha):
+        """Return (failing, expected, total) among the required contexts for `head_sha`:
+        a context is met by its latest commit status or its latest check run of that name.
+        With `strict`, a head that does not contain the base has every check expected."""
+        checks = protection.get("checks")
+        if not checks or not checks["contexts"]:
+            return [], [], 0
+        contexts = checks["contexts"]
+        if checks["strict"] and not git.is_ancestor(self.store.graph(repo["key"]), base_sha,
+                                                    head_sha):
+            return [], list(contexts), len(contexts)
+        verdicts = {}
+        for status in self.latest_statuses(repo["key"], head_sha):
+            verdicts[status["context"]] = {"success": "passed", "pending": "expected"}.get(
+                status["state"], "failing")
+        for run in self.latest_check_runs(repo["key"], head_sha):
+            if run["status"] != "completed":
+                verdict = "expected"
+            else:
+                verdict = "passed" if run["conclusion"] in PASSING else "failing"
+            if verdicts.get(run["name"]) != "passed":
+                verdicts[run["name"]] = verdict
+        failing = [c for c in contexts if verdicts.get(c) == "failing"]
+        expected = [c for c in contexts if verdicts.get(c, "expected") == "expected"]
+        return failing, expected, len(contexts)
+
+    def merge_blocker(self, repo, pull, head_sha, base_sha):
+        """Return GitHub's message for what protection of the base still asks of the PR, or
+        None when it is satisfied (or the base is not protected)."""
+        protection = self._protection(repo["key"], pull["base_ref"])
+        if protection is None:
+            return None
+        reviews = protection.get("reviews")
+        if reviews:
+            latest = self.latest_reviews(repo, pull).values()
+            if any(r["state"] == "CHANGES_REQUESTED" for r in latest):
+                return "Changes have been requested on this pull request."
+            approvals = [r for r in latest if r["state"] == "APPROVED"
+                         and (not reviews["dismiss_stale"] or r["commit_id"] == head_sha)]
+            if len(approvals) < reviews["count"]:
+                return _approvals(reviews["count"])
+        failing, expected, total = self.required_checks(repo, protection, head_sha, base_sha)
+        if failing:
+            return _checks_message(failing, total, "failing")
+        if expected:
+            return _checks_message(expected, total, "expected")
+        return None
+
+    def push_refusal(self, repo, ref_name, before, after, *, forced):
+        """Return why protection refuses a push that moves `ref_name` (git's `remote: error:`
+        lines, GH006 first), or None. A merge through the API is not a push: it meets
+        `merge_blocker` instead."""
+        if not ref_name.startswith("refs/heads/"):
+            return None
+        protection = self._protection(repo["key"], ref_name[len("refs/heads/"):])
+        if protection is None:
+            return None
+        head = f"GH006: Protected branch update failed for {ref_name}."
+        if after is None:
+            return None if protection["allow_deletions"] else [head,
+                                                               "Cannot delete this branch"]
+        if forced and not protection["allow_force_pushes"]:
+            return [head, "Cannot force-push to this branch"]
+        if protection.get("reviews"):
+            return [head, THROUGH_PULL]
+        failing, expected, total = self.required_checks(repo, protection, after, after)
+        if failing:
+            return [head, _checks_message(failing, total, "failing")]
+        if expected:
+            return [head, _checks_message(expected, total, "expected")]
+        return None

@@ -1,0 +1,116 @@
+"""Commit statuses: create, list for a ref, the combined status, and the `status` event.
+
+A mixin of `models.GitHubBackend`. The combined state is GitHub's rule over the latest status
+of each context: `failure` if any is `error` or `failure`, `pending` if there is none or any is
+`pending`, else `success`.
+"""
+from emulators.runtime.state.clock import iso
+
+from .. import errors, ids, schemas
+from ..store import STATUSES
+
+STATES = ("error", "failure", "pending", "success")
+MAX_PER_SHA = 1000  # GitHub refuses a 1001st status for one sha and context pair
+
+
+def combined_state(latest):
+    """GitHub's combined state of the latest status per context."""
+    states = {status["state"] for status in latest}
+    if states & {"error", "failure"}:
+        return "failure"
+    if not states or "pending" in states:
+        return "pending"
+    return "success"
+
+
+class StatusRules:
+    """The commit status operations of `GitHubBackend`."""
+
+    def create_status(self, owner, name, raw_sha, parsed):
+        op = "repos/create-commit-status"
+        repo = self._repo(owner, name, op)
+        body = schemas.json_object(parsed, op)
+        if body.get("state") not in STATES:
+            raise errors.ValidationFailed(op, resource="Status", field="state",
+                                          custom="state is not included in the list")
+        for field in ("target_url", "description", "context"):
+            if body.get(field) is not None and not isinstance(body[field], str):
+                raise errors.ValidationFailed(op, resource="Status", field=field)
+        schemas.check_length(body.get("description"), schemas.MAX_DESCRIPTION, op, "Status",
+                             "description")
+        key = repo["key"]
+        with self.transaction():
+            sha = self._commit_sha(key, raw_sha)
+            if sha is None:
+                raise errors.Unprocessable(op, f"No commit found for SHA: {raw_sha}")
+            context = body.get("context") or "default"
+            if self.store.count_items(STATUSES, {"repo": key, "sha": sha,
+                                                 "context": context}) >= MAX_PER_SHA:
+                raise errors.ValidationFailed(
+                    op, resource="Status", custom="This SHA and context has reached the "
+                    "maximum number of statuses.")
+            now = iso(self.now_ms())
+            number = self.store.next_id("status_ids")
+            record = {"repo": key, "sha": sha, "id": number,
+                      "node_id": ids.node_id("github", "SC_", number),
+                      "state": body["state"], "context": context,
+                      "description": body.get("description"),
+                      "target_url": body.get("target_url"), "creator": self._actor(),
+                      "created_at": now, "updated_at": now}
+            self.store.put_item(STATUSES, f"{key}:{number}", record)
+            self.emit("status", lambda: self._status_event(repo, record))
+        return self.status_json(repo, record)
+
+    def status_json(self, repo, record, *, creator=True):
+        url = f"{self._repo_url(repo)}/statuses/{record['sha']}"
+        author = self.user_json(record["creator"])
+        shape = {"url": url, "avatar_url": author["avatar_url"], "id": record["id"],
+                 "node_id": record["node_id"], "state": record["state"],
+                 "description": record["description"], "target_url": record["target_url"],
+                 "context": record["context"], "created_at": record["created_at"],
+                 "updated_at": record["updated_at"]}
+        if creator:
+            shape["creator"] = author
+        return shape
+
+    def _statuses_for(self, key, sha):
+        """Every status of a commit, newest first."""
+        return self.store.items(STATUSES, {"repo": key, "sha": sha}, order_by="id", desc=True)
+
+    def latest_statuses(self, key, sha):
+        """The latest status of each context of a commit, oldest context first."""
+        latest = {}
+        for status in self._statuses_for(key, sha):
+            latest.setdefault(status["context"], status)
+        return sorted(latest.values(), key=lambda s: s["id"])
+
+    def list_statuses(self, owner, name, ref, pairs):
+        repo, sha = self._repo_commit(owner, name, ref, "repos/list-commit-statuses-for-ref")
+        shown = schemas.page_of(self._statuses_for(repo["key"], sha), pairs)[0]
+        return [self.status_json(repo, s) for s in shown]
+
+    def combined_status(self, owner, name, ref):
+        repo, sha = self._repo_commit(owner, name, ref, "repos/get-combined-status-for-ref")
+        latest = self.latest_statuses(repo["key"], sha)
+        repo_url = self._repo_url(repo)
+        return {"state": combined_state(latest),
+                "statuses": [self.status_json(repo, s, creator=False) for s in latest],
+                "sha": sha, "total_count": len(latest), "repository": self.repo_json(repo),
+                "commit_url": f"{repo_url}/commits/{sha}",
+                "url": f"{repo_url}/commits/{sha}/status"}
+
+    def _status_event(self, repo, record):
+        repo_json = self.repo_json(repo)
+        sha = record["sha"]
+        branches = [{"name": ref["ref"][len("refs/heads/"):],
+                     "commit": {"sha": sha, "url": f"{repo_json['url']}/commits/{sha}"},
+                     "protected": self._protection(repo["key"],
+                                                   ref["ref"][len("refs/heads/"):]) is not None}
+                    for ref in self.store.refs(repo["key"])
+                    if ref["kind"] == "heads" and ref["sha"] == sha]
+        return {"id": record["id"], "sha": sha, "name": repo_json["full_name"],
+                "target_url": record["target_url"], "context": record["context"],
+                "description": record["description"], "state": record["state"],
+                "commit": self.commit_json(repo, sha), "branches": branches,
+                "created_at": record["created_at"], "updated_at": record["updated_at"],
+                "repository": repo_json, "sender": self._sender()}
