@@ -37,10 +37,14 @@ threads = 3
 # answered streams it; streams never occupy the `threads`), and slow clients' requests the
 # reader holds at once (past that, the oldest is closed). gunicorn's default.
 worker_connections = 1000
-# One request per connection: the answer closes it, nginx opens one per request (its default).
-# Our worker never keeps a connection alive, whatever this says (set it and the worker says at
-# start that it is ignored); 0 says what happens.
-keepalive = 0
+# Seconds a kept-alive connection may idle between requests (it waits in the reader: it holds
+# no thread). Longer than the idle time of the connections nginx keeps (`keepalive_timeout 10s`
+# in deploy/nginx/newos4.conf), so the proxy is the side that closes an idle one: a connection
+# closed by us just as nginx sends a request on it would fail that request (nginx resends a GET,
+# not a POST). Short enough that a client idling on connections of its own soon gives them back
+# (and the reader closes idle connections first when it needs room). 0: one request per
+# connection.
+keepalive = 15
 # gunicorn 27+ opens a control socket at one fixed path per user; several instances (tests,
 # emulators beside the service) would fight over it. Older gunicorns ignore this name.
 control_socket_disable = True

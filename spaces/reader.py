@@ -1,13 +1,17 @@
 """Requests gathered before a thread answers them: what the bytes received so far make of a
 request (whole, partial, to hand over, closed) and the reader, one thread per worker process
-with a selector that collects the requests of slow or silent clients and hands each whole one
-to the worker's late threads (spaces/worker.py), so that no request thread waits on a client.
+with a selector that collects the requests of slow or silent clients, and waits for the next
+request of kept-alive connections, and hands each whole one to the worker's late threads
+(spaces/worker.py), so that no request thread waits on a client.
 """
+import fcntl
 import os
 import queue
 import re
 import selectors
 import socket
+import struct
+import termios
 import time
 
 # The most of a request (head and body) the reader holds for a client; a bigger one is handed
@@ -26,18 +30,29 @@ CLOSED = "closed"  # the client closed or reset its connection before its reques
 
 
 class Incoming:
-    """A client's connection and the bytes of its request received so far."""
+    """A client's connection and the bytes of its request received so far. `served`: the
+    requests already answered on this connection (kept alive between them)."""
 
-    __slots__ = ("sock", "addr", "server", "data", "deadline", "_scanned", "_body_at",
+    __slots__ = ("sock", "addr", "server", "data", "deadline", "served", "_scanned", "_body_at",
                  "_end", "_chunk_at", "_expects")
 
-    def __init__(self, sock, addr, server, limit):
+    def __init__(self, sock, addr, server, limit, data=b"", served=0):
         self.sock, self.addr, self.server = sock, addr, server
-        self.data = b""
+        self.data = data
+        self.served = served
         self.deadline = time.monotonic() + limit if limit else None
         self._scanned = 0  # where the search for the end of the head goes on
         self._body_at = self._end = self._chunk_at = None
         self._expects = False
+
+    def state(self):
+        """What the bytes already here make of the request, without receiving more."""
+        if not self.data:
+            return PARTIAL
+        state = self._state()
+        if state is PARTIAL and len(self.data) > REQUEST_BUFFER:
+            return HANDOVER
+        return state
 
     def fileno(self):
         return self.sock.fileno()
@@ -58,10 +73,7 @@ class Incoming:
             if not isinstance(self.data, bytearray):
                 self.data = bytearray(self.data)
             self.data += chunk
-        state = self._state()
-        if state is PARTIAL and len(self.data) > REQUEST_BUFFER:
-            return HANDOVER
-        return state
+        return self.state()
 
     def _state(self):
         data = self.data
@@ -122,15 +134,26 @@ class Incoming:
 
 class Reader:
     """The process's reader: one thread with a selector that collects the requests not yet
-    whole and puts each whole one (or one to hand over) on `ready` for the late threads. A
-    client whose request is not in by its deadline is closed; past `capacity` held at once, the
-    oldest is closed to make room."""
+    whole, and waits for the next request of connections kept alive, and puts each whole
+    request (or one to hand over) on `ready` for the late threads.
 
-    def __init__(self, capacity, late_threads, log):
+    A client whose request is not in by its deadline is closed, and so is a kept-alive
+    connection idle for `keepalive` seconds (its next request then has `timeout` seconds from
+    its first bytes, as a new connection's from its accept). Past `capacity` connections held
+    at once, the oldest idle one is closed to make room (that loses nothing: a client reopens
+    it), else the oldest incomplete request: a client that opens connections and idles on them
+    cannot crowd out the requests of others.
+    """
+
+    def __init__(self, capacity, late_threads, log, *, timeout=None, keepalive=None):
         self.ready = queue.SimpleQueue()  # Incoming, then one None per late thread at the end
-        self._incoming = queue.SimpleQueue()
-        self._held = {}  # Incoming -> None, oldest (earliest deadline) first
+        self._incoming = queue.SimpleQueue()  # (Incoming, whether it is an idle connection)
+        # Incoming -> None, oldest (earliest deadline) first: incomplete requests, and
+        # connections kept alive between requests (each dict has one limit, so insertion
+        # order is deadline order).
+        self._held, self._idle = {}, {}
         self._capacity, self._late_threads, self._log = capacity, late_threads, log
+        self._timeout, self._keepalive = timeout, keepalive
         self._running = True
         self._full = False  # the capacity was reached (and not yet half freed)
         self._selector = selectors.DefaultSelector()
@@ -141,7 +164,13 @@ class Reader:
 
     def add(self, incoming):
         """From any thread: collect this request."""
-        self._incoming.put(incoming)
+        self._incoming.put((incoming, False))
+        self._wake()
+
+    def keep(self, sock, addr, server, served):
+        """From any thread: wait for the next request on this connection, its answers so far
+        sent, for `keepalive` seconds at most."""
+        self._incoming.put((Incoming(sock, addr, server, self._keepalive, served=served), True))
         self._wake()
 
     def stop(self):
@@ -168,25 +197,38 @@ class Reader:
         finally:  # the wake-up pipe stays open: a request thread may still write to it
             for incoming in self._held:
                 incoming.sock.close()
+            for incoming in self._idle:
+                self._close_idle(incoming)
             while True:
                 try:
-                    self._incoming.get_nowait().sock.close()
+                    incoming, idle = self._incoming.get_nowait()
                 except queue.Empty:
                     break
+                if idle:
+                    self._close_idle(incoming)
+                else:
+                    incoming.sock.close()
             self._selector.close()
             for _ in range(self._late_threads):
                 self.ready.put(None)
 
     def _wait(self):
-        """Seconds until the oldest held request's deadline (None: no deadline to keep)."""
-        oldest = next(iter(self._held), None)
-        if oldest is None or oldest.deadline is None:
+        """Seconds until the earliest deadline (None: no deadline to keep)."""
+        deadlines = [d.deadline for d in (next(iter(self._held), None),
+                                          next(iter(self._idle), None))
+                     if d is not None and d.deadline is not None]
+        if not deadlines:
             return None
-        return max(0.0, oldest.deadline - time.monotonic())
+        return max(0.0, min(deadlines) - time.monotonic())
 
     def _receive(self, incoming):
+        idle = incoming in self._idle
         state = incoming.receive()
         if state is PARTIAL:
+            if idle:  # its next request has begun: it has `timeout` from now to come in
+                del self._idle[incoming]
+                incoming.deadline = time.monotonic() + self._timeout if self._timeout else None
+                self._held[incoming] = None
             return
         self._release(incoming)
         if state is CLOSED:
@@ -197,32 +239,77 @@ class Reader:
     def _take_new(self):
         while True:
             try:
-                incoming = self._incoming.get_nowait()
+                incoming, idle = self._incoming.get_nowait()
             except queue.Empty:
                 return
-            if len(self._held) >= self._capacity:
-                if not self._full:  # said once each time it fills up, not per connection
-                    self._log.warning("%d incomplete requests held: closing the oldest to make "
-                                      "room for new ones", len(self._held))
-                self._full = True
-                oldest = next(iter(self._held))
-                self._release(oldest)
-                oldest.sock.close()
+            if len(self._held) + len(self._idle) >= self._capacity:
+                self._make_room()
             elif len(self._held) < self._capacity // 2:
                 self._full = False
-            self._held[incoming] = None
+            (self._idle if idle else self._held)[incoming] = None
             self._selector.register(incoming, selectors.EVENT_READ, incoming)
+
+    def _make_room(self):
+        """Close the oldest idle connection, or else the oldest incomplete request."""
+        if self._idle:
+            oldest = next(iter(self._idle))
+            self._release(oldest)
+            self._close_idle(oldest)
+            return
+        if not self._full:  # said once each time it fills up, not per connection
+            self._log.warning("%d incomplete requests held: closing the oldest to make "
+                              "room for new ones", len(self._held))
+        self._full = True
+        oldest = next(iter(self._held))
+        self._release(oldest)
+        oldest.sock.close()
 
     def _expire(self):
         now = time.monotonic()
         while self._held:
             oldest = next(iter(self._held))
             if oldest.deadline is None or oldest.deadline > now:
-                return
+                break
             self._log.debug("Request not complete in time: closing")
             self._release(oldest)
             oldest.sock.close()
+        while self._idle:
+            oldest = next(iter(self._idle))
+            if oldest.deadline is None or oldest.deadline > now:
+                break
+            self._release(oldest)
+            self._close_idle(oldest)
+
+    def _close_idle(self, incoming):
+        """Close a kept-alive connection between requests, or hand over a request that came
+        in meanwhile (a stopping worker answers it, with `Connection: close`)."""
+        state = incoming.receive()
+        if state is WHOLE or state is HANDOVER:
+            self.ready.put(incoming)
+        else:
+            close_idle(incoming.sock, drop=state is PARTIAL and not incoming.data)
 
     def _release(self, incoming):
-        del self._held[incoming]
+        if self._held.pop(incoming, self) is self:
+            del self._idle[incoming]
         self._selector.unregister(incoming)
+
+
+_ABORT = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
+
+
+def close_idle(sock, *, drop=True):
+    """Close a connection that waits for its next request. Reset (RST) rather than closed
+    (FIN) when all we sent is acknowledged and nothing came since (`drop`): a proxy that
+    keeps the connection (nginx's upstream `keepalive`) then finds the error on the socket
+    before it writes a request into it, and sends that request on another connection; after a
+    FIN its write succeeds and the answer it waits for never comes (a 502 for a POST, which
+    nginx does not retry)."""
+    if drop:
+        try:
+            unsent = struct.unpack("i", fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+            if not unsent:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _ABORT)
+        except OSError:
+            pass
+    sock.close()

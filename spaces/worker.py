@@ -17,8 +17,12 @@ hold request threads and never starve chat requests, however many are open (up t
 whose request threads are all busy accepts nothing: the kernel gives new connections to a
 thread waiting elsewhere.
 
-Connections are never kept alive: each is closed after its answer, whatever `keepalive` says
-(the worker says so at start when it is set).
+A connection is kept alive after an answer (HTTP/1.1, or a client that asks; `keepalive` not
+0): it goes back to the reader, which waits for its next request in the same selector, so an
+idle connection holds no thread either; it is closed after `keepalive` idle seconds, after
+REQUESTS_PER_CONNECTION answers, when the reader needs room for others, and when the worker
+stops (a stopping worker's answers say `Connection: close`). A request read ahead behind
+another (pipelined) is answered next by the same thread.
 
 Why not gunicorn's `gthread`: behind nginx its selector, pool and queue cost more CPU per idle
 poll than the whole chat app, and each of its threads is one more to share the GIL with
@@ -43,6 +47,11 @@ from gunicorn.workers.base import Worker
 
 from .reader import HANDOVER, PARTIAL, WHOLE, Incoming, Reader
 
+# Answers on one kept-alive connection before the worker closes it (nginx's default for the
+# connections it keeps, `keepalive_requests`): no connection lives for ever, and a client that
+# keeps one busy cannot tie itself to one worker past that.
+REQUESTS_PER_CONNECTION = 1000
+
 # How often a thread waiting for a connection looks at `alive`: a stopping worker waits this long
 # for its idle threads (10 wake-ups a second per idle thread cost ~0.1 % of a core).
 IDLE_WAKE_S = 0.1
@@ -56,13 +65,6 @@ GONE = {errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN}  # the client left: nothi
 
 class AcceptingThreadsWorker(Worker):
     """Request threads that each accept, answer and close one connection at a time."""
-
-    @classmethod
-    def check_config(cls, cfg, log):
-        """Called once by the arbiter, before any worker starts."""
-        if cfg.keepalive:
-            log.warning("keepalive = %s is ignored: %s closes each connection after its "
-                        "answer", cfg.keepalive, cls.__name__)
 
     def init_process(self):
         self.cfg = SettledConfig(self.cfg)
@@ -92,7 +94,10 @@ class AcceptingThreadsWorker(Worker):
         self._stream_slots = threading.BoundedSemaphore(max(1, self.cfg.worker_connections))
         self._stream_threads = set()
         self._lost = []
-        self._reader = Reader(max(1, self.cfg.worker_connections), self.cfg.threads, self.log)
+        self._keepalive = self.cfg.keepalive > 0
+        self._reader = Reader(max(1, self.cfg.worker_connections), self.cfg.threads, self.log,
+                              timeout=self.cfg.timeout or None,
+                              keepalive=self.cfg.keepalive or None)
         count = max(self.cfg.threads, len(self.sockets))  # listeners shared out, one each at least
         threads = [threading.Thread(target=self._serve, name=f"request-{n}", daemon=True,
                                     args=(self.sockets[n % len(self.sockets)],))
@@ -144,7 +149,7 @@ class AcceptingThreadsWorker(Worker):
                 incoming = Incoming(client, addr, server, limit)
                 state = incoming.receive()
                 if state is WHOLE:
-                    self.handle(incoming, more=False)
+                    self._answer(incoming, more=False)
                 elif state is PARTIAL:
                     self._reader.add(incoming)
                 elif state is HANDOVER:
@@ -166,7 +171,7 @@ class AcceptingThreadsWorker(Worker):
             while (incoming := self._reader.ready.get()) is not None:
                 incoming.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
                                          self._client_timeout)
-                self.handle(incoming, more=True)
+                self._answer(incoming, more=incoming.state() is not WHOLE)
         except BaseException as exc:
             self._died(exc)
 
@@ -174,44 +179,82 @@ class AcceptingThreadsWorker(Worker):
         self.log.exception("A request thread died")
         self._lost.append(repr(exc))
 
+    def _answer(self, incoming, more):
+        """Answer this request, and the ones its client sent behind it (pipelined)."""
+        while incoming is not None:
+            incoming = self.handle(incoming, more)
+            more = False
+
     def handle(self, incoming, more):
         """Answer one request, here or, when it streams, in a thread of its own. `more`: the
-        client may still be sending (a body read as it arrives); else its request is all in."""
+        client may still be sending (a body read as it arrives); else its request is all in.
+        Returns the client's next request when it is already whole here, else None."""
         conn = ClientConnection(incoming.sock, incoming.data, more)
         addr, server = incoming.addr, incoming.server
+        parser = http.get_parser(self.cfg, conn, addr)
         req = resp = None
         try:
-            req = next(http.get_parser(self.cfg, conn, addr))
+            req = next(parser)
             self.cfg.pre_request(self, req)
             started = datetime.now()
             resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
             environ["wsgi.multithread"] = True  # gunicorn's default is the sync worker's False
-            resp.force_close()
             self._count_request()
+            # A body still arriving is not drained to keep its connection: the answer closes it.
+            if more or not self._keepalive or not self.alive \
+                    or incoming.served + 1 >= REQUESTS_PER_CONNECTION:
+                resp.force_close()
             body = self.wsgi(environ, resp.start_response)
         except BaseException as exc:
             self._report(req, resp, conn, addr, exc)
             if req is not None and resp is not None:
                 self._post_request(req, environ, resp)
             conn.close_connection()
-            return
+            return None
         if _is_streamed(body, environ) and self._stream_slots.acquire(blocking=False):
+            resp.force_close()  # a stream ends its connection
             thread = threading.Thread(target=self._stream, name="stream", daemon=True,
                                       args=(req, resp, environ, body, started, conn, addr))
             self._stream_threads.add(thread)
             thread.start()
-            return
-        self._finish(req, resp, environ, body, started, conn, addr)
+            return None
+        if not self._finish(req, resp, environ, body, started, conn, addr):
+            return None
+        return self._next_request(incoming, parser, conn)
+
+    def _next_request(self, incoming, parser, conn):
+        """After an answer that keeps the connection: the next request if it is whole here
+        already, else None (the reader waits for it, or for the rest of it)."""
+        if not self.alive or not parser.finish_body():  # (the body is all in: no wait)
+            conn.close_connection()
+            return None
+        ahead = parser.unreader.buf.getvalue() + conn.release()
+        served = incoming.served + 1
+        if not ahead:
+            self._reader.keep(incoming.sock, incoming.addr, incoming.server, served)
+            return None
+        following = Incoming(incoming.sock, incoming.addr, incoming.server,
+                             self.cfg.timeout or None, data=ahead, served=served)
+        state = following.state()
+        if state is WHOLE:
+            return following
+        if state is PARTIAL:
+            self._reader.add(following)
+        else:  # HANDOVER
+            self._reader.ready.put(following)
+        return None
 
     def _stream(self, *answer):
         try:
-            self._finish(*answer)
+            self._finish(*answer)  # (force_close: the connection is closed)
         finally:
             self._stream_threads.discard(threading.current_thread())
             self._stream_slots.release()
 
     def _finish(self, req, resp, environ, body, started, conn, addr):
-        """Send the answer's body, log it, close the body and the connection."""
+        """Send the answer's body, log it, close the body; close the connection unless the
+        answer keeps it (then True: the caller serves its next request)."""
+        kept = False
         try:
             try:
                 if isinstance(body, environ["wsgi.file_wrapper"]):
@@ -224,11 +267,14 @@ class AcceptingThreadsWorker(Worker):
                 self.log.access(resp, req, environ, datetime.now() - started)
                 if hasattr(body, "close"):
                     body.close()
+            kept = not resp.should_close()
         except BaseException as exc:
             self._report(req, resp, conn, addr, exc)
         finally:
             self._post_request(req, environ, resp)
-            conn.close_connection()
+            if not kept:
+                conn.close_connection()
+        return kept
 
     def _report(self, req, resp, conn, addr, exc):
         """What gunicorn's sync worker does with an error: the client's going is not worth a
@@ -320,6 +366,13 @@ class ClientConnection:
         head, self._head = self._head, None
         if head is not None:
             self._sock.sendall(head)
+
+    def release(self):
+        """Send a head still held, and return the bytes received but not read: the start of
+        the client's next request on this kept connection."""
+        self._flush()
+        unread, self._unread = self._unread, b""
+        return bytes(unread)
 
     def close_connection(self):
         """Send a head still held (an answer without a body), then close. Close at once when
