@@ -1,6 +1,6 @@
 """Requests gathered before a thread answers them: what the bytes received so far make of a
 request (whole, partial, to hand over, closed) and the reader, one thread per worker process
-with a selector that collects the requests of slow or silent clients, and waits for the next
+with an epoll that collects the requests of slow or silent clients, and waits for the next
 request of kept-alive connections, and hands each whole one to the worker's late threads
 (spaces/worker.py), so that no request thread waits on a client.
 """
@@ -8,10 +8,11 @@ import fcntl
 import os
 import queue
 import re
-import selectors
+import select
 import socket
 import struct
 import termios
+import threading
 import time
 
 # The most of a request (head and body) the reader holds for a client; a bigger one is handed
@@ -133,52 +134,74 @@ class Incoming:
 
 
 class Reader:
-    """The process's reader: one thread with a selector that collects the requests not yet
-    whole, and waits for the next request of connections kept alive, and puts each whole
-    request (or one to hand over) on `ready` for the late threads.
+    """The process's reader: one thread that waits on an epoll for the requests not yet whole
+    and for the next request of connections kept alive, and puts each whole request (or one
+    to hand over) on `ready` for the late threads.
 
-    A client whose request is not in by its deadline is closed, and so is a kept-alive
-    connection idle for `keepalive` seconds (its next request then has `timeout` seconds from
-    its first bytes, as a new connection's from its accept). Past `capacity` connections held
-    at once, the oldest idle one is closed to make room (that loses nothing: a client reopens
-    it), else the oldest incomplete request: a client that opens connections and idles on them
-    cannot crowd out the requests of others.
+    Any thread hands a connection over (`add`, `keep`) by arming it in the epoll itself, once
+    (EPOLLONESHOT: one event, then the connection is the reader's to look at); the reader
+    needs no wake-up for it. Its deadlines are kept to within WAKE_S: the reader looks at them
+    at least that often. A client whose request is not in by its deadline is closed, and so is
+    a kept-alive connection idle for `keepalive` seconds (its next request then has `timeout`
+    seconds from its first bytes, as a new connection's from its accept). Past `capacity`
+    connections held at once, the oldest idle one is closed to make room (that loses nothing:
+    a client opens another), else the oldest incomplete request: a client that opens
+    connections and idles on them cannot crowd out the requests of others.
     """
+
+    WAKE_S = 0.5
 
     def __init__(self, capacity, late_threads, log, *, timeout=None, keepalive=None):
         self.ready = queue.SimpleQueue()  # Incoming, then one None per late thread at the end
-        self._incoming = queue.SimpleQueue()  # (Incoming, whether it is an idle connection)
         # Incoming -> None, oldest (earliest deadline) first: incomplete requests, and
         # connections kept alive between requests (each dict has one limit, so insertion
-        # order is deadline order).
-        self._held, self._idle = {}, {}
+        # order is deadline order); both under `_guard`, with `_by_fd` (descriptor -> Incoming).
+        self._held, self._idle, self._by_fd = {}, {}, {}
+        self._guard = threading.Lock()
         self._capacity, self._late_threads, self._log = capacity, late_threads, log
         self._timeout, self._keepalive = timeout, keepalive
         self._running = True
         self._full = False  # the capacity was reached (and not yet half freed)
-        self._selector = selectors.DefaultSelector()
-        self._wake_out, self._wake_in = os.pipe()
+        self._epoll = select.epoll()
+        self._wake_out, self._wake_in = os.pipe()  # for `stop` only
         os.set_blocking(self._wake_in, False)
         os.set_blocking(self._wake_out, False)
-        self._selector.register(self._wake_out, selectors.EVENT_READ)
+        self._epoll.register(self._wake_out, select.EPOLLIN)
 
     def add(self, incoming):
-        """From any thread: collect this request."""
-        self._incoming.put((incoming, False))
-        self._wake()
+        """From any thread: collect the rest of this request."""
+        self._hold(incoming, self._held)
 
     def keep(self, sock, addr, server, served):
         """From any thread: wait for the next request on this connection, its answers so far
         sent, for `keepalive` seconds at most."""
-        self._incoming.put((Incoming(sock, addr, server, self._keepalive, served=served), True))
-        self._wake()
+        self._hold(Incoming(sock, addr, server, self._keepalive, served=served), self._idle)
+
+    def _hold(self, incoming, where):
+        with self._guard:
+            if not self._running:  # stopped: nobody would look at it again
+                where = None
+            else:
+                if len(self._held) + len(self._idle) >= self._capacity:
+                    self._make_room()
+                elif len(self._held) < self._capacity // 2:
+                    self._full = False
+                where[incoming] = None
+                fd = incoming.sock.fileno()
+                self._by_fd[fd] = incoming
+                self._arm(fd)
+        if where is None:
+            incoming.sock.close()
+
+    def _arm(self, fd):
+        try:
+            self._epoll.modify(fd, ARMED)
+        except FileNotFoundError:  # first time in this epoll (a closed socket left it)
+            self._epoll.register(fd, ARMED)
 
     def stop(self):
         """From any thread: close what is held; the late threads answer what is ready."""
         self._running = False
-        self._wake()
-
-    def _wake(self):
         try:
             os.write(self._wake_in, b"x")
         except BlockingIOError:  # the pipe is full: a wake-up is pending already
@@ -187,67 +210,53 @@ class Reader:
     def run(self):
         try:
             while self._running:
-                for key, _ in self._selector.select(self._wait()):
-                    if key.data is None:
+                for fd, _ in self._epoll.poll(self._wait()):
+                    if fd == self._wake_out:
                         os.read(self._wake_out, 4096)
                     else:
-                        self._receive(key.data)
-                self._take_new()
+                        self._receive(fd)
                 self._expire()
         finally:  # the wake-up pipe stays open: a request thread may still write to it
-            for incoming in self._held:
-                incoming.sock.close()
-            for incoming in self._idle:
-                self._close_idle(incoming)
-            while True:
-                try:
-                    incoming, idle = self._incoming.get_nowait()
-                except queue.Empty:
-                    break
-                if idle:
-                    self._close_idle(incoming)
-                else:
+            with self._guard:
+                self._running = False
+                for incoming in self._held:
                     incoming.sock.close()
-            self._selector.close()
+                for incoming in self._idle:
+                    self._close_idle(incoming)
+                self._held, self._idle, self._by_fd = {}, {}, {}
+            self._epoll.close()
             for _ in range(self._late_threads):
                 self.ready.put(None)
 
     def _wait(self):
-        """Seconds until the earliest deadline (None: no deadline to keep)."""
-        deadlines = [d.deadline for d in (next(iter(self._held), None),
-                                          next(iter(self._idle), None))
-                     if d is not None and d.deadline is not None]
-        if not deadlines:
-            return None
-        return max(0.0, min(deadlines) - time.monotonic())
+        """Seconds until the earliest deadline, WAKE_S at most: deadlines set by other
+        threads are seen that late at worst."""
+        wait = self.WAKE_S
+        for oldest in (next(iter(self._held), None), next(iter(self._idle), None)):
+            if oldest is not None and oldest.deadline is not None:
+                wait = min(wait, oldest.deadline - time.monotonic())
+        return max(0.0, wait)
 
-    def _receive(self, incoming):
-        idle = incoming in self._idle
-        state = incoming.receive()
-        if state is PARTIAL:
-            if idle:  # its next request has begun: it has `timeout` from now to come in
-                del self._idle[incoming]
-                incoming.deadline = time.monotonic() + self._timeout if self._timeout else None
-                self._held[incoming] = None
-            return
-        self._release(incoming)
+    def _receive(self, fd):
+        with self._guard:
+            incoming = self._by_fd.get(fd)
+            if incoming is None:  # closed meanwhile (to make room)
+                return
+            idle = incoming in self._idle
+            state = incoming.receive()
+            if state is PARTIAL:
+                if idle and incoming.data:  # its next request has begun: `timeout` from now
+                    del self._idle[incoming]
+                    incoming.deadline = time.monotonic() + self._timeout if self._timeout \
+                        else None
+                    self._held[incoming] = None
+                self._arm(fd)
+                return
+            self._release(incoming)
         if state is CLOSED:
             incoming.sock.close()
         else:
             self.ready.put(incoming)
-
-    def _take_new(self):
-        while True:
-            try:
-                incoming, idle = self._incoming.get_nowait()
-            except queue.Empty:
-                return
-            if len(self._held) + len(self._idle) >= self._capacity:
-                self._make_room()
-            elif len(self._held) < self._capacity // 2:
-                self._full = False
-            (self._idle if idle else self._held)[incoming] = None
-            self._selector.register(incoming, selectors.EVENT_READ, incoming)
 
     def _make_room(self):
         """Close the oldest idle connection, or else the oldest incomplete request."""
@@ -266,19 +275,20 @@ class Reader:
 
     def _expire(self):
         now = time.monotonic()
-        while self._held:
-            oldest = next(iter(self._held))
-            if oldest.deadline is None or oldest.deadline > now:
-                break
-            self._log.debug("Request not complete in time: closing")
-            self._release(oldest)
-            oldest.sock.close()
-        while self._idle:
-            oldest = next(iter(self._idle))
-            if oldest.deadline is None or oldest.deadline > now:
-                break
-            self._release(oldest)
-            self._close_idle(oldest)
+        with self._guard:
+            while self._held:
+                oldest = next(iter(self._held))
+                if oldest.deadline is None or oldest.deadline > now:
+                    break
+                self._log.debug("Request not complete in time: closing")
+                self._release(oldest)
+                oldest.sock.close()
+            while self._idle:
+                oldest = next(iter(self._idle))
+                if oldest.deadline is None or oldest.deadline > now:
+                    break
+                self._release(oldest)
+                self._close_idle(oldest)
 
     def _close_idle(self, incoming):
         """Close a kept-alive connection between requests, or hand over a request that came
@@ -290,9 +300,14 @@ class Reader:
             close_idle(incoming.sock, drop=state is PARTIAL and not incoming.data)
 
     def _release(self, incoming):
+        """Forget `incoming` (under `_guard`); its descriptor stays in the epoll, disarmed,
+        until it is armed again or closed."""
         if self._held.pop(incoming, self) is self:
             del self._idle[incoming]
-        self._selector.unregister(incoming)
+        del self._by_fd[incoming.sock.fileno()]
+
+
+ARMED = select.EPOLLIN | select.EPOLLONESHOT
 
 
 _ABORT = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
