@@ -161,6 +161,7 @@ class Reader:
         self._capacity, self._late_threads, self._log = capacity, late_threads, log
         self._timeout, self._keepalive = timeout, keepalive
         self._running = True
+        self._stop_at = None  # set by `stop`
         self._full = False  # the capacity was reached (and not yet half freed)
         self._epoll = select.epoll()
         self._wake_out, self._wake_in = os.pipe()  # for `stop` only
@@ -179,9 +180,8 @@ class Reader:
 
     def _hold(self, incoming, where):
         with self._guard:
-            if not self._running:  # stopped: nobody would look at it again
-                where = None
-            else:
+            held = self._running  # else stopped: nobody would look at it again
+            if held:
                 if len(self._held) + len(self._idle) >= self._capacity:
                     self._make_room()
                 elif len(self._held) < self._capacity // 2:
@@ -190,8 +190,8 @@ class Reader:
                 fd = incoming.sock.fileno()
                 self._by_fd[fd] = incoming
                 self._arm(fd)
-        if where is None:
-            incoming.sock.close()
+        if not held:
+            close_idle(incoming.sock, drop=where is self._idle)
 
     def _arm(self, fd):
         try:
@@ -199,9 +199,11 @@ class Reader:
         except FileNotFoundError:  # first time in this epoll (a closed socket left it)
             self._epoll.register(fd, ARMED)
 
-    def stop(self):
-        """From any thread: close what is held; the late threads answer what is ready."""
-        self._running = False
+    def stop(self, linger_s=0.0):
+        """From any thread: go on for `linger_s` at most, while connections are held (a request
+        that arrives on a kept one meanwhile is answered, its answer closes it), then close what
+        is held; the late threads answer what is ready."""
+        self._stop_at = time.monotonic() + linger_s
         try:
             os.write(self._wake_in, b"x")
         except BlockingIOError:  # the pipe is full: a wake-up is pending already
@@ -209,7 +211,8 @@ class Reader:
 
     def run(self):
         try:
-            while self._running:
+            while self._stop_at is None or (
+                    (self._held or self._idle) and time.monotonic() < self._stop_at):
                 for fd, _ in self._epoll.poll(self._wait()):
                     if fd == self._wake_out:
                         os.read(self._wake_out, 4096)
@@ -231,7 +234,7 @@ class Reader:
     def _wait(self):
         """Seconds until the earliest deadline, WAKE_S at most: deadlines set by other
         threads are seen that late at worst."""
-        wait = self.WAKE_S
+        wait = self.WAKE_S if self._stop_at is None else self._stop_at - time.monotonic()
         for oldest in (next(iter(self._held), None), next(iter(self._idle), None)):
             if oldest is not None and oldest.deadline is not None:
                 wait = min(wait, oldest.deadline - time.monotonic())

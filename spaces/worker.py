@@ -51,6 +51,9 @@ from .reader import HANDOVER, PARTIAL, WHOLE, Incoming, Reader
 # connections it keeps, `keepalive_requests`): no connection lives for ever, and a client that
 # keeps one busy cannot tie itself to one worker past that.
 REQUESTS_PER_CONNECTION = 1000
+# How long a stopping worker still waits for the next request on its kept connections (as
+# gunicorn's gthread does); those still idle then are closed.
+STOP_LINGER_S = 0.5
 
 # How often a thread waiting for a connection looks at `alive`: a stopping worker waits this long
 # for its idle threads (10 wake-ups a second per idle thread cost ~0.1 % of a core).
@@ -109,7 +112,10 @@ class AcceptingThreadsWorker(Worker):
             thread.start()
         self._watch()
         self.alive = False
-        self._reader.stop()  # requests already whole are still answered
+        # Requests already whole are still answered, and so is the next request on a kept
+        # connection for a moment (its answer closes it): a proxy that was sending one on it
+        # has it answered, not cut.
+        self._reader.stop(min(STOP_LINGER_S, self.cfg.graceful_timeout / 2))
         deadline = time.monotonic() + self.cfg.graceful_timeout
         for thread in threads + list(self._stream_threads):
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -225,7 +231,7 @@ class AcceptingThreadsWorker(Worker):
     def _next_request(self, incoming, parser, conn):
         """After an answer that keeps the connection: the next request if it is whole here
         already, else None (the reader waits for it, or for the rest of it)."""
-        if not self.alive or not parser.finish_body():  # (the body is all in: no wait)
+        if not parser.finish_body():  # (the body is all in: no wait)
             conn.close_connection()
             return None
         ahead = parser.unreader.buf.getvalue() + conn.release()
