@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("approvals", "chat", "emulators", "github", "hermes", "relay", "runtime")
+SCRIPTS = ("approvals", "chat", "emulators", "github", "hermes", "locks", "relay", "runtime")
 
 
 def main(argv):

@@ -9,10 +9,12 @@ from filelock import lock_descriptor
 
 TMP_SUFFIX = ".tmp"
 READ_CHUNK = 65536
-# How often a wait for a lock that another process holds tries again. A post holds its thread's
-# lock for its two fsyncs (a few ms); bench/locks.py measures two processes posting to one
-# thread and one address for each interval.
-POLL_S = 0.001
+# How often a wait for a lock that another process holds tries again. A post holds its address's
+# window and its thread's lock for its two fsyncs (2-5 ms): a wait then costs that and one
+# interval at most. bench/locks.py (bursts of 16 posts from two processes to one thread and one
+# address): 0.2-1 ms ended no burst sooner than 2 ms and tried up to ten times as often; 5 ms
+# and filelock's default 50 ms made the bursts longer (the longest post 200 ms at 50 ms).
+POLL_S = 0.002
 
 
 class _Process:
