@@ -11,13 +11,39 @@ from .servers import REPO
 VENV_BIN = os.path.dirname(os.path.abspath(sys.executable))
 
 
-def sh_blocks(readme_path, after=None):
-    """Every ```sh block of the README (a path from the repository root), in order; only those
-    after the line holding `after` when given."""
+def readmes():
+    """Every README of the checkout (tracked or new, not ignored), as paths from the root."""
+    found = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard",
+                            "*README.md"], cwd=REPO, capture_output=True, text=True, check=True)
+    return sorted(found.stdout.split())
+
+
+def sh_blocks(readme_path, section=None):
+    """Every ```sh block of the README (a path from the repository root), in order; with
+    `section` (a heading line, "## Using the emulators") only those under that heading, up to
+    the next heading of its level or above."""
     readme = (REPO / readme_path).read_text()
-    if after is not None:
-        readme = readme[readme.index(after):]
+    if section is not None:
+        readme = _section(readme, section)
     return re.findall(r"```sh\n(.*?)```", readme, re.S)
+
+
+def _section(text, heading):
+    """The lines from `heading` to the next heading of its level or above (code blocks, whose
+    `# comments` look like headings, are skipped)."""
+    level = len(heading.split(" ")[0])
+    lines, inside, fenced = [], False, False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.rstrip("\n") == heading:
+            inside = True
+        elif not fenced and inside and re.match(rf"#{{1,{level}}} ", line):
+            break
+        if inside:
+            lines.append(line)
+    assert inside, f"no heading {heading!r}"
+    return "".join(lines)
 
 
 def user_env(**extra):

@@ -2,14 +2,17 @@
 import re
 from pathlib import Path
 
+from testkit.shell import readmes
+
 REPO = Path(__file__).resolve().parent.parent
+READMES = [REPO / readme for readme in readmes()]
 
 MARKDOWN_LINK = re.compile(r"\]\(([^)#\s]+)[^)]*\)|`(\.\./[^`]*)`")
 
 
 def test_no_readme_points_outside_the_repository():
     """A user's clone has nothing beside the repository: every relative link or path stays in."""
-    for readme in [REPO / "README.md", *sorted((REPO / "emulators").rglob("README.md"))]:
+    for readme in READMES:
         text = readme.read_text()
         for match in MARKDOWN_LINK.finditer(text):
             target = match.group(1) or match.group(2)
@@ -17,6 +20,22 @@ def test_no_readme_points_outside_the_repository():
                 continue  # a URL
             resolved = (readme.parent / target).resolve()
             assert resolved.is_relative_to(REPO) and resolved.exists(), (readme, target)
+
+
+def heading_anchors(markdown):
+    """The anchors GitHub gives a page's headings (lower case, punctuation dropped, spaces to
+    hyphens; code fences skipped)."""
+    prose = re.sub(r"^```.*?^```", "", markdown, flags=re.S | re.M)
+    headings = re.findall(r"^#+ (.+)$", prose, re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_link_to_a_section_finds_it():
+    """A manual links to another's section instead of repeating it: the section is there."""
+    for readme in READMES:
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)#([^)\s]+)\)", readme.read_text()):
+            page = (readme.parent / target) if target else readme
+            assert anchor in heading_anchors(page.read_text()), (readme, target, anchor)
 
 
 def test_the_hermes_readme_calls_no_served_route_unserved(tmp_path):
@@ -44,6 +63,6 @@ def test_commands_in_the_readmes_name_the_venv():
     README shows runs the venv's interpreter or console script."""
     bare = re.compile(r"(?<![\w/.-])(python -m |gunicorn (-c|wsgi))|(?<![\w/.-])(?<!-m )"
                       r"emulators serve")
-    for readme in [REPO / "README.md", *sorted((REPO / "emulators").rglob("README.md"))]:
+    for readme in READMES:
         for number, line in enumerate(readme.read_text().splitlines(), 1):
             assert not bare.search(line), f"{readme.relative_to(REPO)}:{number}: {line}"

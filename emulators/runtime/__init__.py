@@ -1,5 +1,5 @@
 """The shared emulator runtime: namespaces, clock, faults, journal and timeline in one SQLite
-database every worker shares. Services plug in with `Service` (see emulators/README.md)."""
+database every worker shares. Services plug in with `Service` (see emulators/runtime/README.md)."""
 from .app import Runtime, add_fallback_handlers
 from .errors import AdminError, ConnectionDropped, DroppedByFault, EmulatorError
 from .fleet.start import start_fleet

@@ -56,7 +56,7 @@ class Runtime:
         self.credentials, self.matcher = emulator.credentials, emulator.matcher
         self.webhooks = emulator.webhooks
         self.touch, self.namespaces = emulator.touch, emulator.namespaces
-        self.instance, self.reset = emulator.instance, emulator.reset
+        self.instance, self.reset, self.close = emulator.instance, emulator.reset, emulator.close
         self._on_log = guarded_sink(emulator.settings.on_log)  # None: nothing per request
         self._checked = set()  # namespaces of provider requests that passed the pattern
         self._stamps = {}

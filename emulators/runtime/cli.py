@@ -54,7 +54,7 @@ options in detail:
                        host is printed bracketed: http://[::1]:8827
   --db FILE            SQLite file holding all state, shared with gunicorn workers and
                        other processes using the same file; default $EMULATORS_DB, else
-                       var/emulators.sqlite3
+                       var/emulators.sqlite3 in the working directory
   --admin-key KEY      lock the admin plane: every /__admin route except health needs the
                        header x-mockingbird-admin-key: KEY; default $EMULATORS_ADMIN_KEY,
                        else open (provider routes never need it)
@@ -108,7 +108,7 @@ a fleet (--config FILE instead of a service):
   and GET <control>/__admin/health (200 when every service is ready, else 503)
 
 environment:
-  EMULATORS_DB            SQLite file of all emulator state (default var/emulators.sqlite3)
+  EMULATORS_DB            SQLite file of all emulator state (default ./var/emulators.sqlite3)
   EMULATORS_ADMIN_KEY     as --admin-key (health and the /ui page stay open)
   EMULATORS_ADMIN_PREFIX  as --admin-prefix
   each service reads its own variables too (hermes: HERMES_EMULATOR_API_KEY, CORS

@@ -106,6 +106,15 @@ class Emulator:
         return Instance(self, namespace, branch, storage_key(namespace, branch), method=method,
                         base_url=base_url, hits=hits)
 
+    def close(self):
+        """Stop and join every thread this emulator started in this process (the webhook
+        dispatcher, a journal drain) and close this thread's connection; the state stays in
+        the database."""
+        if self.webhooks is not None:
+            self.webhooks.close()
+        self.journal.close()
+        self.db.close()
+
     def reset(self, namespace=None, keep=()):
         """Reset one namespace (or every namespace when None); `keep` names parts to spare."""
         targets = self.namespaces() if namespace is None else [namespace]

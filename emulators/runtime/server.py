@@ -3,6 +3,7 @@ import dataclasses
 import functools
 import os
 import shutil
+import socket
 import socketserver
 import tempfile
 import threading
@@ -27,8 +28,35 @@ class _Handler(WSGIRequestHandler):
 
 
 class _Server(socketserver.ThreadingMixIn, WSGIServer):
+    """Keeps its request threads (ThreadingMixIn joins them in server_close) and their open
+    connections, so closing can end a stream that would otherwise hold its thread."""
+
     daemon_threads = True
     allow_reuse_address = True
+    block_on_close = True
+
+    def server_activate(self):
+        super().server_activate()
+        self.connections = set()
+        self.connections_lock = threading.Lock()
+
+    def process_request_thread(self, request, client_address):
+        with self.connections_lock:
+            self.connections.add(request)
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self.connections_lock:
+                self.connections.discard(request)
+
+    def end_connections(self):
+        """Shut every open connection down: a streaming answer fails at its next write."""
+        with self.connections_lock:
+            for sock in self.connections:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
 
 class Listener:
@@ -50,14 +78,24 @@ class Listener:
         self._thread.join()
 
     def close(self):
-        """Stop accepting connections and release the port."""
+        """Stop accepting connections, end the open ones, join every thread the listener
+        started (its accept loop, each request's) and release the port.
+
+        A request thread ends when its answer does; a stream notices its closed connection
+        at its next write (a Hermes run stream writes at least a keepalive every 30 s).
+        """
         if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
-            self._thread.join(timeout=5)
-            self._httpd = None
-            if self._cleanup:
-                self._cleanup()
+            httpd, self._httpd = self._httpd, None
+            httpd.shutdown()
+            self._thread.join()
+            httpd.end_connections()
+            httpd.server_close()  # joins the request threads
+            self._closed()
+
+    def _closed(self):
+        """After every thread has ended: what the owner still holds goes."""
+        if self._cleanup:
+            self._cleanup()
 
     def __enter__(self):
         return self
@@ -67,8 +105,8 @@ class Listener:
 
 
 class Server(Listener):
-    """A running emulator: `url`, `admin_url`, `runtime`, `reset()`, `close()`; a context
-    manager."""
+    """A running emulator: `url`, `admin_url`, `runtime`, `reset()`, `close()` (every thread
+    it started, the runtime's included, joined before it returns); a context manager."""
 
     def __init__(self, app, runtime, host="127.0.0.1", port=0, cleanup=None):
         super().__init__(app, host, port, name=f"emulator-{runtime.name}", cleanup=cleanup)
@@ -78,6 +116,10 @@ class Server(Listener):
     def reset(self, namespace=None):
         """Reset one namespace, or every namespace when None."""
         return self.runtime.reset(namespace)
+
+    def _closed(self):
+        self.runtime.close()  # its webhook dispatcher and journal drain, joined
+        super()._closed()
 
     def __repr__(self):
         return f"<emulator {self.runtime.name} at {self.url}>"

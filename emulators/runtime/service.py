@@ -1,4 +1,4 @@
-"""`Service`: what a service hands to the runtime (see emulators/README.md for the contract)."""
+"""`Service`: what a service hands to the runtime (see emulators/runtime/README.md for the contract)."""
 from dataclasses import dataclass
 
 

@@ -1,14 +1,20 @@
 """Emulator runtime settings; `Settings.from_env` is the only reader of EMULATORS_* variables."""
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
 from .bodies import MAX_ADMIN_BODY, MAX_BODY
 from .mount import PREFIX
 
-REPO = Path(__file__).resolve().parent.parent.parent
-DEFAULT_DB = str(REPO / "var" / "emulators.sqlite3")
+# In the working directory, never beside the code: a pip-installed package lives in
+# site-packages, which may be read-only and is shared by every project of the environment.
+DEFAULT_DB = os.path.join("var", "emulators.sqlite3")
 DEFAULT_ADMIN_PREFIX = "/__admin"
+
+
+def default_db():
+    """`var/emulators.sqlite3` under the working directory, as an absolute path."""
+    return os.path.abspath(DEFAULT_DB)
 
 
 @dataclass(frozen=True)
@@ -19,7 +25,7 @@ class Settings:
     (without `at`); an exception it raises is logged and the request goes on.
     """
 
-    db: str = DEFAULT_DB
+    db: str = field(default_factory=default_db)
     admin_key: str | None = None
     admin_prefix: str = DEFAULT_ADMIN_PREFIX
     journal_size: int = 1000
@@ -38,7 +44,7 @@ class Settings:
         if not PREFIX.match(prefix):
             raise ValueError("EMULATORS_ADMIN_PREFIX must be an absolute path of plain segments"
                              f" without a trailing slash, like /__admin (got {prefix!r})")
-        return cls(db=environ.get("EMULATORS_DB") or DEFAULT_DB,
+        return cls(db=environ.get("EMULATORS_DB") or default_db(),
                    admin_key=environ.get("EMULATORS_ADMIN_KEY") or None,
                    admin_prefix=prefix,
                    max_body=_byte_count(environ, "EMULATORS_MAX_BODY", MAX_BODY),

@@ -107,6 +107,7 @@ class WebhookHub:
         self._wake = threading.Event()
         self._thread = None
         self._lock = threading.Lock()
+        self._closed = False  # close(): this process's dispatcher is stopped for good
         self.resumed = False  # set by this process's first resume(); cleared in a forked child
         os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
 
@@ -117,11 +118,13 @@ class WebhookHub:
         return [{"id": r[0], "url": r[1], "secret": "(set)" if r[2] is not None else None,
                  "events": json.loads(r[3])} for r in rows]
 
-    def put_endpoints(self, namespace, items):
-        """Replace the namespace's endpoints; return the new ones with their ids."""
+    def put_endpoints(self, namespace, items, *, keep=False):
+        """Replace the namespace's endpoints (add them to those there with `keep`); return the
+        new ones with their ids."""
         with self.db.transaction():
-            self.db.execute("DELETE FROM webhook_endpoints WHERE service=? AND namespace=?",
-                            (self.service, namespace))
+            if not keep:
+                self.db.execute("DELETE FROM webhook_endpoints WHERE service=? AND"
+                                " namespace=?", (self.service, namespace))
             added = []
             for item in items:
                 cursor = self.db.execute(
@@ -259,12 +262,13 @@ class WebhookHub:
     def run_due(self):
         """Send every due delivery, in order per namespace; return how many were attempted."""
         sent = 0
-        while True:
+        while not self._closed:
             claimed = self._claim()
             if claimed is None:
                 return sent
             self._deliver(*claimed)
             sent += 1
+        return sent
 
     def _claim(self):
         """Take the oldest due delivery of a namespace with nothing in flight (or None).
@@ -356,6 +360,8 @@ class WebhookHub:
         if not self.dispatch:
             return
         with self._lock:
+            if self._closed:
+                return
             self._wake.set()
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._dispatch, daemon=True,
@@ -369,6 +375,8 @@ class WebhookHub:
         while True:
             self._wake.wait(timeout=POLL_S)
             self._wake.clear()
+            if self._closed:
+                return
             try:
                 self.run_due()
                 idle = 0 if self.pending() else idle + 1
@@ -379,6 +387,18 @@ class WebhookHub:
                     if not self._wake.is_set():  # a wake() in between keeps this thread on
                         self._thread = None
                         return
+
+
+    def close(self):
+        """Stop this process's dispatcher and wait for it: a delivery in flight ends first
+        (within SEND_TIMEOUT_S), the rest stay queued in the database; no later wake() starts
+        one. The server closing its emulator calls it, so no thread outlives the server."""
+        with self._lock:
+            self._closed = True
+            thread, self._thread = self._thread, None
+            self._wake.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
 
 def _forked(hub_ref):

@@ -1,18 +1,43 @@
-"""The README's shell blocks work as written, top to bottom, as a user runs them on a fresh
+"""Every README's shell blocks work as written, top to bottom, as a user runs them on a fresh
 clone: in one bash, from the checkout, with no virtualenv activated (a bare `python` there has
-none of the dependencies). Only the port and the data folder differ. (Each emulator README has
-the same test beside the emulator's tests.)"""
+none of the dependencies). Only the port and the data folder differ. The chat's and the host
+side's manuals run here, one after the other in one shell (the host commands answer the thread
+the chat's example left); each emulator README has the same test beside the emulator's tests,
+and a test here checks that no README with a shell block is left out."""
 import re
 import shutil
 import subprocess
 
 import pytest
 
-from testkit.servers import gunicorn
-from testkit.shell import run_as_user, sh_blocks, user_env
+from testkit.servers import REPO, gunicorn
+from testkit.shell import readmes, run_as_user, sh_blocks, user_env
 
-pytestmark = [pytest.mark.gunicorn,
-              pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")]
+needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+
+# The manuals run here, in this order, in one shell.
+RUN_HERE = ("spaces/newos4/README.md", "spaces/newos4/relay/README.md")
+# The READMEs whose shell blocks a test beside their code runs.
+# (emulators/README.md's "Use them from your project" runs in a project of its own:
+# tests/integration/test_user_project.py)
+RUN_BESIDE = {"emulators/README.md": "tests/emulators/runtime/fleet/test_start.py",
+              "emulators/hermes/README.md": "tests/emulators/hermes/test_readme.py",
+              "emulators/github/README.md": "tests/emulators/github/test_readme.py"}
+FRONT_PAGE = "README.md"  # its one shell block is the quick start, which the fixture plays
+
+
+def test_every_readme_with_a_shell_block_is_run():
+    with_blocks = {readme for readme in readmes() if sh_blocks(readme)}
+    assert with_blocks == {FRONT_PAGE, *RUN_HERE, *RUN_BESIDE}
+    for readme, test in RUN_BESIDE.items():
+        assert f'sh_blocks("{readme}"' in (REPO / test).read_text(), (readme, test)
+
+
+def test_the_front_pages_only_shell_block_is_the_quick_start():
+    """The fixture below starts the server as `make serve` does: nothing else may hide there."""
+    (block,) = sh_blocks(FRONT_PAGE)
+    assert [line.split("#")[0].strip() for line in block.splitlines()] == \
+        ["make serve", "make test"]
 
 
 def test_a_bare_python_is_not_the_venv_here():
@@ -27,14 +52,17 @@ def test_a_bare_python_is_not_the_venv_here():
     assert b"No module named 'falcon'" in done.stderr
 
 
-def test_the_readme_runs_top_to_bottom(tmp_path):
-    """Every shell block after the quick start, in one shell, beside a server started as
-    `make serve` starts it (the quick start's block, which the fixture plays)."""
+@needs_curl
+@pytest.mark.gunicorn
+def test_the_manuals_run_top_to_bottom(tmp_path):
+    """Every shell block of the chat's and the host side's manuals, in one shell, beside a
+    server started as `make serve` starts it (the front page's quick start, which the fixture
+    plays)."""
     data = tmp_path / "data"
     env = {"NEWOS4_DATA_DIR": str(data), "EMULATORS_DB": str(tmp_path / "e.db")}
     with gunicorn(env=env, workers=2) as url:
         port = url.rsplit(":", 1)[1]
-        script = "\n".join(sh_blocks("README.md", after="## The chat service"))
+        script = "\n".join(block for readme in RUN_HERE for block in sh_blocks(readme))
         script = script.replace("spaces/newos4/data", str(data))
         done = run_as_user(script, user_env(**env), ports={8000: port})
     out = done.stdout

@@ -1,5 +1,5 @@
-"""Every row of the frozen chat contract and every decision where it was silent (README.md,
-"The chat service"), over the WSGI app."""
+"""Every row of the frozen chat contract and every decision where it was silent (the chat's
+manual, spaces/newos4/README.md), over the WSGI app."""
 import json
 import re
 

@@ -1,6 +1,6 @@
 """The webhook admin routes (`/webhook-endpoints`, `/webhooks...`) over the service's hub
 (runtime/webhooks.py), present only when the service has one."""
-from ..webhooks import parse_endpoints
+from ..webhooks import WebhookError, parse_endpoints
 
 
 class WebhookRoutes:
@@ -19,6 +19,7 @@ class WebhookRoutes:
                 ("POST", "/webhooks/flush", self.flush),
                 ("POST", "/webhooks/faults", self.fault),
                 ("GET", "/webhook-endpoints", self.endpoints),
+                ("POST", "/webhook-endpoints", self.add_endpoint),
                 ("PUT", "/webhook-endpoints", self.put_endpoints),
                 ("DELETE", "/webhook-endpoints", self.delete_endpoints)]
 
@@ -47,14 +48,28 @@ class WebhookRoutes:
     def put_endpoints(self, request):
         """Replace the endpoints; each new one is sent the service's `ping`."""
         added = self.hub.put_endpoints(request.namespace, parse_endpoints(request.body))
+        self._ping(request.namespace, added)
+        return 200, {"endpoints": self.hub.endpoints(request.namespace)}
+
+    def add_endpoint(self, request):
+        """Add one endpoint `{url, secret?, events?}` beside the others (201, with its id);
+        it is sent the service's `ping`."""
+        body = request.body
+        if not isinstance(body, dict):
+            raise WebhookError("expected {url, secret?, events?}")
+        added = self.hub.put_endpoints(request.namespace, parse_endpoints([body]), keep=True)
+        self._ping(request.namespace, added)
+        (endpoint,) = added
+        return 201, {**endpoint, "secret": "(set)" if endpoint["secret"] is not None else None}
+
+    def _ping(self, namespace, added):
         ping = self.emulator.service.webhook_ping
         if ping is not None:
-            instance = self.emulator.instance(request.namespace)
+            instance = self.emulator.instance(namespace)
             for endpoint in added:
                 event, payload = ping(instance, endpoint)
-                self.hub.emit(request.namespace, event, payload, created_ms=instance.now_ms(),
+                self.hub.emit(namespace, event, payload, created_ms=instance.now_ms(),
                               endpoint=endpoint["id"])
-        return 200, {"endpoints": self.hub.endpoints(request.namespace)}
 
     def delete_endpoints(self, request):
         self.hub.delete_endpoints(request.namespace)

@@ -1,2 +1,2 @@
 """A fleet: several services in one process, each on its own port, and a control listener that
-steers one namespace across them all (emulators/README.md, "The fleet")."""
+steers one namespace across them all (emulators/runtime/README.md, "The fleet")."""

@@ -52,6 +52,7 @@ class Journal:
         self._segments = for_database(db)
         self._segments.sizes[service] = size
         self._draining = threading.Lock()
+        self._drainer = None  # the thread draining a full segment, joined by close()
 
     def record(self, entry, at_ms):
         """Append one entry to this process's segment (after a mutation's commit, before its
@@ -65,9 +66,16 @@ class Journal:
             entry.get("operationId"), entry["status"], entry["durationMs"],
             entry.get("faultId"), extra))
         if full and self._draining.acquire(blocking=False):
-            threading.Thread(target=self._drain_in_background, daemon=True,
-                             name=f"emulators-journal-{self._service}").start()
+            self._drainer = threading.Thread(target=self._drain_in_background, daemon=True,
+                                             name=f"emulators-journal-{self._service}")
+            self._drainer.start()
         return seq
+
+    def close(self):
+        """Wait for a background drain to finish (what it drained is committed)."""
+        drainer = self._drainer
+        if drainer is not None and drainer is not threading.current_thread():
+            drainer.join()
 
     def _drain_in_background(self):
         try:

@@ -1,4 +1,5 @@
-"""The pytest fixtures serve the registered emulators; wsgi.py mounts them beside the chat app."""
+"""The pytest fixtures (loaded by the package's entry point) serve the registered emulators;
+wsgi.py mounts them beside the chat app."""
 import importlib
 
 import requests
@@ -10,10 +11,12 @@ def test_github_fixture_serves_github_and_resets_between_tests(github_emulator):
     assert health["service"] == "github"
     requests.post(github_emulator.admin_url + "/clock", json={"set": 5, "freeze": True})
     assert requests.get(github_emulator.admin_url + "/clock").json()["now"] == 5
+    github_emulator.namespace("taken").clock(set=7, freeze=True)
 
 
 def test_github_fixture_again_starts_clean(github_emulator):
     assert requests.get(github_emulator.admin_url + "/clock").json()["frozen"] is False
+    assert github_emulator.namespace("taken").clock()["frozen"] is False  # wiped after its test
 
 
 def test_hermes_fixture_serves_hermes(hermes_emulator):

@@ -111,3 +111,32 @@ def test_cli_serves_until_signalled(monkeypatch, tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"counter emulator listening on {url}" in out
     assert f"counter admin ui: {url}/__admin/ui" in out
+
+
+CLOSE_CYCLES = """
+import threading
+import requests
+from emulators import load
+from emulators.runtime import serve
+from testkit.webhook_receiver import Receiver
+
+receiver = Receiver()
+before = set(threading.enumerate())
+for cycle in range(20):
+    server = serve(load("github"))
+    requests.put(server.admin_url + "/webhook-endpoints", json=[{"url": receiver.url}])
+    requests.post(server.admin_url + "/github/repositories", json={"owner": "o", "name": "r"})
+    server.close()  # the ping may still be queued: the dispatcher is mid-round or polling
+    stray = set(threading.enumerate()) - before
+    assert not stray, (cycle, stray)
+print("closed", cycle + 1)
+"""
+
+
+def test_twenty_close_cycles_leave_no_thread_and_print_nothing():
+    """Each close joins every thread the server started, its webhook dispatcher included, so
+    nothing runs on into the interpreter's exit (where a dispatcher once met a closed lock
+    file: `fcntl.flock ... Bad file descriptor` after a passing run)."""
+    done = subprocess.run([sys.executable, "-c", CLOSE_CYCLES], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "closed 20\n", "")

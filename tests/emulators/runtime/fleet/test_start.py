@@ -181,7 +181,7 @@ def test_the_readme_runs_top_to_bottom_as_a_user_runs_it(tmp_path):
     """Both walk-throughs of emulators/README.md in one shell with no venv activated: the
     first starts and stops its GitHub emulator, so the fleet then finds its ports free."""
     ports = {8827: unused_port(), 8828: unused_port(), 8829: unused_port()}
-    done = run_as_user("\n".join(sh_blocks("emulators/README.md")),
+    done = run_as_user("\n".join(sh_blocks("emulators/README.md", "## Using the emulators")),
                        user_env(TMPDIR=str(tmp_path)), ports)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines()
