@@ -2,10 +2,9 @@
 
 Each worker process runs `threads` request threads. A request thread waits in a blocking
 accept(), takes what the client has sent so far without waiting, and when that is the whole
-request (as it is from a reverse proxy), answers it and closes the connection (the proxy opens
-one per request), with plain blocking calls: no selector, no thread pool, no futures queue.
-A request not yet whole goes to the process's reader: one thread with a selector that collects
-requests from slow or silent clients (each must be in within `timeout` seconds of its accept,
+request (as it is from a reverse proxy), answers it, with plain blocking calls: no selector,
+no thread pool, no futures queue. A request not yet whole goes to the process's reader: one
+thread with an epoll that collects requests from slow or silent clients (each must be in within `timeout` seconds of its accept,
 else its connection is closed) and hands each whole one to the process's `threads` late
 threads. So a request thread never waits on a client, and a slow client costs a socket and
 its bytes so far, not a thread (the reader is spaces/reader.py). A request bigger than the
@@ -18,11 +17,13 @@ whose request threads are all busy accepts nothing: the kernel gives new connect
 thread waiting elsewhere.
 
 A connection is kept alive after an answer (HTTP/1.1, or a client that asks; `keepalive` not
-0): it goes back to the reader, which waits for its next request in the same selector, so an
-idle connection holds no thread either; it is closed after `keepalive` idle seconds, after
-REQUESTS_PER_CONNECTION answers, when the reader needs room for others, and when the worker
-stops (a stopping worker's answers say `Connection: close`). A request read ahead behind
-another (pipelined) is answered next by the same thread.
+0): the thread that answered gives it back to the reader, which waits for its next request in
+the same epoll (a late thread answers it), so an idle connection holds no thread either. It
+is closed after `keepalive` idle seconds, after REQUESTS_PER_CONNECTION answers, when the
+reader needs room for others (idle connections go first), and when the worker stops (its
+answers then say `Connection: close`; see `run`). A request read ahead behind another
+(pipelined) is answered next by the same thread. A request whose body was still arriving
+closes its connection after the answer.
 
 Why not gunicorn's `gthread`: behind nginx its selector, pool and queue cost more CPU per idle
 poll than the whole chat app, and each of its threads is one more to share the GIL with
