@@ -176,9 +176,11 @@ class AcceptingThreadsWorker(Worker):
         """A late thread: answers the requests the reader hands over, one at a time."""
         try:
             while (incoming := self._reader.ready.get()) is not None:
-                incoming.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
-                                         self._client_timeout)
-                self._answer(incoming, more=incoming.state() is not WHOLE)
+                more = incoming.state() is not WHOLE
+                if more:  # (a whole request is read without waiting: no timeout to set)
+                    incoming.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                                             self._client_timeout)
+                self._answer(incoming, more)
         except BaseException as exc:
             self._died(exc)
 
