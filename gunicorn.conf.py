@@ -25,14 +25,17 @@ workers = min(4, multiprocessing.cpu_count() * 2 + 1)
 # 4 threads 0.48 / 0.76, 6 threads 0.45 / 0.72). gthread spends more CPU per request in its
 # selector, pool and queue than our app does; fewer threads share the GIL with fewer others.
 worker_class = AcceptingThreadsWorker
-# Posts wait on two fsyncs each; a few threads keep several in flight (a thread waiting on the
-# disk leaves the GIL to the others), and more only add GIL contention. Posts/s as a share of
-# PHP's in interleaved runs: 1 thread 0.57; 2 threads 0.76, 0.84; 3 threads 0.75, 0.91, 0.82;
-# 4 threads 0.80, 0.82, 0.66; 5 threads 0.80; 6 threads 0.72, 0.80; 8 threads 0.73 (noise
-# +-0.08). CPU per post behind nginx: 3 threads 730-760 us, 4 threads 860-870 us, 2 threads
-# 810-830 us (fewer posts in flight). Idle polls: 3 and 4 threads alike (0.45, 0.47).
-# As many late threads answer the requests of slow clients once they are whole.
-threads = 3
+# Posts wait on two fsyncs each; threads keep several in flight (a thread waiting on the disk
+# leaves the GIL to the others), and too many only add GIL contention. With a connection per
+# request (nginx without `keepalive`), posts/s as a share of PHP's: 1 thread 0.57; 2 threads
+# 0.76, 0.84; 3 threads 0.75, 0.91, 0.82; 4 threads 0.80, 0.82, 0.66; 6 threads 0.72, 0.80;
+# 8 threads 0.73 (noise +-0.08). Behind nginx's kept connections the late threads answer nearly
+# every request; medians of 8-10 interleaved 1-s slices beside php-fpm with 16 children, posts
+# then idle polls: 3 threads 0.73-0.96 / 0.62-0.78; 4 threads 0.88-1.07 / 1.07; 6 threads
+# 0.84-1.02 / 0.70-1.29; 8 threads 0.69-0.74 (posts). Those runs shared the 2 cores with other
+# work, where more threads are also a larger share of a busy machine.
+# As many late threads answer the requests of slow clients and of kept connections.
+threads = 6
 # Per worker process: event streams that get a thread of their own (past that, the thread that
 # answered streams it; streams never occupy the `threads`), and slow clients' requests the
 # reader holds at once (past that, the oldest is closed). gunicorn's default.
