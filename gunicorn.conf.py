@@ -4,8 +4,9 @@ the chat alone, behind the README's nginx) and `... wsgi:application` (`make ser
 Our own worker (spaces/worker.py): threads that each accept a connection and answer its request
 once it is whole (a reader thread collects the requests of slow clients, and waits for the next
 request on kept-alive connections), and event streams (Hermes emulator) in threads of their
-own, so neither slow clients, idle connections nor streams hold a request thread; several workers because all shared state is on disk (thread files,
-SQLite). Needs gunicorn 26 or later (setup.cfg).
+own, so neither slow clients, idle connections nor streams hold a request thread; several
+workers because all shared state is on disk (thread files, SQLite). Needs gunicorn 26 or later
+(setup.cfg).
 Override any setting on the command line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS.
 Figures: the chat service as shipped beside a PHP build of the same contract (16 php-fpm
 children) behind the same nginx, on a 2-core machine, `-w 2`, medians of interleaved 1-s slices.

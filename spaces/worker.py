@@ -4,10 +4,11 @@ Each worker process runs `threads` request threads. A request thread waits in a 
 accept(), takes what the client has sent so far without waiting, and when that is the whole
 request (as it is from a reverse proxy), answers it, with plain blocking calls: no selector,
 no thread pool, no futures queue. A request not yet whole goes to the process's reader: one
-thread with an epoll that collects requests from slow or silent clients (each must be in within `timeout` seconds of its accept,
-else its connection is closed) and hands each whole one to the process's `threads` late
-threads. So a request thread never waits on a client, and a slow client costs a socket and
-its bytes so far, not a thread (the reader is spaces/reader.py). A request bigger than the
+thread with an epoll that collects requests from slow or silent clients (each must be in
+within `timeout` seconds of its accept, else its connection is closed) and hands each whole
+one to the process's `threads` late threads. So a request thread never waits on a client, and
+a slow client costs a socket and its bytes so far, not a thread (the reader is
+spaces/reader.py). A request bigger than the
 reader's buffer, or one whose client waits for `100 Continue`, is handed over as soon as its
 head is in, and a late thread reads its body as it arrives. An answer that streams (a Hermes
 event stream: an iterator, not a list) is handed to a thread of its own, so streams never
@@ -68,7 +69,8 @@ GONE = {errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN}  # the client left: nothi
 
 
 class AcceptingThreadsWorker(Worker):
-    """Request threads that each accept, answer and close one connection at a time."""
+    """Request threads that accept connections and answer whole requests, late threads that
+    answer the requests the reader gathers (of slow clients, and of kept connections)."""
 
     def init_process(self):
         self.cfg = SettledConfig(self.cfg)
@@ -234,10 +236,14 @@ class AcceptingThreadsWorker(Worker):
     def _next_request(self, incoming, parser, conn):
         """After an answer that keeps the connection: the next request if it is whole here
         already, else None (the reader waits for it, or for the rest of it)."""
-        if not parser.finish_body():  # (the body is all in: no wait)
+        try:
+            drained = parser.finish_body()  # (the body is all in: no wait)
+            ahead = parser.unreader.buf.getvalue() + conn.release() if drained else None
+        except (OSError, http.errors.ParseException):  # the client left; a body gone wrong
+            ahead = None
+        if ahead is None:
             conn.close_connection()
             return None
-        ahead = parser.unreader.buf.getvalue() + conn.release()
         served = incoming.served + 1
         if not ahead:
             self._reader.keep(incoming.sock, incoming.addr, incoming.server, served)
