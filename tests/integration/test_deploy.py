@@ -169,14 +169,14 @@ def test_kept_connections_survive_a_graceful_reload_and_worker_restarts_without_
         tmp_path):
     """nginx keeps its connections to gunicorn (the site's upstream `keepalive`). Under a steady
     load of posts and polls through the site, gunicorn reloads twice (HUP: new workers, the old
-    ones stop gracefully) and its workers restart every 50 requests (`max_requests`): every
+    ones stop gracefully) and its workers restart every 20 requests (`max_requests`): every
     request is answered, none with a 502, and nginx still holds connections to gunicorn."""
     needs("nginx")
     pidfile = tmp_path / "gunicorn.pid"
     env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "NEWOS4_TRUSTED_PROXIES": "127.0.0.2",
            "NEWOS4_RATE_IP": "1000000", "NEWOS4_RATE_THREAD": "1000000"}
     with gunicorn(PRODUCTION, env=env, workers=2, threads=None,
-                  extra_args=["--pid", str(pidfile), "--max-requests", "50"]) as upstream:
+                  extra_args=["--pid", str(pidfile), "--max-requests", "20"]) as upstream:
         master = int(pidfile.read_text())
         with nginx_site(tmp_path, upstream) as url:
             statuses, workers, stop = collections.Counter(), set(), time.monotonic() + 4
