@@ -1,11 +1,12 @@
 """Gunicorn settings for `gunicorn -c gunicorn.conf.py spaces.newos4.wsgi:application` (production:
 the chat alone, behind the README's nginx) and `... wsgi:application` (`make serve`: the monolith).
 
-Our own worker (spaces/worker.py): threads that each accept, answer and close one connection
-once its whole request is in (a reader thread collects the requests of slow clients), and
-event streams (Hermes emulator) in threads of their own, so neither slow clients nor streams
-hold a request thread; several workers because all shared state is on disk (thread files,
-SQLite). Needs gunicorn 26 or later (setup.cfg).
+Our own worker (spaces/worker.py): threads that each accept a connection and answer its request
+once it is whole (a reader thread collects the requests of slow clients, and waits for the next
+request on kept-alive connections), and event streams (Hermes emulator) in threads of their
+own, so neither slow clients, idle connections nor streams hold a request thread; several
+workers because all shared state is on disk (thread files, SQLite). Needs gunicorn 26 or later
+(setup.cfg).
 Override any setting on the command line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS.
 Figures: the chat service as shipped beside a PHP build of the same contract (16 php-fpm
 children) behind the same nginx, on a 2-core machine, `-w 2`, medians of interleaved 1-s slices.
@@ -25,22 +26,29 @@ workers = min(4, multiprocessing.cpu_count() * 2 + 1)
 # 4 threads 0.48 / 0.76, 6 threads 0.45 / 0.72). gthread spends more CPU per request in its
 # selector, pool and queue than our app does; fewer threads share the GIL with fewer others.
 worker_class = AcceptingThreadsWorker
-# Posts wait on two fsyncs each; a few threads keep several in flight (a thread waiting on the
-# disk leaves the GIL to the others), and more only add GIL contention. Posts/s as a share of
-# PHP's in interleaved runs: 1 thread 0.57; 2 threads 0.76, 0.84; 3 threads 0.75, 0.91, 0.82;
-# 4 threads 0.80, 0.82, 0.66; 5 threads 0.80; 6 threads 0.72, 0.80; 8 threads 0.73 (noise
-# +-0.08). CPU per post behind nginx: 3 threads 730-760 us, 4 threads 860-870 us, 2 threads
-# 810-830 us (fewer posts in flight). Idle polls: 3 and 4 threads alike (0.45, 0.47).
-# As many late threads answer the requests of slow clients once they are whole.
-threads = 3
+# Posts wait on two fsyncs each; threads keep several in flight (a thread waiting on the disk
+# leaves the GIL to the others), and too many only add GIL contention. With a connection per
+# request (nginx without `keepalive`), posts/s as a share of PHP's: 1 thread 0.57; 2 threads
+# 0.76, 0.84; 3 threads 0.75, 0.91, 0.82; 4 threads 0.80, 0.82, 0.66; 6 threads 0.72, 0.80;
+# 8 threads 0.73 (noise +-0.08). Behind nginx's kept connections the late threads answer nearly
+# every request; medians of 8-10 interleaved 1-s slices beside php-fpm with 16 children, posts
+# then idle polls: 3 threads 0.73-0.96 / 0.62-0.78; 4 threads 0.88-1.07 / 1.07; 6 threads
+# 0.84-1.02 / 0.70-1.29; 8 threads 0.69-0.74 (posts). Those runs shared the 2 cores with other
+# work, where more threads are also a larger share of a busy machine.
+# As many late threads answer the requests of slow clients and of kept connections.
+threads = 6
 # Per worker process: event streams that get a thread of their own (past that, the thread that
 # answered streams it; streams never occupy the `threads`), and slow clients' requests the
 # reader holds at once (past that, the oldest is closed). gunicorn's default.
 worker_connections = 1000
-# One request per connection: the answer closes it, nginx opens one per request (its default).
-# Our worker never keeps a connection alive, whatever this says (set it and the worker says at
-# start that it is ignored); 0 says what happens.
-keepalive = 0
+# Seconds a kept-alive connection may idle between requests (it waits in the reader: it holds
+# no thread). Longer than the idle time of the connections nginx keeps (`keepalive_timeout 10s`
+# in deploy/nginx/newos4.conf), so the proxy is the side that closes an idle one: a connection
+# closed by us just as nginx sends a request on it would fail that request (nginx resends a GET,
+# not a POST). Short enough that a client idling on connections of its own soon gives them back
+# (and the reader closes idle connections first when it needs room). 0: one request per
+# connection.
+keepalive = 15
 # gunicorn 27+ opens a control socket at one fixed path per user; several instances (tests,
 # emulators beside the service) would fight over it. Older gunicorns ignore this name.
 control_socket_disable = True

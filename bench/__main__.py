@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("approvals", "chat", "emulators", "git", "github", "hermes", "relay", "runtime")
+SCRIPTS = ("approvals", "chat", "emulators", "git", "github", "hermes", "locks", "relay",
+           "runtime")
 
 
 def main(argv):

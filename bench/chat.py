@@ -30,8 +30,8 @@ SERVER = {"workers": 2, "threads": 4, "extra_args": ("--access-logfile", "/dev/n
 
 
 def timed(url, method, path, body=None, headers=None, count=PER_ROUND):
-    """Latencies (s) of `count` sequential requests from one client (gunicorn.conf.py turns
-    keep-alive off, so http.client reconnects for each: both sides pay the same)."""
+    """Latencies (s) of `count` sequential requests from one client, on one kept-alive
+    connection (both apps run under the same gunicorn.conf.py: both sides pay the same)."""
     host, port = url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     samples = []

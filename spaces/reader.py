@@ -1,13 +1,18 @@
 """Requests gathered before a thread answers them: what the bytes received so far make of a
 request (whole, partial, to hand over, closed) and the reader, one thread per worker process
-with a selector that collects the requests of slow or silent clients and hands each whole one
-to the worker's late threads (spaces/worker.py), so that no request thread waits on a client.
+with an epoll that collects the requests of slow or silent clients, and waits for the next
+request of kept-alive connections, and hands each whole one to the worker's late threads
+(spaces/worker.py), so that no request thread waits on a client.
 """
+import fcntl
 import os
 import queue
 import re
-import selectors
+import select
 import socket
+import struct
+import termios
+import threading
 import time
 
 # The most of a request (head and body) the reader holds for a client; a bigger one is handed
@@ -26,18 +31,29 @@ CLOSED = "closed"  # the client closed or reset its connection before its reques
 
 
 class Incoming:
-    """A client's connection and the bytes of its request received so far."""
+    """A client's connection and the bytes of its request received so far. `served`: the
+    requests already answered on this connection (kept alive between them)."""
 
-    __slots__ = ("sock", "addr", "server", "data", "deadline", "_scanned", "_body_at",
+    __slots__ = ("sock", "addr", "server", "data", "deadline", "served", "_scanned", "_body_at",
                  "_end", "_chunk_at", "_expects")
 
-    def __init__(self, sock, addr, server, limit):
+    def __init__(self, sock, addr, server, limit, data=b"", served=0):
         self.sock, self.addr, self.server = sock, addr, server
-        self.data = b""
+        self.data = data
+        self.served = served
         self.deadline = time.monotonic() + limit if limit else None
         self._scanned = 0  # where the search for the end of the head goes on
         self._body_at = self._end = self._chunk_at = None
         self._expects = False
+
+    def state(self):
+        """What the bytes already here make of the request, without receiving more."""
+        if not self.data:
+            return PARTIAL
+        state = self._state()
+        if state is PARTIAL and len(self.data) > REQUEST_BUFFER:
+            return HANDOVER
+        return state
 
     def fileno(self):
         return self.sock.fileno()
@@ -58,10 +74,7 @@ class Incoming:
             if not isinstance(self.data, bytearray):
                 self.data = bytearray(self.data)
             self.data += chunk
-        state = self._state()
-        if state is PARTIAL and len(self.data) > REQUEST_BUFFER:
-            return HANDOVER
-        return state
+        return self.state()
 
     def _state(self):
         data = self.data
@@ -121,35 +134,76 @@ class Incoming:
 
 
 class Reader:
-    """The process's reader: one thread with a selector that collects the requests not yet
-    whole and puts each whole one (or one to hand over) on `ready` for the late threads. A
-    client whose request is not in by its deadline is closed; past `capacity` held at once, the
-    oldest is closed to make room."""
+    """The process's reader: one thread that waits on an epoll for the requests not yet whole
+    and for the next request of connections kept alive, and puts each whole request (or one
+    to hand over) on `ready` for the late threads.
 
-    def __init__(self, capacity, late_threads, log):
+    Any thread hands a connection over (`add`, `keep`) by arming it in the epoll itself, once
+    (EPOLLONESHOT: one event, then the connection is the reader's to look at); the reader
+    needs no wake-up for it. Its deadlines are kept to within WAKE_S: the reader looks at them
+    at least that often. A client whose request is not in by its deadline is closed, and so is
+    a kept-alive connection idle for `keepalive` seconds (its next request then has `timeout`
+    seconds from its first bytes, as a new connection's from its accept). Past `capacity`
+    connections held at once, the oldest idle one is closed to make room (that loses nothing:
+    a client opens another), else the oldest incomplete request: a client that opens
+    connections and idles on them cannot crowd out the requests of others.
+    """
+
+    WAKE_S = 0.5
+
+    def __init__(self, capacity, late_threads, log, *, timeout=None, keepalive=None):
         self.ready = queue.SimpleQueue()  # Incoming, then one None per late thread at the end
-        self._incoming = queue.SimpleQueue()
-        self._held = {}  # Incoming -> None, oldest (earliest deadline) first
+        # Incoming -> None, oldest (earliest deadline) first: incomplete requests, and
+        # connections kept alive between requests (each dict has one limit, so insertion
+        # order is deadline order); both under `_guard`, with `_by_fd` (descriptor -> Incoming).
+        self._held, self._idle, self._by_fd = {}, {}, {}
+        self._guard = threading.Lock()
         self._capacity, self._late_threads, self._log = capacity, late_threads, log
+        self._timeout, self._keepalive = timeout, keepalive
         self._running = True
+        self._stop_at = None  # set by `stop`
         self._full = False  # the capacity was reached (and not yet half freed)
-        self._selector = selectors.DefaultSelector()
-        self._wake_out, self._wake_in = os.pipe()
+        self._epoll = select.epoll()
+        self._wake_out, self._wake_in = os.pipe()  # for `stop` only
         os.set_blocking(self._wake_in, False)
         os.set_blocking(self._wake_out, False)
-        self._selector.register(self._wake_out, selectors.EVENT_READ)
+        self._epoll.register(self._wake_out, select.EPOLLIN)
 
     def add(self, incoming):
-        """From any thread: collect this request."""
-        self._incoming.put(incoming)
-        self._wake()
+        """From any thread: collect the rest of this request."""
+        self._hold(incoming, self._held)
 
-    def stop(self):
-        """From any thread: close what is held; the late threads answer what is ready."""
-        self._running = False
-        self._wake()
+    def keep(self, sock, addr, server, served):
+        """From any thread: wait for the next request on this connection, its answers so far
+        sent, for `keepalive` seconds at most."""
+        self._hold(Incoming(sock, addr, server, self._keepalive, served=served), self._idle)
 
-    def _wake(self):
+    def _hold(self, incoming, where):
+        with self._guard:
+            held = self._running  # else stopped: nobody would look at it again
+            if held:
+                if len(self._held) + len(self._idle) >= self._capacity:
+                    self._make_room()
+                elif len(self._held) < self._capacity // 2:
+                    self._full = False
+                where[incoming] = None
+                fd = incoming.sock.fileno()
+                self._by_fd[fd] = incoming
+                self._arm(fd)
+        if not held:
+            close_idle(incoming.sock, drop=where is self._idle)
+
+    def _arm(self, fd):
+        try:
+            self._epoll.modify(fd, ARMED)
+        except FileNotFoundError:  # first time in this epoll (a closed socket left it)
+            self._epoll.register(fd, ARMED)
+
+    def stop(self, linger_s=0.0):
+        """From any thread: go on for `linger_s` at most, while connections are held (a request
+        that arrives on a kept one meanwhile is answered, its answer closes it), then close what
+        is held; the late threads answer what is ready."""
+        self._stop_at = time.monotonic() + linger_s
         try:
             os.write(self._wake_in, b"x")
         except BlockingIOError:  # the pipe is full: a wake-up is pending already
@@ -157,72 +211,123 @@ class Reader:
 
     def run(self):
         try:
-            while self._running:
-                for key, _ in self._selector.select(self._wait()):
-                    if key.data is None:
+            while self._stop_at is None or (
+                    (self._held or self._idle) and time.monotonic() < self._stop_at):
+                for fd, _ in self._epoll.poll(self._wait()):
+                    if fd == self._wake_out:
                         os.read(self._wake_out, 4096)
                     else:
-                        self._receive(key.data)
-                self._take_new()
+                        self._receive(fd)
                 self._expire()
         finally:  # the wake-up pipe stays open: a request thread may still write to it
-            for incoming in self._held:
-                incoming.sock.close()
-            while True:
-                try:
-                    self._incoming.get_nowait().sock.close()
-                except queue.Empty:
-                    break
-            self._selector.close()
+            with self._guard:
+                self._running = False
+                for incoming in self._held:
+                    incoming.sock.close()
+                for incoming in self._idle:
+                    self._close_idle(incoming)
+                self._held, self._idle, self._by_fd = {}, {}, {}
+            self._epoll.close()
             for _ in range(self._late_threads):
                 self.ready.put(None)
 
     def _wait(self):
-        """Seconds until the oldest held request's deadline (None: no deadline to keep)."""
-        oldest = next(iter(self._held), None)
-        if oldest is None or oldest.deadline is None:
-            return None
-        return max(0.0, oldest.deadline - time.monotonic())
+        """Seconds until the earliest deadline, WAKE_S at most: deadlines set by other
+        threads are seen that late at worst."""
+        wait = self.WAKE_S if self._stop_at is None else self._stop_at - time.monotonic()
+        for oldest in (next(iter(self._held), None), next(iter(self._idle), None)):
+            if oldest is not None and oldest.deadline is not None:
+                wait = min(wait, oldest.deadline - time.monotonic())
+        return max(0.0, wait)
 
-    def _receive(self, incoming):
-        state = incoming.receive()
-        if state is PARTIAL:
-            return
-        self._release(incoming)
+    def _receive(self, fd):
+        with self._guard:
+            incoming = self._by_fd.get(fd)
+            if incoming is None:  # closed meanwhile (to make room)
+                return
+            idle = incoming in self._idle
+            state = incoming.receive()
+            if state is PARTIAL:
+                if idle and incoming.data:  # its next request has begun: `timeout` from now
+                    del self._idle[incoming]
+                    incoming.deadline = time.monotonic() + self._timeout if self._timeout \
+                        else None
+                    self._held[incoming] = None
+                self._arm(fd)
+                return
+            self._release(incoming)
         if state is CLOSED:
             incoming.sock.close()
         else:
             self.ready.put(incoming)
 
-    def _take_new(self):
-        while True:
-            try:
-                incoming = self._incoming.get_nowait()
-            except queue.Empty:
-                return
-            if len(self._held) >= self._capacity:
-                if not self._full:  # said once each time it fills up, not per connection
-                    self._log.warning("%d incomplete requests held: closing the oldest to make "
-                                      "room for new ones", len(self._held))
-                self._full = True
-                oldest = next(iter(self._held))
-                self._release(oldest)
-                oldest.sock.close()
-            elif len(self._held) < self._capacity // 2:
-                self._full = False
-            self._held[incoming] = None
-            self._selector.register(incoming, selectors.EVENT_READ, incoming)
+    def _make_room(self):
+        """Close the oldest idle connection, or else the oldest incomplete request."""
+        if self._idle:
+            oldest = next(iter(self._idle))
+            self._release(oldest)
+            self._close_idle(oldest)
+            return
+        if not self._full:  # said once each time it fills up, not per connection
+            self._log.warning("%d incomplete requests held: closing the oldest to make "
+                              "room for new ones", len(self._held))
+        self._full = True
+        oldest = next(iter(self._held))
+        self._release(oldest)
+        oldest.sock.close()
 
     def _expire(self):
         now = time.monotonic()
-        while self._held:
-            oldest = next(iter(self._held))
-            if oldest.deadline is None or oldest.deadline > now:
-                return
-            self._log.debug("Request not complete in time: closing")
-            self._release(oldest)
-            oldest.sock.close()
+        with self._guard:
+            while self._held:
+                oldest = next(iter(self._held))
+                if oldest.deadline is None or oldest.deadline > now:
+                    break
+                self._log.debug("Request not complete in time: closing")
+                self._release(oldest)
+                oldest.sock.close()
+            while self._idle:
+                oldest = next(iter(self._idle))
+                if oldest.deadline is None or oldest.deadline > now:
+                    break
+                self._release(oldest)
+                self._close_idle(oldest)
+
+    def _close_idle(self, incoming):
+        """Close a kept-alive connection between requests, or hand over a request that came
+        in meanwhile (a stopping worker answers it, with `Connection: close`)."""
+        state = incoming.receive()
+        if state is WHOLE or state is HANDOVER:
+            self.ready.put(incoming)
+        else:
+            close_idle(incoming.sock, drop=state is PARTIAL and not incoming.data)
 
     def _release(self, incoming):
-        del self._held[incoming]
-        self._selector.unregister(incoming)
+        """Forget `incoming` (under `_guard`); its descriptor stays in the epoll, disarmed,
+        until it is armed again or closed."""
+        if self._held.pop(incoming, self) is self:
+            del self._idle[incoming]
+        del self._by_fd[incoming.sock.fileno()]
+
+
+ARMED = select.EPOLLIN | select.EPOLLONESHOT
+
+
+_ABORT = struct.pack("ii", 1, 0)  # SO_LINGER on, 0 s: close() resets the connection
+
+
+def close_idle(sock, *, drop=True):
+    """Close a connection that waits for its next request. Reset (RST) rather than closed
+    (FIN) when all we sent is acknowledged and nothing came since (`drop`): a proxy that
+    keeps the connection (nginx's upstream `keepalive`) then finds the error on the socket
+    before it writes a request into it, and sends that request on another connection; after a
+    FIN its write succeeds and the answer it waits for never comes (a 502 for a POST, which
+    nginx does not retry)."""
+    if drop:
+        try:
+            unsent = struct.unpack("i", fcntl.ioctl(sock, termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+            if not unsent:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _ABORT)
+        except OSError:
+            pass
+    sock.close()

@@ -2,13 +2,13 @@
 
 Each worker process runs `threads` request threads. A request thread waits in a blocking
 accept(), takes what the client has sent so far without waiting, and when that is the whole
-request (as it is from a reverse proxy), answers it and closes the connection (the proxy opens
-one per request), with plain blocking calls: no selector, no thread pool, no futures queue.
-A request not yet whole goes to the process's reader: one thread with a selector that collects
-requests from slow or silent clients (each must be in within `timeout` seconds of its accept,
-else its connection is closed) and hands each whole one to the process's `threads` late
-threads. So a request thread never waits on a client, and a slow client costs a socket and
-its bytes so far, not a thread (the reader is spaces/reader.py). A request bigger than the
+request (as it is from a reverse proxy), answers it, with plain blocking calls: no selector,
+no thread pool, no futures queue. A request not yet whole goes to the process's reader: one
+thread with an epoll that collects requests from slow or silent clients (each must be in
+within `timeout` seconds of its accept, else its connection is closed) and hands each whole
+one to the process's `threads` late threads. So a request thread never waits on a client, and
+a slow client costs a socket and its bytes so far, not a thread (the reader is
+spaces/reader.py). A request bigger than the
 reader's buffer, or one whose client waits for `100 Continue`, is handed over as soon as its
 head is in, and a late thread reads its body as it arrives. An answer that streams (a Hermes
 event stream: an iterator, not a list) is handed to a thread of its own, so streams never
@@ -17,8 +17,14 @@ hold request threads and never starve chat requests, however many are open (up t
 whose request threads are all busy accepts nothing: the kernel gives new connections to a
 thread waiting elsewhere.
 
-Connections are never kept alive: each is closed after its answer, whatever `keepalive` says
-(the worker says so at start when it is set).
+A connection is kept alive after an answer (HTTP/1.1, or a client that asks; `keepalive` not
+0): the thread that answered gives it back to the reader, which waits for its next request in
+the same epoll (a late thread answers it), so an idle connection holds no thread either. It
+is closed after `keepalive` idle seconds, after REQUESTS_PER_CONNECTION answers, when the
+reader needs room for others (idle connections go first), and when the worker stops (its
+answers then say `Connection: close`; see `run`). A request read ahead behind another
+(pipelined) is answered next by the same thread. A request whose body was still arriving
+closes its connection after the answer.
 
 Why not gunicorn's `gthread`: behind nginx its selector, pool and queue cost more CPU per idle
 poll than the whole chat app, and each of its threads is one more to share the GIL with
@@ -43,6 +49,14 @@ from gunicorn.workers.base import Worker
 
 from .reader import HANDOVER, PARTIAL, WHOLE, Incoming, Reader
 
+# Answers on one kept-alive connection before the worker closes it (nginx's default for the
+# connections it keeps, `keepalive_requests`): no connection lives for ever, and a client that
+# keeps one busy cannot tie itself to one worker past that.
+REQUESTS_PER_CONNECTION = 1000
+# How long a stopping worker still waits for the next request on its kept connections (as
+# gunicorn's gthread does); those still idle then are closed.
+STOP_LINGER_S = 0.5
+
 # How often a thread waiting for a connection looks at `alive`: a stopping worker waits this long
 # for its idle threads (10 wake-ups a second per idle thread cost ~0.1 % of a core).
 IDLE_WAKE_S = 0.1
@@ -55,14 +69,8 @@ GONE = {errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN}  # the client left: nothi
 
 
 class AcceptingThreadsWorker(Worker):
-    """Request threads that each accept, answer and close one connection at a time."""
-
-    @classmethod
-    def check_config(cls, cfg, log):
-        """Called once by the arbiter, before any worker starts."""
-        if cfg.keepalive:
-            log.warning("keepalive = %s is ignored: %s closes each connection after its "
-                        "answer", cfg.keepalive, cls.__name__)
+    """Request threads that accept connections and answer whole requests, late threads that
+    answer the requests the reader gathers (of slow clients, and of kept connections)."""
 
     def init_process(self):
         self.cfg = SettledConfig(self.cfg)
@@ -92,7 +100,10 @@ class AcceptingThreadsWorker(Worker):
         self._stream_slots = threading.BoundedSemaphore(max(1, self.cfg.worker_connections))
         self._stream_threads = set()
         self._lost = []
-        self._reader = Reader(max(1, self.cfg.worker_connections), self.cfg.threads, self.log)
+        self._keepalive = self.cfg.keepalive > 0
+        self._reader = Reader(max(1, self.cfg.worker_connections), self.cfg.threads, self.log,
+                              timeout=self.cfg.timeout or None,
+                              keepalive=self.cfg.keepalive or None)
         count = max(self.cfg.threads, len(self.sockets))  # listeners shared out, one each at least
         threads = [threading.Thread(target=self._serve, name=f"request-{n}", daemon=True,
                                     args=(self.sockets[n % len(self.sockets)],))
@@ -104,7 +115,10 @@ class AcceptingThreadsWorker(Worker):
             thread.start()
         self._watch()
         self.alive = False
-        self._reader.stop()  # requests already whole are still answered
+        # Requests already whole are still answered, and so is the next request on a kept
+        # connection for a moment (its answer closes it): a proxy that was sending one on it
+        # has it answered, not cut.
+        self._reader.stop(min(STOP_LINGER_S, self.cfg.graceful_timeout / 2))
         deadline = time.monotonic() + self.cfg.graceful_timeout
         for thread in threads + list(self._stream_threads):
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -144,7 +158,7 @@ class AcceptingThreadsWorker(Worker):
                 incoming = Incoming(client, addr, server, limit)
                 state = incoming.receive()
                 if state is WHOLE:
-                    self.handle(incoming, more=False)
+                    self._answer(incoming, more=False)
                 elif state is PARTIAL:
                     self._reader.add(incoming)
                 elif state is HANDOVER:
@@ -164,9 +178,11 @@ class AcceptingThreadsWorker(Worker):
         """A late thread: answers the requests the reader hands over, one at a time."""
         try:
             while (incoming := self._reader.ready.get()) is not None:
-                incoming.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
-                                         self._client_timeout)
-                self.handle(incoming, more=True)
+                more = incoming.state() is not WHOLE
+                if more:  # (a whole request is read without waiting: no timeout to set)
+                    incoming.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO,
+                                             self._client_timeout)
+                self._answer(incoming, more)
         except BaseException as exc:
             self._died(exc)
 
@@ -174,44 +190,86 @@ class AcceptingThreadsWorker(Worker):
         self.log.exception("A request thread died")
         self._lost.append(repr(exc))
 
+    def _answer(self, incoming, more):
+        """Answer this request, and the ones its client sent behind it (pipelined)."""
+        while incoming is not None:
+            incoming = self.handle(incoming, more)
+            more = False
+
     def handle(self, incoming, more):
         """Answer one request, here or, when it streams, in a thread of its own. `more`: the
-        client may still be sending (a body read as it arrives); else its request is all in."""
+        client may still be sending (a body read as it arrives); else its request is all in.
+        Returns the client's next request when it is already whole here, else None."""
         conn = ClientConnection(incoming.sock, incoming.data, more)
         addr, server = incoming.addr, incoming.server
+        parser = http.get_parser(self.cfg, conn, addr)
         req = resp = None
         try:
-            req = next(http.get_parser(self.cfg, conn, addr))
+            req = next(parser)
             self.cfg.pre_request(self, req)
             started = datetime.now()
             resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
             environ["wsgi.multithread"] = True  # gunicorn's default is the sync worker's False
-            resp.force_close()
             self._count_request()
+            # A body still arriving is not drained to keep its connection: the answer closes it.
+            if more or not self._keepalive or not self.alive \
+                    or incoming.served + 1 >= REQUESTS_PER_CONNECTION:
+                resp.force_close()
             body = self.wsgi(environ, resp.start_response)
         except BaseException as exc:
             self._report(req, resp, conn, addr, exc)
             if req is not None and resp is not None:
                 self._post_request(req, environ, resp)
             conn.close_connection()
-            return
+            return None
         if _is_streamed(body, environ) and self._stream_slots.acquire(blocking=False):
+            resp.force_close()  # a stream ends its connection
             thread = threading.Thread(target=self._stream, name="stream", daemon=True,
                                       args=(req, resp, environ, body, started, conn, addr))
             self._stream_threads.add(thread)
             thread.start()
-            return
-        self._finish(req, resp, environ, body, started, conn, addr)
+            return None
+        if not self._finish(req, resp, environ, body, started, conn, addr):
+            return None
+        return self._next_request(incoming, parser, conn)
+
+    def _next_request(self, incoming, parser, conn):
+        """After an answer that keeps the connection: the next request if it is whole here
+        already, else None (the reader waits for it, or for the rest of it)."""
+        try:
+            drained = parser.finish_body()  # (the body is all in: no wait)
+            ahead = parser.unreader.buf.getvalue() + conn.release() if drained else None
+        except (OSError, http.errors.ParseException):  # the client left; a body gone wrong
+            ahead = None
+        if ahead is None:
+            conn.close_connection()
+            return None
+        served = incoming.served + 1
+        if not ahead:
+            self._reader.keep(incoming.sock, incoming.addr, incoming.server, served)
+            return None
+        following = Incoming(incoming.sock, incoming.addr, incoming.server,
+                             self.cfg.timeout or None, data=ahead, served=served)
+        state = following.state()
+        if state is WHOLE:
+            return following
+        if state is PARTIAL:
+            self._reader.add(following)
+        else:  # HANDOVER
+            self._reader.ready.put(following)
+        return None
 
     def _stream(self, *answer):
         try:
-            self._finish(*answer)
+            self._finish(*answer)  # (force_close: the connection is closed)
         finally:
             self._stream_threads.discard(threading.current_thread())
             self._stream_slots.release()
 
     def _finish(self, req, resp, environ, body, started, conn, addr):
-        """Send the answer's body, log it, close the body and the connection."""
+        """Send the answer's body, log it, close the body; close the connection unless the
+        answer keeps it (then True: the caller serves its next request)."""
+        kept = False
         try:
             try:
                 if isinstance(body, environ["wsgi.file_wrapper"]):
@@ -224,11 +282,14 @@ class AcceptingThreadsWorker(Worker):
                 self.log.access(resp, req, environ, datetime.now() - started)
                 if hasattr(body, "close"):
                     body.close()
+            kept = not resp.should_close()
         except BaseException as exc:
             self._report(req, resp, conn, addr, exc)
         finally:
             self._post_request(req, environ, resp)
-            conn.close_connection()
+            if not kept:
+                conn.close_connection()
+        return kept
 
     def _report(self, req, resp, conn, addr, exc):
         """What gunicorn's sync worker does with an error: the client's going is not worth a
@@ -320,6 +381,13 @@ class ClientConnection:
         head, self._head = self._head, None
         if head is not None:
             self._sock.sendall(head)
+
+    def release(self):
+        """Send a head still held, and return the bytes received but not read: the start of
+        the client's next request on this kept connection."""
+        self._flush()
+        unread, self._unread = self._unread, b""
+        return bytes(unread)
 
     def close_connection(self):
         """Send a head still held (an answer without a body), then close. Close at once when

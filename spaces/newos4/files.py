@@ -1,13 +1,20 @@
 """Atomic file replacement (temporary file, fsync, os.replace, folder fsync) and the sidecar
 locks that guard read-modify-write cycles across threads and processes."""
-import fcntl
 import os
 import random
 import threading
 import time
 
+from filelock import lock_descriptor
+
 TMP_SUFFIX = ".tmp"
 READ_CHUNK = 65536
+# How often a wait for a lock that another process holds tries again. A post holds its address's
+# window and its thread's lock for its two fsyncs (2-5 ms): a wait then costs that and one
+# interval at most. bench/locks.py (bursts of 16 posts from two processes to one thread and one
+# address): 0.2-1 ms ended no burst sooner than 2 ms and tried up to ten times as often; 5 ms
+# and filelock's default 50 ms made the bursts longer (the longest post 200 ms at 50 ms).
+POLL_S = 0.002
 
 
 class _Process:
@@ -120,15 +127,16 @@ class Locks:
     """Exclusive locks on files by path, for every thread and process: `with locks(p) as fd:`.
 
     The one way the chat locks a file: threads, the rate windows (whose window file is its own
-    lock, read and rewritten through `fd`), the relay and the watcher. A timeout of 0 tries
-    once and never waits; None waits as long as it takes, in the caller's own `flock`, for
-    locks whose holders never wait on anything unbounded (the rate windows). Waiting blocks,
-    it never polls (py-filelock retries every 50 ms): threads of one process queue on one
-    `threading.Lock` per path, so only the first of them takes the `flock`; when another
-    process holds it, a helper thread waits in a blocking `flock` while the caller waits on an
-    event with the timeout, and a lock that comes too late is released by the helper.
-    A lock file unlinked while we waited (a sweep of orphan locks) is opened again, so two
-    holders can never each hold a different inode.
+    lock, read and rewritten through `fd`), the relay and the watcher. The lock is filelock's
+    (`filelock.lock_descriptor`: the flock its FileLock takes) on a descriptor of ours, which
+    the holder may use. A timeout of 0 tries once and never waits; None waits as long as it
+    takes, for locks whose holders never wait on anything unbounded (the rate windows).
+    Threads of one process queue on one `threading.Lock` per path, so they wait without
+    polling and only the first of them takes the file lock; a lock another process holds is
+    tried again every POLL_S (filelock's wait polls). A refusal creates no lock file it leaves
+    behind: the file it opened is the one a holder has. A lock file unlinked while we waited
+    (a sweep of orphan locks) is opened again, so two holders can never each hold a different
+    inode.
     """
 
     def __init__(self, timeout_s):
@@ -209,48 +217,34 @@ def lock(path, timeout_s):
 
 
 def _flock(path, deadline, *, wait=True):
-    """A descriptor of `path` holding its exclusive flock, had by `deadline` (monotonic; None:
+    """A descriptor of `path` holding its exclusive lock, had by `deadline` (monotonic; None:
     however long it takes); when not `wait`, had now or never."""
     while True:
         fd = open_lock_file(path)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX if deadline is None else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            if deadline is None:
+                lock_descriptor(fd, blocking=True, poll_interval=POLL_S)
+            elif not lock_descriptor(fd, blocking=False):
+                if not wait:
+                    raise LockTimeout(path)
+                _lock_by(fd, path, deadline)
+        except BaseException:
             os.close(fd)
-            if not wait:
-                raise LockTimeout(path)
-            fd = _flock_blocking(path, deadline)
+            raise
         if _still_linked(fd, path):
             return fd
         os.close(fd)
 
 
-def _flock_blocking(path, deadline):
-    """Wait for another process's flock without polling: a helper thread blocks in flock()."""
-    got, state, guard = threading.Event(), {"fd": None, "abandoned": False}, threading.Lock()
-
-    def wait():
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o640)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        except OSError:
-            os.close(fd)
-            got.set()
-            return
-        with guard:
-            if state["abandoned"]:
-                os.close(fd)
-                return
-            state["fd"] = fd
-        got.set()
-
-    threading.Thread(target=wait, name="flock-wait", daemon=True).start()
-    got.wait(max(0.0, deadline - time.monotonic()))
-    with guard:
-        if state["fd"] is None:
-            state["abandoned"] = True
+def _lock_by(fd, path, deadline):
+    """Try the lock on `fd` every POLL_S until it is had, or LockTimeout at `deadline`."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
             raise LockTimeout(path)
-        return state["fd"]
+        time.sleep(min(POLL_S, left))
+        if lock_descriptor(fd, blocking=False):
+            return
 
 
 def _still_linked(fd, path):

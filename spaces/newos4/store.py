@@ -6,6 +6,7 @@ cron/relay.py alike. Returns plain dicts.
 import json
 import os
 import re
+import threading
 import time
 
 from . import errors
@@ -25,6 +26,12 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 # could otherwise look unchanged (git's "racily clean" rule).
 RACY_NS = 2_000_000_000
 CACHE_SIZE = 1024
+# What the documents last written may hold in memory at most, in file bytes (a parsed document
+# takes a few times its file): past it they are forgotten, and the next posts parse again.
+WRITTEN_BYTES = 16 << 20
+# How a thread file we wrote ends: the messages list is its last member, encoded without
+# spaces, so a message appended goes in before these two bytes.
+TAIL = b"]}"
 
 
 def is_thread_name(name):
@@ -44,6 +51,10 @@ class ThreadStore:
         # How many thread files there are, at most (see _create).
         self._count_path = os.path.join(os.path.dirname(create_lock_path), "chat-threads.count")
         self._cache = {}
+        # path -> (bytes, doc): the document this store last wrote to each thread file. Under
+        # the lock, a file holding exactly those bytes is that document: no parse, no checks.
+        self._written, self._written_bytes = {}, 0
+        self._written_guard = threading.Lock()  # threads write different files at once
 
     def path(self, thread):
         """The thread's file, as a string: polling builds it on every request."""
@@ -77,10 +88,12 @@ class ThreadStore:
     def update(self, thread, change, *, max_threads=None):
         """Apply `change(doc) -> new doc | None` under the thread's lock; return the stored doc.
 
-        `doc` is a fresh copy ({"thread", "messages"}, empty for a new thread). Returning None
-        writes nothing; a doc without messages deletes the file. Creating a thread when
-        `max_threads` files exist raises ThreadLimitReached. Returns after the write is durable:
-        file fsync'd, renamed into place, folder fsync'd.
+        `doc` is a fresh dict with a fresh messages list ({"thread", "messages"}, empty for a
+        new thread); the messages in it are shared with the store's memory and are never changed
+        in place (a change builds new ones). Returning None writes nothing; a doc without
+        messages deletes the file. Creating a thread when `max_threads` files exist raises
+        ThreadLimitReached. Returns after the write is durable: file fsync'd, renamed into
+        place, folder fsync'd.
         """
         path = self.path(thread)
         try:
@@ -88,22 +101,29 @@ class ThreadStore:
                 kept = False  # whether a thread file is there when the lock is let go
                 try:
                     try:
-                        current = _parse(read_bytes(path), path)
+                        data = read_bytes(path)
                     except FileNotFoundError:
-                        current = None
+                        current = data = None
                     except OSError as exc:
                         raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
+                    else:
+                        written = self._written.get(path)
+                        current = written[1] if written is not None and written[0] == data \
+                            else _parse(data, path)
                     kept = current is not None
-                    new = change(current if current is not None
+                    new = change({**current, "messages": list(current["messages"])}
+                                 if current is not None
                                  else {"thread": thread, "messages": []})
                     if new is None:
                         return current
                     if not new["messages"]:
                         if current is not None:
                             os.unlink(path)
+                            self._remember(path, None, None)
                             kept = False
                         return None
-                    data = _encode(new).encode()
+                    data = _appended(data, current, new) or _encode(new).encode()
+                    self._remember(path, data, new)
                     tmp = write_tmp(path, data)
                     if current is None:
                         self._create(tmp, path, max_threads)
@@ -117,6 +137,20 @@ class ThreadStore:
                         self._drop_held_lock(path)
         except LockTimeout:
             raise errors.StoreBusy()
+
+    def _remember(self, path, data, doc):
+        """Keep (data, doc) as what `path` holds (None: forget it), within WRITTEN_BYTES."""
+        with self._written_guard:
+            old = self._written.pop(path, None)
+            if old is not None:
+                self._written_bytes -= len(old[0])
+            if data is None:
+                return
+            if self._written_bytes + len(data) > WRITTEN_BYTES:
+                self._written.clear()
+                self._written_bytes = 0
+            self._written[path] = (data, doc)
+            self._written_bytes += len(data)
 
     def _drop_held_lock(self, path):
         """Remove the lock file of a thread that has no file, while we hold that lock: a refused
@@ -305,6 +339,24 @@ class ThreadStore:
                     yield entry
             except FileNotFoundError:
                 pass
+
+
+def _appended(data, current, new):
+    """The bytes of `new` made from `data`, the file that holds `current`, when `new` only
+    appends messages to it: the new messages encoded alone and put in before the file's
+    closing bytes, without encoding the others again. None when it is not so simple (a
+    retention cut, another member changed, a file not laid out as we write them)."""
+    if current is None or not data.endswith(TAIL) or list(current)[-1] != "messages" \
+            or new.keys() != current.keys():
+        return None
+    old, messages = current["messages"], new["messages"]
+    if len(messages) <= len(old) or any(new[k] is not current[k] for k in new
+                                        if k != "messages"):
+        return None
+    if any(a is not b for a, b in zip(old, messages)):
+        return None
+    added = ",".join(map(_encode, messages[len(old):])).encode()
+    return b"".join((data[:-len(TAIL)], b"," if old else b"", added, TAIL))
 
 
 STRING_FIELDS = ("id", "ts", "author", "text")

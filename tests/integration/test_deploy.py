@@ -2,12 +2,15 @@
 systemd-analyze, logrotate rotating the relay log, the cron lines run as written. Each tool
 missing on the machine skips its test with the reason (fails it in CI, where `make test` installs
 nginx and logrotate)."""
+import collections
+import concurrent.futures
 import contextlib
 import os
 import re
 import socket
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -160,6 +163,62 @@ def test_behind_the_nginx_site_a_forged_forwarded_for_does_not_escape_the_ip_win
                                     "X-Forwarded-For": f"203.0.113.{i}"}).status_code
              for i in range(4)]
     assert codes == [201, 201, 429, 429]
+
+
+def test_kept_connections_survive_a_graceful_reload_and_worker_restarts_without_a_502(
+        tmp_path):
+    """nginx keeps its connections to gunicorn (the site's upstream `keepalive`). Under a steady
+    load of posts and polls through the site, gunicorn reloads twice (HUP: new workers, the old
+    ones stop gracefully) and its workers restart every 20 requests (`max_requests`): every
+    request is answered, none with a 502, and nginx still holds connections to gunicorn."""
+    needs("nginx")
+    pidfile = tmp_path / "gunicorn.pid"
+    env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "NEWOS4_TRUSTED_PROXIES": "127.0.0.2",
+           "NEWOS4_RATE_IP": "1000000", "NEWOS4_RATE_THREAD": "1000000"}
+    with gunicorn(PRODUCTION, env=env, workers=2, threads=None,
+                  extra_args=["--pid", str(pidfile), "--max-requests", "20"]) as upstream:
+        master = int(pidfile.read_text())
+        with nginx_site(tmp_path, upstream) as url:
+            statuses, workers, stop = collections.Counter(), set(), time.monotonic() + 4
+
+            def client():
+                session, token = requests.Session(), secrets.token_hex(32)
+                while time.monotonic() < stop:
+                    for answer in (
+                            session.post(url + POST_PATH, json={"text": "hi"}, timeout=10,
+                                         headers={"X-Chat-Token": token}),
+                            session.get(url + POLL_PATH, headers={"X-Chat-Token": token},
+                                        timeout=10)):
+                        statuses[answer.status_code] += 1
+
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                clients = [pool.submit(client) for _ in range(4)]
+                for moment in (1.2, 2.6, 4.0):
+                    while time.monotonic() < stop - 4 + moment:
+                        workers |= children(master)
+                        time.sleep(0.05)
+                    if moment < 4:
+                        os.kill(master, signal.SIGHUP)
+                for future in clients:
+                    future.result()
+            kept = established_to(upstream)
+    assert set(statuses) == {200, 201}, statuses
+    assert sum(statuses.values()) > 100
+    assert len(workers) > 6  # HUPs and max_requests replaced the workers many times
+    assert kept, "nginx holds no connection to gunicorn: none was kept"
+
+
+def children(pid):
+    listing = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return set(listing.split())
+
+
+def established_to(url):
+    """The established connections to the port of `url` (as `ss` lists them)."""
+    listing = subprocess.run(["ss", "-Htn", "state", "established",
+                              f"( dport = :{url.rsplit(':', 1)[1]} )"],
+                             capture_output=True, text=True, check=True).stdout
+    return listing.splitlines()
 
 
 def test_the_systemd_unit_verifies_and_runs_the_shipped_command(tmp_path):

@@ -1,9 +1,12 @@
 """The shipped worker (spaces/worker.py) under real gunicorn: event streams hold no request
 thread, a stop lets requests in flight finish, the heartbeat outlives slow requests, max
 requests, several listeners, slow and silent clients (they hold no request thread), a request
-thread's death, TLS settings refused, keepalive said to be ignored, the WSGI environ."""
+thread's death, TLS settings refused, kept-alive connections (idle in the reader, pipelined,
+bounded, making room for others, a worker killed under them), the WSGI environ."""
 import concurrent.futures
+import json
 import os
+import re
 import secrets
 import signal
 import socket
@@ -15,6 +18,7 @@ import pytest
 import requests
 
 from spaces.newos4.app import HEALTH_PATH, POLL_PATH
+from spaces.newos4.service import thread_of
 from testkit.servers import REPO, gunicorn, unused_port
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.timeout(90)]
@@ -61,7 +65,8 @@ def worker_pids(master):
 
 def raw_exchange(where, *parts, pause=0.0):
     """Send `parts` on one connection (to a loopback port, or a unix socket's path), `pause`
-    seconds apart; return all the server sends."""
+    seconds apart; return what the server sends until it closes, or its first whole answer
+    (a 1xx aside) when it keeps the connection."""
     if isinstance(where, str):
         sock = socket.socket(socket.AF_UNIX)
         sock.settimeout(10)
@@ -74,9 +79,15 @@ def raw_exchange(where, *parts, pause=0.0):
                 time.sleep(pause)
             sock.sendall(part)
         answer = b""
-        while chunk := sock.recv(4096):
+        while not _one_answer(answer) and (chunk := sock.recv(4096)):
             answer += chunk
     return answer
+
+
+def _one_answer(data):
+    head, found, body = data.partition(b"\r\n\r\n")
+    length = re.search(rb"\r\ncontent-length: *(\d+)", head, re.I)
+    return found and length and len(body) >= int(length.group(1))
 
 
 def test_event_streams_hold_no_request_thread(env):
@@ -318,14 +329,178 @@ def test_a_stream_is_answered_from_the_reader_too(env):
                 assert poll(url).status_code == 200
 
 
-def test_keepalive_is_said_to_be_ignored_once_at_start(env, tmp_path):
+class Answers:
+    """The answers on one kept-alive connection, one per call: (head, body), or None once the
+    server has closed (or reset) it."""
+
+    def __init__(self, sock):
+        self.sock, self.data = sock, b""
+
+    def __call__(self):
+        try:
+            while b"\r\n\r\n" not in self.data:
+                if not self._more():
+                    return None
+            head, _, rest = self.data.partition(b"\r\n\r\n")
+            length = int(re.search(rb"\r\ncontent-length: *(\d+)", head, re.I).group(1))
+            while len(rest) < length:
+                assert self._more(), "closed in the middle of an answer"
+                head, _, rest = self.data.partition(b"\r\n\r\n")
+        except ConnectionResetError:
+            return None
+        self.data = rest[length:]
+        return head, rest[:length]
+
+    def _more(self):
+        chunk = self.sock.recv(65536)
+        self.data += chunk
+        return bool(chunk)
+
+
+def health_request(close=False):
+    return (f"GET {HEALTH_PATH} HTTP/1.1\r\nHost: x\r\n"
+            + ("Connection: close\r\n" if close else "") + "\r\n").encode()
+
+
+def kept_connection(port):
+    """A connection that has had one answer and is kept alive: it waits in the reader."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(health_request())
+    head, _ = Answers(sock)()
+    assert b"\r\nConnection: keep-alive" in head
+    return sock
+
+
+def test_a_kept_connection_serves_requests_until_it_idles_past_keepalive(env):
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["--keep-alive", "1"]) as url:
+        with kept_connection(int(url.rsplit(":", 1)[1])) as sock:
+            read_answer = Answers(sock)
+            for pause in (0.0, 0.3, 0.6):  # each idle time within the second
+                time.sleep(pause)
+                sock.sendall(health_request())
+                head, body = read_answer()
+                assert head.startswith(b"HTTP/1.1 200 ") and b"Connection: keep-alive" in head
+                assert body == b'{"success": true, "status": "ok"}'
+            started = time.monotonic()
+            assert read_answer() is None  # closed by the server: idle for `keepalive`
+            assert 0.8 < time.monotonic() - started < 3
+
+
+def test_pipelined_requests_are_answered_in_order_and_close_ends_the_connection(env):
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
+        token = secrets.token_hex(32)
+        with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])),
+                                      timeout=10) as sock:
+            posts = [(f"POST /spaces/newos4/api/chat/post.php HTTP/1.1\r\nHost: x\r\n"
+                      f"X-Chat-Token: {token}\r\nContent-Type: application/json\r\n"
+                      f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+                     for body in (b'{"text": "one"}', b'{"text": "two"}')]
+            sock.sendall(posts[0] + posts[1] + health_request(close=True) + health_request())
+            read_answer = Answers(sock)
+            answers = [read_answer() for _ in range(3)]
+            assert [a[0].split(b"\r\n")[0] for a in answers] == [
+                b"HTTP/1.1 201 Created", b"HTTP/1.1 201 Created", b"HTTP/1.1 200 OK"]
+            assert b"Connection: close" in answers[2][0]
+            assert read_answer() is None  # the request after the close is not answered
+        polled = requests.get(url + POLL_PATH, headers={"X-Chat-Token": token}, timeout=5)
+        assert [m["text"] for m in polled.json()["messages"]] == ["one", "two"]
+
+
+def test_a_connection_is_closed_after_its_thousandth_answer(env):
+    from spaces.worker import REQUESTS_PER_CONNECTION
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
+        with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])),
+                                      timeout=10) as sock:
+            sock.sendall(health_request() * (REQUESTS_PER_CONNECTION + 1))
+            read_answer = Answers(sock)
+            heads = [read_answer()[0] for _ in range(REQUESTS_PER_CONNECTION)]
+            assert all(b"Connection: keep-alive" in head for head in heads[:-1])
+            assert b"Connection: close" in heads[-1]
+            assert read_answer() is None
+
+
+def test_idle_kept_connections_hold_no_thread_and_make_room_for_others(env, tmp_path):
+    """One request thread, one late thread, room for 4 connections in the reader: 6 idle
+    kept-alive connections (the 2 oldest are closed to make room), then 2 slow clients (2 more
+    idle ones go, not the slow clients): a poll is answered at once, the slow clients when
+    their requests are whole, and the idle connections still held serve their next request."""
     log = tmp_path / "error.log"
-    with gunicorn(env=env, workers=2, threads=1, ready_path=POLL_PATH,
-                  extra_args=["--keep-alive", "5", "--error-logfile", str(log)]):
-        pass
-    lines = [line for line in log.read_text().splitlines() if "keepalive" in line]
-    assert len(lines) == 1
-    assert "keepalive = 5 is ignored: AcceptingThreadsWorker closes each connection" in lines[0]
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["--worker-connections", "4", "--error-logfile", str(log)]) as url:
+        port = int(url.rsplit(":", 1)[1])
+        idle = [kept_connection(port) for _ in range(6)]
+        halves = half_requests(port, 2)
+        try:
+            time.sleep(0.3)
+            started = time.monotonic()
+            assert poll(url, timeout=5).status_code == 200
+            assert time.monotonic() - started < 1.0
+            for sock, rest in halves:
+                sock.sendall(rest)
+                assert Answers(sock)()[0].startswith(b"HTTP/1.1 201 ")
+            for sock in idle[:4]:  # closed to make room, oldest first
+                assert Answers(sock)() is None
+            for sock in idle[4:]:
+                sock.sendall(health_request())
+                assert Answers(sock)()[0].startswith(b"HTTP/1.1 200 ")
+        finally:
+            for sock in idle + [sock for sock, _ in halves]:
+                sock.close()
+    assert "incomplete requests held" not in log.read_text()
+
+
+def keeping(url, pids):
+    """The processes among `pids` that hold an established connection to `url`'s port."""
+    listing = subprocess.run(["ss", "-Htnp", "state", "established",
+                              f"( sport = :{url.rsplit(':', 1)[1]} )"],
+                             capture_output=True, text=True, check=True).stdout
+    return {pid for pid in pids if f"pid={pid}," in listing}
+
+
+def test_a_worker_killed_under_kept_connections_loses_no_acknowledged_post(env, tmp_path):
+    """Four clients post over kept-alive connections to two workers; one worker is killed
+    (SIGKILL) in the middle: its clients see their connection fail and post again on a new
+    one, and every message that got a 201 is in its thread."""
+    pidfile = tmp_path / "gunicorn.pid"
+    env = {**env, "NEWOS4_RATE_THREAD": "100000", "NEWOS4_RATE_IP": "100000",
+           "NEWOS4_KEEP_MESSAGES": "100000"}
+    with gunicorn(env=env, workers=2, threads=None, ready_path=POLL_PATH,
+                  extra_args=["--pid", str(pidfile)]) as url:
+        master = int(pidfile.read_text())
+        stop, acked, failed = time.monotonic() + 2.5, {}, []
+
+        def client(n):
+            token, session = secrets.token_hex(32), requests.Session()
+            acked[token] = []
+            while time.monotonic() < stop:
+                text = f"client {n} message {len(acked[token])}"
+                try:
+                    answer = session.post(url + "/spaces/newos4/api/chat/post.php",
+                                          json={"text": text}, timeout=5,
+                                          headers={"X-Chat-Token": token})
+                except requests.ConnectionError:
+                    failed.append(text)
+                    session = requests.Session()
+                    continue
+                assert answer.status_code == 201, answer.text
+                acked[token].append(text)
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            clients = [pool.submit(client, n) for n in range(4)]
+            time.sleep(1.0)
+            victim = next(iter(keeping(url, worker_pids(master))))
+            os.kill(int(victim), signal.SIGKILL)
+            for future in clients:
+                future.result()
+        assert victim not in worker_pids(master)
+        for token, texts in acked.items():
+            thread = tmp_path / "data" / "chat" / f"{thread_of(token)}.json"
+            kept = {m["text"] for m in json.loads(thread.read_text())["messages"]}
+            assert set(texts) <= kept, set(texts) - kept
+            assert len(texts) > 10
+        print(f"{sum(map(len, acked.values()))} posts acknowledged, {len(failed)} failed with "
+              "the killed worker's connections")
 
 
 def test_the_environ_says_several_threads_serve(env, tmp_path):

@@ -2,6 +2,7 @@
 import json
 import os
 import threading
+import time
 
 import pytest
 
@@ -180,24 +181,29 @@ def _hold_flock(path):
     return fd
 
 
-def test_a_writer_waits_for_another_process_lock_by_blocking_not_polling(
+def test_a_writer_waits_for_another_process_lock_trying_every_poll_interval(
         client, settings, clock, monkeypatch):
+    """filelock's wait polls: a waiter tries again every files.POLL_S, never in a busy loop,
+    and has the lock within a few intervals of its release."""
     import fcntl
+    from spaces.newos4 import files
     client.say("x")
     service = ChatService(settings, clock=clock)
-    lock_path = settings.chat_dir / f"{client.thread}.json.lock"
-    held = _hold_flock(lock_path)
-    calls, real_flock = [], fcntl.flock
-    monkeypatch.setattr(fcntl, "flock", lambda fd, op: (calls.append(op), real_flock(fd, op))[1])
+    held = _hold_flock(settings.chat_dir / f"{client.thread}.json.lock")
+    tries, real_flock = [], fcntl.flock
+    monkeypatch.setattr(fcntl, "flock", lambda fd, op: (tries.append(op), real_flock(fd, op))[1])
     writer = threading.Thread(target=service.reply, args=(client.thread, "after the holder"))
     writer.start()
     writer.join(0.5)
     assert writer.is_alive()
-    # One try without blocking, then one blocking wait: no retry loop while the lock is held.
-    assert calls == [fcntl.LOCK_EX | fcntl.LOCK_NB, fcntl.LOCK_EX]
+    waited = len(tries)
+    assert set(tries) == {fcntl.LOCK_EX | fcntl.LOCK_NB}  # never a blocking flock
+    assert 0.1 / files.POLL_S < waited <= 0.5 / files.POLL_S + 1
+    released = time.monotonic()
     os.close(held)
     writer.join(5)
     assert not writer.is_alive()
+    assert time.monotonic() - released < 0.1
     assert [m["text"] for m in service.history(client.thread)] == ["x", "after the holder"]
 
 
