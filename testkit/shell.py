@@ -64,8 +64,7 @@ def run_as_user(script, env, ports=(), timeout=120):
     ({written: free}) replaced, so a test never takes a port a user's server may hold. It runs
     in its own process group, ended afterwards: a block that failed half-way may have left a
     server running."""
-    for written, free in dict(ports).items():
-        script = re.sub(rf"\b{written}\b", str(free), script)
+    script = _on_ports(script, ports)
     proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -78,6 +77,13 @@ def run_as_user(script, env, ports=(), timeout=120):
             pass
         proc.wait()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _on_ports(script, ports):
+    """`script` with each port number in `ports` ({written: free}) replaced."""
+    for written, free in dict(ports).items():
+        script = re.sub(rf"\b{written}\b", str(free), script)
+    return script
 
 
 class Terminal:
@@ -103,8 +109,7 @@ class Terminal:
         """Type `block`, each `<NAME>` in it replaced by `fill[NAME]`, each port replaced."""
         for name, value in fill.items():
             block = block.replace(f"<{name}>", value)
-        for written, free in self.ports.items():
-            block = re.sub(rf"\b{written}\b", str(free), block)
+        block = _on_ports(block, self.ports)
         self.proc.stdin.write(block if block.endswith("\n") else block + "\n")
         self.proc.stdin.flush()
 

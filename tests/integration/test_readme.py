@@ -1,9 +1,11 @@
 """Every README's shell blocks work as written, top to bottom, as a user runs them on a fresh
 clone: in one bash, from the checkout, with no virtualenv activated (a bare `python` there has
-none of the dependencies). Only the port and the data folder differ. The chat's and the host
-side's manuals run here, one after the other in one shell (the host commands answer the thread
-the chat's example left); each emulator README has the same test beside the emulator's tests,
-and a test here checks that no README with a shell block is left out."""
+none of the dependencies). Only the port and the data folder differ, and what a README leaves
+to the reader (the front page's pairing code and run id) is filled in once they would have it.
+The chat's and the host side's manuals run here, one after the other in one shell (the host
+commands answer the thread the chat's example left); each emulator README has the same test
+beside the emulator's tests, and a test here checks that no README with a shell block is left
+out."""
 import json
 import re
 import secrets
