@@ -7,9 +7,8 @@ moves through `write_ref` (the path of a push), so webhooks and PR heads follow.
 import base64
 import binascii
 import re
-from datetime import datetime
 
-from . import errors, schemas, shapes
+from . import errors, schemas, shapes, times
 from .commits import info
 from .objects import DEFAULT_PERSON
 from .store import has_objects, repo_key
@@ -32,7 +31,7 @@ def _person(value, op, field):
     date = value.get("date")
     if date is not None:
         try:
-            date = int(datetime.fromisoformat(str(date).replace("Z", "+00:00")).timestamp())
+            date = times.epoch_s(date)
         except ValueError:
             raise errors.Unprocessable(op, f"Invalid request.\n\n{field}.date is not a date")
     return {"name": value["name"], "email": value["email"], "date": date}

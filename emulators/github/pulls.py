@@ -4,8 +4,6 @@ A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and
 """
 import re
 
-from emulators.runtime.state.clock import iso
-
 from . import errors, events, git, ids, schemas
 
 MAX_SAFE_INTEGER = 2 ** 53 - 1
@@ -53,7 +51,7 @@ class PullRules:
         with self.transaction():
             tips = self._tips(key, (head, base))
             self._check_pair(key, login, head, base, tips, op, exclude=None)
-            now = iso(self.now_ms())
+            now = self.now()
             number = self.store.next_id(f"pull_numbers:{key}")
             pull = {
                 "repo": key, "number": number,
@@ -182,7 +180,7 @@ class PullRules:
                 login = self.store.owner(repo["owner"])["login"]
                 self._check_open_pair(key, login, pull["head_ref"], base, tips, op,
                                       exclude=number)
-            now = iso(self.now_ms())
+            now = self.now()
             before = pull
             pull = {**pull, "state": state, "base_ref": base, "updated_at": now,
                     "head_sha": tips[pull["head_ref"]], "base_sha": tips[base],

@@ -11,8 +11,6 @@ answers the emulator-only `SyntheticRepository` error.
 from dulwich.merge import Merger
 from dulwich.object_store import MemoryObjectStore
 
-from emulators.runtime.state.clock import iso
-
 from .. import errors, events, git, schemas
 from ..pulls import parse_pull_number
 from ..store import has_objects
@@ -141,7 +139,7 @@ class MergeRules:
             sha = self._merge_commit(repo, objects, pull, method, body, head_sha, base_sha, op)
             # one transaction: the base read above is still its tip, the swap cannot miss
             self.write_ref(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha, op=op)
-            now = iso(self.now_ms())
+            now = self.now()
             merged = {**self.store.pull(key, number), "state": "closed", "merged": True,
                       "merged_at": now, "merged_by": self._actor(), "merge_commit_sha": sha,
                       "closed_at": now, "updated_at": now, "head_sha": head_sha,

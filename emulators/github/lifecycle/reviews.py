@@ -5,7 +5,6 @@ A mixin of `models.GitHubBackend`. GitHub's rules that depend on who acts hold: 
 approve or request changes on their own pull request, review cannot be requested from the
 author, a user has at most one pending review per pull request, and only its author sees it.
 """
-from emulators.runtime.state.clock import iso
 
 from .. import errors, events, ids, schemas
 from ..pulls import parse_pull_number
@@ -45,7 +44,7 @@ class ReviewRules:
             review = {"repo": repo["key"], "number": pull["number"], "id": number,
                       "node_id": ids.node_id("github", "PRR_", number), "user": actor,
                       "body": body.get("body") or "", "state": state, "commit_id": commit_id,
-                      "submitted_at": None if state == "PENDING" else iso(self.now_ms())}
+                      "submitted_at": None if state == "PENDING" else self.now()}
             self._put_review(review)
             if state != "PENDING":
                 self._submitted(repo, pull, review)
@@ -65,7 +64,7 @@ class ReviewRules:
             state = self._review_state(pull, body, review["user"], op)
             review = {**review, "state": state,
                       "body": body.get("body") or review["body"],
-                      "submitted_at": iso(self.now_ms())}
+                      "submitted_at": self.now()}
             self._put_review(review)
             self._submitted(repo, pull, review)
         return self.review_json(repo, review)
@@ -149,7 +148,7 @@ class ReviewRules:
                 changed = [x for x in current if x.lower() in gone]
                 after = [x for x in current if x.lower() not in gone]
                 action = "review_request_removed"
-            updated = {**pull, "requested_reviewers": after, "updated_at": iso(self.now_ms())}
+            updated = {**pull, "requested_reviewers": after, "updated_at": self.now()}
             self._put_pull(updated, pull)
             for login in changed:
                 self.emit("pull_request", lambda login=login: events.pull_request(
