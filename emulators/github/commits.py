@@ -157,16 +157,7 @@ class CommitRules:
         histories: the first of head's ancestors, breadth first, that base reaches)."""
         graph = objects.graph()
         known = git.reachable(graph, base)
-        seen, queue = {head}, [head]
-        while queue:
-            sha = queue.pop(0)
-            if sha in known:
-                return sha
-            for parent in graph.get(sha, ()):
-                if parent not in seen:
-                    seen.add(parent)
-                    queue.append(parent)
-        return None
+        return next((sha for sha in git.ancestry(graph, head) if sha in known), None)
 
     def between(self, objects, base, head):
         """Return the commits reachable from `head` and not from `base`, oldest first."""

@@ -101,24 +101,23 @@ class PullRules:
             self.store.put_repo(repo["key"], repo)
             self._open_pulls[repo["key"]] = repo["open_pulls"]
 
-    def _pull_record(self, owner, name, raw_number, op):
-        """Return (repository record, PR record) of a PR path, or raise 404."""
-        repo = self._repo(owner, name, op)
+    def _pull(self, repo, raw_number, op):
+        """Return the PR record a path's number names in `repo`, or raise 404."""
         number = parse_pull_number(raw_number)
         pull = self.store.pull(repo["key"], number) if number else None
         if pull is None:
             raise errors.NotFound(op)
-        return repo, pull
+        return pull
+
+    def _pull_record(self, owner, name, raw_number, op):
+        """Return (repository record, PR record) of a PR path, or raise 404."""
+        repo = self._repo(owner, name, op)
+        return repo, self._pull(repo, raw_number, op)
 
     def get_pull(self, owner, name, raw_number, *, computing=False):
         """Answer `pulls/get`; `computing` answers as GitHub does while it computes the
         mergeability (`null`/`unknown`)."""
-        op = "pulls/get"
-        repo = self._repo(owner, name, op)
-        number = parse_pull_number(raw_number)
-        pull = self.store.pull(repo["key"], number) if number else None
-        if pull is None:
-            raise errors.NotFound(op)
+        repo, pull = self._pull_record(owner, name, raw_number, "pulls/get")
         return self.pull_json(repo, pull, fresh=computing)
 
     def list_pulls(self, owner, name, params):

@@ -230,11 +230,7 @@ class IssueRules:
     def create_comment(self, owner, name, raw_number, parsed):
         op = "issues/create-comment"
         repo = self._repo(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        if not isinstance(body.get("body"), str) or not body["body"]:
-            raise errors.ValidationFailed(op, resource="IssueComment", field="body",
-                                          code="missing_field")
-        schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
+        body = _comment_body(parsed, op)
         with self.transaction():
             target = self._conversation(repo, raw_number, op)
             now = self.now()
@@ -273,11 +269,7 @@ class IssueRules:
     def update_comment(self, owner, name, raw_id, parsed):
         op = "issues/update-comment"
         repo = self._repo(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        if not isinstance(body.get("body"), str) or not body["body"]:
-            raise errors.ValidationFailed(op, resource="IssueComment", field="body",
-                                          code="missing_field")
-        schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
+        body = _comment_body(parsed, op)
         with self.transaction():
             before = self._comment(repo, raw_id, op)
             comment = {**before, "body": body["body"], "updated_at": self.now()}
@@ -602,6 +594,16 @@ def _removed(before, after, field):
 def _made_label(name, number, color, description=None):
     return {"id": number, "node_id": ids.node_id("github", "LA_", number), "name": name,
             "color": color or DEFAULT_COLOR, "description": description}
+
+
+def _comment_body(parsed, op):
+    """The body of a comment write: a non-empty `body` within GitHub's length."""
+    body = schemas.json_object(parsed, op)
+    if not isinstance(body.get("body"), str) or not body["body"]:
+        raise errors.ValidationFailed(op, resource="IssueComment", field="body",
+                                      code="missing_field")
+    schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
+    return body
 
 
 def _color(value, op):

@@ -12,7 +12,6 @@ from dulwich.merge import Merger
 from dulwich.object_store import MemoryObjectStore
 
 from .. import errors, events, git, schemas
-from ..pulls import parse_pull_number
 from ..store import has_objects
 from .protection import DRAFT, NOT_MERGEABLE
 
@@ -114,10 +113,7 @@ class MergeRules:
         body = schemas.json_object(parsed, op)
         key = repo["key"]
         with self.transaction():
-            number = parse_pull_number(raw_number)
-            pull = self.store.pull(key, number) if number else None
-            if pull is None:
-                raise errors.NotFound(op)
+            pull = self._pull(repo, raw_number, op)
             method = body.get("merge_method", "merge")
             if method not in METHODS:
                 raise errors.ValidationFailed(op, field="merge_method")
@@ -140,7 +136,7 @@ class MergeRules:
             # one transaction: the base read above is still its tip, the swap cannot miss
             self.write_ref(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha, op=op)
             now = self.now()
-            merged = {**self.store.pull(key, number), "state": "closed", "merged": True,
+            merged = {**self.store.pull(key, pull["number"]), "state": "closed", "merged": True,
                       "merged_at": now, "merged_by": self._actor(), "merge_commit_sha": sha,
                       "closed_at": now, "updated_at": now, "head_sha": head_sha,
                       "base_sha": base_sha}
@@ -199,10 +195,8 @@ class MergeRules:
     def check_merged(self, owner, name, raw_number):
         """`pulls/check-if-merged`: True when merged (204), else 404."""
         op = "pulls/check-if-merged"
-        repo = self._repo(owner, name, op)
-        number = parse_pull_number(raw_number)
-        pull = self.store.pull(repo["key"], number) if number else None
-        if pull is None or not pull.get("merged"):
+        repo, pull = self._pull_record(owner, name, raw_number, op)
+        if not pull.get("merged"):
             raise errors.NotFound(op)
 
     # repos/merge --------------------------------------------------------------------------
