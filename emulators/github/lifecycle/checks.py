@@ -298,7 +298,7 @@ def _apply(run, body, op, now):
                 fail(field)
             run[field] = body[field] if field != "external_id" else (body[field] or "")
     for field in ("started_at", "completed_at"):  # GitHub answers the time it parsed, in UTC
-        if run[field] is not None and field in body:
+        if body.get(field) is not None:
             try:
                 run[field] = times.normalized(run[field])
             except ValueError:
