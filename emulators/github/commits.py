@@ -222,15 +222,20 @@ class CommitRules:
                 info(objects, head)["tree"], limit=None)
         return memo[repo["key"], base, head]
 
-    def pull_diff(self, repo, head, base):
-        """The files a pull request changes, for its `additions`, `deletions` and
-        `changed_files`: [] in a synthetic repository, which has no trees."""
+    def pair_objects(self, repo, head, base):
+        """The `GitObjects` holding both commits of a PR's head and base, or None: a
+        synthetic repository has no trees (its PRs change no files and never conflict)."""
         if not has_objects(repo):
-            return []
+            return None
         objects = self.git(repo, "pulls/get")
         graph = objects.graph()
-        return self.branch_diff(repo, objects, base, head) \
-            if head in graph and base in graph else []
+        return objects if head in graph and base in graph else None
+
+    def pull_diff(self, repo, head, base):
+        """The files a pull request changes, for its `additions`, `deletions` and
+        `changed_files` ([] without trees)."""
+        objects = self.pair_objects(repo, head, base)
+        return [] if objects is None else self.branch_diff(repo, objects, base, head)
 
     def pull_commits(self, owner, name, raw_number, params):
         """Answer `pulls/list-commits`: (a page of the PR's commits, oldest first, page, last)."""

@@ -12,7 +12,6 @@ from dulwich.merge import Merger
 from dulwich.object_store import MemoryObjectStore
 
 from .. import errors, events, git, schemas
-from ..store import has_objects
 from .protection import DRAFT, NOT_MERGEABLE
 
 METHODS = ("merge", "squash", "rebase")
@@ -66,15 +65,12 @@ class MergeRules:
         """The paths a merge of `head_sha` into `base_sha` conflicts on ([] when clean, and
         always for a synthetic repository); commits never change, so each pair is merged once
         per request however many answers and events show the PR."""
-        if not has_objects(repo):
-            return []
         memo = self._conflicts
         if (repo["key"], head_sha, base_sha) in memo:
             return memo[repo["key"], head_sha, base_sha]
-        objects = self.git(repo, "pulls/get")
-        graph = objects.graph()
+        objects = self.pair_objects(repo, head_sha, base_sha)
         found = []
-        if head_sha in graph and base_sha in graph:
+        if objects is not None:
             base = self.merge_base(objects, base_sha, head_sha)
             if base not in (head_sha, base_sha):
                 found = self._three_way(objects, base, base_sha, head_sha,
