@@ -12,9 +12,9 @@ from githubkit import GitHub
 from githubkit.exception import RequestFailed
 
 from .histories import pr_history, seed_body
+from .schema_check import GITHUB_TIME
 from .test_pygithub import served  # noqa: F401  (the same served emulators)
 
-SECOND = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\Z")
 # a push payload's commit `timestamp` keeps the committer's offset, as GitHub's does
 SECOND_WITH_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)\Z")
 
@@ -35,7 +35,7 @@ def times_in(value, path=""):
 def not_githubs_times(value):
     """The times in `value` GitHub would not send: a fraction of a second, or no `Z`."""
     return [(path, text) for path, key, text in times_in(value)
-            if not (SECOND_WITH_OFFSET if key == "timestamp" else SECOND).match(text)]
+            if not (SECOND_WITH_OFFSET if key == "timestamp" else GITHUB_TIME).match(text)]
 
 
 def reset_and_seed(admin):
