@@ -23,9 +23,10 @@ import requests
 from spaces.newos4.relay.access import NOTICE_MARKER
 from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY, HermesDriver
+from testkit.hermes.oracle import real_hermes
 from testkit.servers import REPO, Watcher, gunicorn
 
-from .test_approvals import ORACLE_KEY, OUTPUTS, Chat
+from .test_approvals import OUTPUTS, Chat
 
 pytestmark = pytest.mark.gunicorn
 
@@ -64,12 +65,8 @@ class Hermes:
 @pytest.fixture(scope="module", params=["emulator", "real"])
 def hermes(request, site):
     if request.param == "real":
-        url = os.environ.get("HERMES_ORACLE_URL")
-        if not url:
-            pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
-                        "toolset, to run these against)")
-        log = os.environ.get("HERMES_ORACLE_LLM_LOG", DEFAULT_LLM_LOG)
-        yield Hermes(url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), log)
+        url, key = real_hermes()
+        yield Hermes(url, key, os.environ.get("HERMES_ORACLE_LLM_LOG", DEFAULT_LLM_LOG))
         return
     with HermesDriver(site["hermes"], OUTPUTS):
         yield Hermes(site["hermes"], "")
