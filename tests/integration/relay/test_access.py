@@ -180,3 +180,19 @@ def test_allow_before_the_first_message_and_revoke_after(person):
     assert CODE_IN_TEXT.search(notice)
     time.sleep(QUIET_S)
     assert not person.hermes.saw(late) and person.authors() == ["operator", "hermes"] * 2
+
+
+def test_cron_with_another_access_mode_beside_the_watcher_relays_nothing(person):
+    person.post(f"hello {person.marker}")
+    person.wait_notice()
+    modes = person.site["data"] + "/relay/modes.json"
+    try:
+        assert person.env["NEWOS4_RELAY_ACCESS"] == "open"  # the watcher's is pairing
+        cron = person.cron()
+        assert cron.returncode == 1 and "NEWOS4_RELAY_ACCESS=open here, but the running " \
+            "watcher relays with NEWOS4_RELAY_ACCESS=pairing" in cron.stderr, cron.stderr
+        time.sleep(QUIET_S)
+        assert not person.hermes.saw(person.marker)
+        assert "but cron relays with NEWOS4_RELAY_ACCESS=open" in person.watcher.stderr()
+    finally:
+        Path(modes).unlink(missing_ok=True)  # the module's other cases: cron never ran
