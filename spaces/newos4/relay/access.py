@@ -49,7 +49,8 @@ def mode_conflict(path, kind, mode, *, now_ms, watcher_alive):
 
     Two policies at once are the looser one: a stranger the watcher keeps out would reach
     Hermes through cron, and cron would stop runs the watcher starts. So both refuse, and each
-    says how to fix it. The watcher is running while it holds its lock (`watcher_alive`); cron,
+    says how to fix it. The watcher is running while it holds its lock (`watcher_alive()`, asked
+    only on a disagreement: trying its lock could turn a watcher starting then away); cron,
     while its record is younger than CRON_LIVE_MS.
     """
     try:
@@ -68,7 +69,7 @@ def mode_conflict(path, kind, mode, *, now_ms, watcher_alive):
     if not isinstance(other, dict) or other.get("mode") == mode:
         return None
     if kind == "cron":
-        if not watcher_alive:
+        if not watcher_alive():
             return None
         them = f"the running watcher relays with NEWOS4_RELAY_ACCESS={other.get('mode')}"
     else:

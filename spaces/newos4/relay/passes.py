@@ -95,7 +95,7 @@ class Relay:
         conflict = mode_conflict(
             self.state_path.with_name("modes.json"), "cron" if cron else "watch",
             self.settings.relay_access, now_ms=self._now(),
-            watcher_alive=cron and watcher_alive(self.settings))
+            watcher_alive=lambda: watcher_alive(self.settings))
         if conflict:  # two policies at once would be the looser one: neither relays
             self._say(conflict)
             return self.problems
