@@ -63,8 +63,10 @@ def mode_conflict(path, kind, mode, *, now_ms, watcher_alive):
         records = {}  # rewritten below: it only ever holds what the next passes say again
     mine = {"mode": mode, "ms": now_ms}
     if kind == "cron" or (records.get(kind) or {}).get("mode") != mode:
-        records[kind] = mine  # the watcher writes only a change: its writes would wake it
-        atomic_write(path, json.dumps(records, indent=1, sort_keys=True).encode())
+        # The watcher writes only a change (its writes would wake it); no fsync: a record lost
+        # in a crash is written again by the next pass of its kind.
+        records[kind] = mine
+        atomic_write(path, json.dumps(records, indent=1, sort_keys=True).encode(), durable=False)
     other = records.get("watch" if kind == "cron" else "cron")
     if not isinstance(other, dict) or other.get("mode") == mode:
         return None
