@@ -229,8 +229,7 @@ class AcceptingThreadsWorker(Worker):
                 req = next(parser)
                 self.cfg.pre_request(self, req)
                 started = datetime.now()
-                resp, environ = wsgi.create(req, conn, addr, server, self.cfg,
-                                            response_class=Response)
+                resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
                 environ["wsgi.multithread"] = True  # gunicorn's default: the sync worker's False
             self._count_request()
             # A body still arriving is not drained to keep its connection: the answer closes it.
