@@ -29,9 +29,9 @@ closes its connection after the answer.
 Why not gunicorn's `gthread`: behind nginx its selector, pool and queue cost more CPU per idle
 poll than the whole chat app, and each of its threads is one more to share the GIL with
 (figures in gunicorn.conf.py). A plain whole request (as a reverse proxy sends it) is read
-straight into its environ (spaces/lean.py: the environ gunicorn's parser would build, at half
-the CPU of an idle poll); any other goes through gunicorn's parser. Response framing, error
-pages, hooks and logs are gunicorn's own.
+straight into the environ gunicorn's parser would build (spaces/lean.py), for a fraction of
+that parser's CPU; any other goes through gunicorn's parser. Response framing, error pages,
+hooks and logs are gunicorn's own.
 """
 import errno
 import gc
@@ -87,7 +87,7 @@ class AcceptingThreadsWorker(Worker):
     def load_wsgi(self):
         """Load the app, then move every object alive so far (modules, the app, its routes) out
         of the cyclic collector's sight: they live as long as the worker, and each full
-        collection would walk them all again (a post spends 9 % of its CPU less)."""
+        collection would otherwise walk them all again."""
         super().load_wsgi()
         gc.freeze()
 
@@ -219,16 +219,16 @@ class AcceptingThreadsWorker(Worker):
         try:
             if lean:
                 req, environ = lean
-                environ["gunicorn.socket"] = conn
-                self.cfg.pre_request(self, req)
-                started = datetime.now()
-                resp = Response(req, conn, self.cfg)
-                environ["wsgi.early_hints"] = wsgi._make_early_hints_callback(req, conn, resp)
             else:
                 parser = http.get_parser(self.cfg, conn, addr)
                 req = next(parser)
-                self.cfg.pre_request(self, req)
-                started = datetime.now()
+            self.cfg.pre_request(self, req)
+            started = datetime.now()
+            if lean:
+                resp = Response(req, conn, self.cfg)
+                environ["gunicorn.socket"] = conn
+                environ["wsgi.early_hints"] = wsgi._make_early_hints_callback(req, conn, resp)
+            else:
                 resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
                 environ["wsgi.multithread"] = True  # gunicorn's default: the sync worker's False
             self._count_request()
