@@ -28,10 +28,13 @@ closes its connection after the answer.
 
 Why not gunicorn's `gthread`: behind nginx its selector, pool and queue cost more CPU per idle
 poll than the whole chat app, and each of its threads is one more to share the GIL with
-(figures in gunicorn.conf.py). HTTP parsing, the WSGI environ, response framing, error pages,
+(figures in gunicorn.conf.py). A plain whole request (as a reverse proxy sends it) is read
+straight into the environ gunicorn's parser would build (spaces/lean.py), for a fraction of
+that parser's CPU; any other goes through gunicorn's parser. Response framing, error pages,
 hooks and logs are gunicorn's own.
 """
 import errno
+import gc
 import itertools
 import os
 import select
@@ -47,6 +50,7 @@ from gunicorn.arbiter import Arbiter
 from gunicorn.http import wsgi
 from gunicorn.workers.base import Worker
 
+from .lean import LeanReader, Response
 from .reader import HANDOVER, PARTIAL, WHOLE, Incoming, Reader
 
 # Answers on one kept-alive connection before the worker closes it (nginx's default for the
@@ -80,6 +84,13 @@ class AcceptingThreadsWorker(Worker):
             sys.exit(Arbiter.WORKER_BOOT_ERROR)
         super().init_process()
 
+    def load_wsgi(self):
+        """Load the app, then move every object alive so far (modules, the app, its routes) out
+        of the cyclic collector's sight: they live as long as the worker, and each full
+        collection would otherwise walk them all again."""
+        super().load_wsgi()
+        gc.freeze()
+
     def run(self):
         # Blocking accept() bounded by a receive timeout: the kernel wakes one waiting thread
         # per connection, and an idle thread looks at `alive` every IDLE_WAKE_S. Both flags live on
@@ -101,6 +112,7 @@ class AcceptingThreadsWorker(Worker):
         self._stream_threads = set()
         self._lost = []
         self._keepalive = self.cfg.keepalive > 0
+        self._lean = LeanReader(self.cfg)
         self._reader = Reader(max(1, self.cfg.worker_connections), self.cfg.threads, self.log,
                               timeout=self.cfg.timeout or None,
                               keepalive=self.cfg.keepalive or None)
@@ -200,16 +212,25 @@ class AcceptingThreadsWorker(Worker):
         """Answer one request, here or, when it streams, in a thread of its own. `more`: the
         client may still be sending (a body read as it arrives); else its request is all in.
         Returns the client's next request when it is already whole here, else None."""
-        conn = ClientConnection(incoming.sock, incoming.data, more)
         addr, server = incoming.addr, incoming.server
-        parser = http.get_parser(self.cfg, conn, addr)
-        req = resp = None
+        lean = None if more else self._lean.read(incoming.data, addr, server, incoming.served + 1)
+        conn = ClientConnection(incoming.sock, b"" if lean else incoming.data, more)
+        parser = req = resp = None
         try:
-            req = next(parser)
+            if lean:
+                req, environ = lean
+            else:
+                parser = http.get_parser(self.cfg, conn, addr)
+                req = next(parser)
             self.cfg.pre_request(self, req)
             started = datetime.now()
-            resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
-            environ["wsgi.multithread"] = True  # gunicorn's default is the sync worker's False
+            if lean:
+                resp = Response(req, conn, self.cfg)
+                environ["gunicorn.socket"] = conn
+                environ["wsgi.early_hints"] = wsgi._make_early_hints_callback(req, conn, resp)
+            else:
+                resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
+                environ["wsgi.multithread"] = True  # gunicorn's default: the sync worker's False
             self._count_request()
             # A body still arriving is not drained to keep its connection: the answer closes it.
             if more or not self._keepalive or not self.alive \
@@ -237,8 +258,12 @@ class AcceptingThreadsWorker(Worker):
         """After an answer that keeps the connection: the next request if it is whole here
         already, else None (the reader waits for it, or for the rest of it)."""
         try:
-            drained = parser.finish_body()  # (the body is all in: no wait)
-            ahead = parser.unreader.buf.getvalue() + conn.release() if drained else None
+            if parser is None:  # a lean request: all the bytes received were its own
+                ahead = conn.release()
+            elif parser.finish_body():  # (the body is all in: no wait)
+                ahead = parser.unreader.buf.getvalue() + conn.release()
+            else:
+                ahead = None
         except (OSError, http.errors.ParseException):  # the client left; a body gone wrong
             ahead = None
         if ahead is None:

@@ -1,5 +1,6 @@
 """The shipped gunicorn worker's connection handling, on real loopback sockets (the worker as a
 whole runs under gunicorn in tests/integration/test_worker_gunicorn.py)."""
+import gc
 import socket
 import threading
 import time
@@ -8,7 +9,7 @@ import pytest
 from gunicorn.config import Config
 
 from spaces.reader import CLOSED, HANDOVER, PARTIAL, REQUEST_BUFFER, WHOLE, Incoming
-from spaces.worker import ClientConnection, SettledConfig
+from spaces.worker import AcceptingThreadsWorker, ClientConnection, SettledConfig
 
 
 class Recording:
@@ -114,6 +115,26 @@ def test_settled_config_answers_as_gunicorns_and_keeps_what_the_worker_started_w
     assert settled.forwarded_allow_networks() == cfg.forwarded_allow_networks()
     cfg.set("threads", 5)  # only the arbiter changes settings, and then starts new workers
     assert settled.threads == 3
+
+
+
+class LoadedApp:
+    """What a worker asks of gunicorn's application object when it loads the app."""
+
+    def wsgi(self):
+        return lambda environ, start_response: [b""]
+
+
+def test_the_loaded_app_is_out_of_the_collectors_sight():
+    worker = AcceptingThreadsWorker.__new__(AcceptingThreadsWorker)
+    worker.app, worker.cfg = LoadedApp(), Config()
+    gc.unfreeze()
+    try:
+        worker.load_wsgi()
+        assert gc.get_freeze_count() > 0
+        assert worker.wsgi not in gc.get_objects()
+    finally:
+        gc.unfreeze()
 
 
 def arrivals(*parts):
