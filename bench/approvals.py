@@ -27,12 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from spaces.newos4.app import POLL_PATH, POST_PATH  # noqa: E402
 from spaces.newos4.service import thread_of  # noqa: E402
 from testkit.hermes.driver import HermesDriver  # noqa: E402
+from testkit.hermes.oracle import ORACLE_KEY  # noqa: E402
 from testkit.servers import REPO, gunicorn  # noqa: E402
 
 RUNS = int(os.environ.get("BENCH_APPROVAL_RUNS", "20"))
 POLL_S = 0.02
 MARKER = "Hermes asks before running a command:"
-ORACLE_KEY = "oracle-test-key-0123456789abcdef"
 OUTPUTS = {"approved": "Tool result: approved", "denied": "Tool result: denied",
            "timed_out": "Tool result: timed out"}
 

@@ -4,9 +4,8 @@ sends a newly registered endpoint.
 A control is `handler(call) -> (status, body)`; the admin plane answers a GitHubError raised here
 with its own status and mock-only envelope (`{message, code}`).
 """
-from emulators.runtime.state.clock import iso
 
-from . import context, events
+from . import context, events, times
 from .resources import backend_for
 
 
@@ -26,7 +25,7 @@ def move_ref(call):
 def webhook_ping(instance, endpoint):
     """The `ping` a newly registered webhook endpoint is sent (runtime hub hook)."""
     return "ping", events.ping(context.public_base(instance), endpoint,
-                               now=iso(instance.now_ms()))
+                               now=times.timestamp(instance.now_ms()))
 
 
 ROUTES = [("POST", "/github/repositories", seed_repository),

@@ -5,8 +5,9 @@ A mixin of `models.GitHubBackend`, which holds the store, clock and object layer
 import difflib
 from datetime import datetime, timedelta, timezone
 
-from . import errors, git, ids, schemas, shapes
+from . import errors, git, ids, schemas, shapes, times
 from .objects import DEFAULT_PERSON
+from .store import has_objects
 
 MAX_COMPARE_COMMITS = 250  # GitHub lists at most 250 commits in a comparison (and a PR)
 MAX_FILES = 3000  # and at most 3000 files
@@ -20,7 +21,7 @@ def person(raw, when, offset):
     zone = timezone(timedelta(seconds=offset))
     date = datetime.fromtimestamp(when, zone).astimezone(timezone.utc)
     return {"name": name.strip(), "email": rest.rstrip(">").strip(),
-            "date": date.strftime("%Y-%m-%dT%H:%M:%SZ")}
+            "date": date.strftime(times.FORMAT)}
 
 
 def _push_time(when, offset):
@@ -44,11 +45,13 @@ def _lines(data):
     return data.decode("utf-8", "replace").splitlines(keepends=True)
 
 
-def changed_files(objects, old_tree, new_tree):
+def changed_files(objects, old_tree, new_tree, *, limit=MAX_FILES):
     """Return the changed files between two trees with GitHub's counts: `[{filename, status,
-    sha, additions, deletions, patch}]` (no patch for binary or large blobs)."""
+    sha, additions, deletions, patch}]` (no patch for binary or large blobs), the first
+    `limit` (None: all)."""
     out = []
-    for change in objects.changes(old_tree, new_tree)[:MAX_FILES]:
+    changes = objects.changes(old_tree, new_tree)
+    for change in changes if limit is None else changes[:limit]:
         old = objects.blob(change["old_sha"]) if change["old_sha"] else b""
         new = objects.blob(change["new_sha"]) if change["new_sha"] else b""
         old, new = old or b"", new or b""
@@ -154,16 +157,7 @@ class CommitRules:
         histories: the first of head's ancestors, breadth first, that base reaches)."""
         graph = objects.graph()
         known = git.reachable(graph, base)
-        seen, queue = {head}, [head]
-        while queue:
-            sha = queue.pop(0)
-            if sha in known:
-                return sha
-            for parent in graph.get(sha, ()):
-                if parent not in seen:
-                    seen.add(parent)
-                    queue.append(parent)
-        return None
+        return next((sha for sha in git.ancestry(graph, head) if sha in known), None)
 
     def between(self, objects, base, head):
         """Return the commits reachable from `head` and not from `base`, oldest first."""
@@ -187,9 +181,8 @@ class CommitRules:
         status = ("identical" if not ahead and not behind else "ahead" if not behind
                   else "behind" if not ahead else "diverged")
         repo_url, html_url = self._urls(repo)
-        base_tree = info(objects, merge_base)["tree"] if merge_base else None
         files = [shapes.diff_entry(repo_url, html_url, head, change) for change in
-                 changed_files(objects, base_tree, info(objects, head)["tree"])]
+                 self.branch_diff(repo, objects, base, head)[:MAX_FILES]]
         page, per_page = schemas.page_query(params)
         listed = ahead[:MAX_COMPARE_COMMITS]
         if any(k in schemas.first_values(params) for k in ("page", "per_page")):
@@ -217,6 +210,33 @@ class CommitRules:
             head, base = tips.get(pull["head_ref"], head), tips.get(pull["base_ref"], base)
         return repo, objects, head, base
 
+    def branch_diff(self, repo, objects, base, head):
+        """Return every file `head` changes since its merge base with `base` (answers list at
+        most MAX_FILES; a PR's counts take them all); commits never change, so each pair is
+        diffed once per request however many answers and events show it."""
+        memo = self._diffs
+        if (repo["key"], base, head) not in memo:
+            merge_base = self.merge_base(objects, base, head)
+            memo[repo["key"], base, head] = changed_files(
+                objects, info(objects, merge_base)["tree"] if merge_base else None,
+                info(objects, head)["tree"], limit=None)
+        return memo[repo["key"], base, head]
+
+    def pair_objects(self, repo, head, base):
+        """The `GitObjects` holding both commits of a PR's head and base, or None: a
+        synthetic repository has no trees (its PRs change no files and never conflict)."""
+        if not has_objects(repo):
+            return None
+        objects = self.git(repo, "pulls/get")
+        graph = objects.graph()
+        return objects if head in graph and base in graph else None
+
+    def pull_diff(self, repo, head, base):
+        """The files a pull request changes, for its `additions`, `deletions` and
+        `changed_files` ([] without trees)."""
+        objects = self.pair_objects(repo, head, base)
+        return [] if objects is None else self.branch_diff(repo, objects, base, head)
+
     def pull_commits(self, owner, name, raw_number, params):
         """Answer `pulls/list-commits`: (a page of the PR's commits, oldest first, page, last)."""
         repo, objects, head, base = self._pull_objects(owner, name, raw_number,
@@ -232,10 +252,8 @@ class CommitRules:
         base, page, last)."""
         repo, objects, head, base = self._pull_objects(owner, name, raw_number,
                                                        "pulls/list-files")
-        merge_base = self.merge_base(objects, base, head)
         repo_url, html_url = self._urls(repo)
-        files = changed_files(objects, info(objects, merge_base)["tree"] if merge_base else None,
-                              info(objects, head)["tree"])
+        files = self.branch_diff(repo, objects, base, head)[:MAX_FILES]
         page, per_page = schemas.page_query(params)
         offset = (page - 1) * per_page
         return ([shapes.diff_entry(repo_url, html_url, head, change)

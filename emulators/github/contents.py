@@ -7,9 +7,8 @@ moves through `write_ref` (the path of a push), so webhooks and PR heads follow.
 import base64
 import binascii
 import re
-from datetime import datetime
 
-from . import errors, schemas, shapes
+from . import errors, schemas, shapes, times
 from .commits import info
 from .objects import DEFAULT_PERSON
 from .store import has_objects, repo_key
@@ -22,6 +21,13 @@ def _invalid(op, field):
     return errors.Unprocessable(op, f'Invalid request.\n\n"{field}" wasn\'t supplied.')
 
 
+def _require_strings(body, op, *fields):
+    """Refuse a body missing one of `fields` (or holding a non-string) as GitHub does."""
+    for field in fields:
+        if not isinstance(body.get(field), str):
+            raise _invalid(op, field)
+
+
 def _person(value, op, field):
     """Return `{name, email, date}` (epoch seconds or None) of an author/committer field."""
     if value is None:
@@ -32,7 +38,7 @@ def _person(value, op, field):
     date = value.get("date")
     if date is not None:
         try:
-            date = int(datetime.fromisoformat(str(date).replace("Z", "+00:00")).timestamp())
+            date = times.epoch_s(date)
         except ValueError:
             raise errors.Unprocessable(op, f"Invalid request.\n\n{field}.date is not a date")
     return {"name": value["name"], "email": value["email"], "date": date}
@@ -107,10 +113,7 @@ class ContentRules:
         """Answer `repos/create-or-update-file-contents`: (status, {content, commit})."""
         op = "repos/create-or-update-file-contents"
         repo, objects = self.git_repo(owner, name, op)
-        if not isinstance(body.get("message"), str):
-            raise _invalid(op, "message")
-        if not isinstance(body.get("content"), str):
-            raise _invalid(op, "content")
+        _require_strings(body, op, "message", "content")
         try:
             data = base64.b64decode(body["content"], validate=False)
         except (binascii.Error, ValueError):
@@ -121,10 +124,7 @@ class ContentRules:
         """Answer `repos/delete-file`: {content: null, commit}."""
         op = "repos/delete-file"
         repo, objects = self.git_repo(owner, name, op)
-        if not isinstance(body.get("message"), str):
-            raise _invalid(op, "message")
-        if not isinstance(body.get("sha"), str):
-            raise _invalid(op, "sha")
+        _require_strings(body, op, "message", "sha")
         return self._write_file(repo, objects, path, body, op, None)[1]
 
     def _write_file(self, repo, objects, path, body, op, data):

@@ -6,17 +6,10 @@ added, removed and modified); in a synthetic one (commit ids and parents only) t
 synthetic but coherent: each names its sha, a synthetic message and the acting user, in
 parent-to-child order.
 """
-from datetime import datetime, timezone
-
-from . import shapes
+from . import shapes, times
 
 ZERO_SHA = "0" * 40
 MAX_PUSH_COMMITS = 20  # GitHub lists at most 20 commits in a push payload
-
-
-def _epoch_s(iso_text):
-    return int(datetime.fromisoformat(iso_text.replace("Z", "+00:00"))
-               .replace(tzinfo=timezone.utc).timestamp())
 
 
 def ping(base_url, endpoint, *, now):
@@ -100,8 +93,8 @@ def push(repo_json, ref_name, before, after, new_commits, sender, *, forced, tim
             return _commit(repo_json, sha, sender, timestamp)
         return git_commit(repo_json, sha, info)
     # the push payload's repository differs: epoch-second times, the organization by login
-    repository = {**repo_json, "created_at": _epoch_s(repo_json["created_at"]),
-                  "pushed_at": _epoch_s(repo_json["pushed_at"]),
+    repository = {**repo_json, "created_at": times.epoch_s(repo_json["created_at"]),
+                  "pushed_at": times.epoch_s(repo_json["pushed_at"]),
                   "stargazers": repo_json["stargazers_count"],
                   "master_branch": repo_json["default_branch"]}
     if "organization" in repo_json:

@@ -28,20 +28,22 @@ def valid_ref_name(name):
                 or name.endswith("."))
 
 
-def is_ancestor(graph, ancestor, descendant):
-    """Tell whether `ancestor` is reachable from `descendant` by parent links (equal counts)."""
-    if ancestor not in graph:
-        return False
-    seen, queue = {descendant}, deque([descendant])
+def ancestry(graph, sha):
+    """Yield `sha`, then the commits reachable from it by parent links, nearest first
+    (breadth first), each once."""
+    seen, queue = {sha}, deque([sha])
     while queue:
         sha = queue.popleft()
-        if sha == ancestor:
-            return True
+        yield sha
         for parent in graph.get(sha, ()):
             if parent not in seen:
                 seen.add(parent)
                 queue.append(parent)
-    return False
+
+
+def is_ancestor(graph, ancestor, descendant):
+    """Tell whether `ancestor` is reachable from `descendant` by parent links (equal counts)."""
+    return ancestor in graph and ancestor in ancestry(graph, descendant)
 
 
 def reachable(graph, sha):

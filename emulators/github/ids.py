@@ -1,4 +1,4 @@
-"""The reference's deterministic node ids (its timestamps come from the runtime clock's `iso`)."""
+"""The reference's deterministic node ids."""
 _ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 

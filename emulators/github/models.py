@@ -9,9 +9,7 @@ import binascii
 import io
 import re
 
-from emulators.runtime.state.clock import iso
-
-from . import actors, errors, events, git, ids, shapes
+from . import actors, errors, events, git, ids, shapes, times
 from .commits import CommitRules
 from .contents import ContentRules
 from .database import GitDataRules
@@ -63,16 +61,21 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         self._open_pulls = {}  # repository key -> open PR count written by this backend
         self._open_issues = {}  # and its open issue count (lifecycle/issues.py)
         self._conflicts = {}  # (repository, head, base) -> conflicting paths (lifecycle/merges.py)
+        self._diffs = {}  # (repository, base, head) -> the files changed (commits.py)
+
+    def now(self):
+        """The clock's time as GitHub shows it (to the second)."""
+        return times.timestamp(self.now_ms())
 
     # shapes ------------------------------------------------------------------------------
 
     def repo_json(self, repo):
-        created = iso(repo["created_ms"])
         return shapes.repository(
             self.base_url, repo, self.store.owner(repo["owner"]),
             open_issues=self.open_pulls(repo) + self._open_issues.get(
                 repo["key"], repo.get("open_issues", 0)),
-            created_at=created, pushed_at=iso(repo.get("pushed_ms", repo["created_ms"])))
+            created_at=times.timestamp(repo["created_ms"]),
+            pushed_at=times.timestamp(repo.get("pushed_ms", repo["created_ms"])))
 
     def open_pulls(self, repo):
         """The repository's open PR count: kept in its record by every PR write (`_put_pull`),
@@ -95,7 +98,8 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
     def pull_json(self, repo, pull, *, tips=None, repo_json=None, full=True, fresh=False):
         """Shape a PR; an open PR shows the current branch tips.
 
-        `full` adds what only `pulls/get` and the writes carry (commit count, mergeability);
+        `full` adds what only `pulls/get` and the writes carry (commit and line counts,
+        mergeability);
         `fresh` marks a PR just created, whose mergeability GitHub has not computed yet.
         """
         repo_json = repo_json or self.repo_json(repo)
@@ -122,7 +126,8 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         if full:
             graph = self.store.graph(repo["key"])
             commits = len(git.reachable(graph, head_sha) - git.reachable(graph, base_sha))
-            shape.update(shapes.pull_counts(pull, commits=commits, computed=not fresh))
+            shape.update(shapes.pull_counts(pull, commits=commits, computed=not fresh,
+                                            files=self.pull_diff(repo, head_sha, base_sha)))
             shape.update({"merged": pull.get("merged", False),
                           "merged_by": self.user_json(pull["merged_by"])
                           if pull.get("merged_by") else None,
@@ -225,7 +230,7 @@ class GitHubBackend(RefRules, PullRules, CommitRules, ContentRules, GitDataRules
         repo_json = self.repo_json(repo)
         repo_url, html = repo_json["url"], repo_json["html_url"]
         person = self.person(self.actor_login)
-        author = {**person, "date": iso(self.now_ms())}
+        author = {**person, "date": self.now()}
         parents = self.store.graph(repo["key"]).get(sha, [])
         return {"sha": sha, "node_id": f"C_{sha[:20]}", "url": f"{repo_url}/commits/{sha}",
                 "html_url": f"{html}/commit/{sha}",

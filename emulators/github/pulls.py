@@ -4,8 +4,6 @@ A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and
 """
 import re
 
-from emulators.runtime.state.clock import iso
-
 from . import errors, events, git, ids, schemas
 
 MAX_SAFE_INTEGER = 2 ** 53 - 1
@@ -53,7 +51,7 @@ class PullRules:
         with self.transaction():
             tips = self._tips(key, (head, base))
             self._check_pair(key, login, head, base, tips, op, exclude=None)
-            now = iso(self.now_ms())
+            now = self.now()
             number = self.store.next_id(f"pull_numbers:{key}")
             pull = {
                 "repo": key, "number": number,
@@ -103,24 +101,23 @@ class PullRules:
             self.store.put_repo(repo["key"], repo)
             self._open_pulls[repo["key"]] = repo["open_pulls"]
 
-    def _pull_record(self, owner, name, raw_number, op):
-        """Return (repository record, PR record) of a PR path, or raise 404."""
-        repo = self._repo(owner, name, op)
+    def _pull(self, repo, raw_number, op):
+        """Return the PR record a path's number names in `repo`, or raise 404."""
         number = parse_pull_number(raw_number)
         pull = self.store.pull(repo["key"], number) if number else None
         if pull is None:
             raise errors.NotFound(op)
-        return repo, pull
+        return pull
+
+    def _pull_record(self, owner, name, raw_number, op):
+        """Return (repository record, PR record) of a PR path, or raise 404."""
+        repo = self._repo(owner, name, op)
+        return repo, self._pull(repo, raw_number, op)
 
     def get_pull(self, owner, name, raw_number, *, computing=False):
         """Answer `pulls/get`; `computing` answers as GitHub does while it computes the
         mergeability (`null`/`unknown`)."""
-        op = "pulls/get"
-        repo = self._repo(owner, name, op)
-        number = parse_pull_number(raw_number)
-        pull = self.store.pull(repo["key"], number) if number else None
-        if pull is None:
-            raise errors.NotFound(op)
+        repo, pull = self._pull_record(owner, name, raw_number, "pulls/get")
         return self.pull_json(repo, pull, fresh=computing)
 
     def list_pulls(self, owner, name, params):
@@ -182,7 +179,7 @@ class PullRules:
                 login = self.store.owner(repo["owner"])["login"]
                 self._check_open_pair(key, login, pull["head_ref"], base, tips, op,
                                       exclude=number)
-            now = iso(self.now_ms())
+            now = self.now()
             before = pull
             pull = {**pull, "state": state, "base_ref": base, "updated_at": now,
                     "head_sha": tips[pull["head_ref"]], "base_sha": tips[base],

@@ -2,7 +2,6 @@
 
 A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and shapes.
 """
-from emulators.runtime.state.clock import iso
 
 from . import errors, events, git, ids, schemas
 from .store import has_objects, repo_key
@@ -283,7 +282,7 @@ class RefRules:
 
     def _close_pulls_on(self, repo, branch, last_sha):
         """Close the open PRs whose head or base branch is gone, keeping their last tips."""
-        key, now = repo["key"], iso(self.now_ms())
+        key, now = repo["key"], self.now()
         gone = [p for side in ("head_ref", "base_ref")
                 for p in self.store.pulls({"repo": key, "state": "open", side: branch},
                                           order_by=None, desc=False, limit=None, offset=0)]
@@ -306,7 +305,7 @@ class RefRules:
             describe = self.describe_commit(repo) if has_objects(repo) else None
             return events.push(self.repo_json(repo), ref_name, before, after,
                                git.new_commits(graph, after, known), self._sender(),
-                               forced=forced, timestamp=iso(self.now_ms()), describe=describe)
+                               forced=forced, timestamp=self.now(), describe=describe)
         self.emit("push", build)
 
     def _emit_synchronize(self, key, ref_name, before, after):

@@ -268,15 +268,24 @@ class Readme:
         _content_answer(req, resp, shape, raw)
 
 
-class Blobs:
-    """`POST /repos/{owner}/{repo}/git/blobs`."""
+class _GitObjects:
+    """`POST` of a git object (`operation`, made by the backend's `create`): 201 its shape,
+    journaled with its sha."""
+
+    operation = create = None
 
     def on_post(self, req, resp, owner, repo):
         instance = instance_of(req)
-        answer = backend_for(instance).create_blob(owner, repo,
-                                                   _json_body(req, "git/create-blob"))
+        answer = getattr(backend_for(instance), self.create)(
+            owner, repo, _json_body(req, self.operation))
         _accepted(instance, sha=answer["sha"])
         _answer(resp, 201, answer)
+
+
+class Blobs(_GitObjects):
+    """`POST /repos/{owner}/{repo}/git/blobs`."""
+
+    operation, create = "git/create-blob", "create_blob"
 
 
 class Blob:
@@ -286,15 +295,10 @@ class Blob:
         _answer(resp, 200, backend_of(req).get_blob(owner, repo, file_sha))
 
 
-class Trees:
+class Trees(_GitObjects):
     """`POST /repos/{owner}/{repo}/git/trees`."""
 
-    def on_post(self, req, resp, owner, repo):
-        instance = instance_of(req)
-        answer = backend_for(instance).create_tree(owner, repo,
-                                                   _json_body(req, "git/create-tree"))
-        _accepted(instance, sha=answer["sha"])
-        _answer(resp, 201, answer)
+    operation, create = "git/create-tree", "create_tree"
 
 
 class Tree:
@@ -305,15 +309,10 @@ class Tree:
         _answer(resp, 200, backend_of(req).get_tree(owner, repo, tree_sha, recursive))
 
 
-class GitCommits:
+class GitCommits(_GitObjects):
     """`POST /repos/{owner}/{repo}/git/commits`."""
 
-    def on_post(self, req, resp, owner, repo):
-        instance = instance_of(req)
-        answer = backend_for(instance).create_commit(owner, repo,
-                                                     _json_body(req, "git/create-commit"))
-        _accepted(instance, sha=answer["sha"])
-        _answer(resp, 201, answer)
+    operation, create = "git/create-commit", "create_commit"
 
 
 class GitCommit:

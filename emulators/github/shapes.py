@@ -228,11 +228,12 @@ def pull(repo_json, record, author, *, head_sha, base_sha):
     }
 
 
-def pull_counts(record, *, commits, computed):
-    """Return what `pulls/get` and the writes add to a pull request (`pull-request`).
+def pull_counts(record, *, commits, computed, files):
+    """Return what `pulls/get` and the writes add to a pull request (`pull-request`); `files`
+    are the changed files (`commits.changed_files`) its line counts come from.
 
-    GitHub computes mergeability in the background: a PR just created answers `null`/`unknown`.
-    Without file contents there are never conflicts, so an open PR is otherwise `clean`.
+    GitHub computes mergeability in the background: a PR just created answers `null`/`unknown`;
+    otherwise an open PR is `clean` here, and the backend refines it from trees and protection.
     """
     mergeable = True if computed and record["state"] == "open" else None
     return {
@@ -243,10 +244,9 @@ def pull_counts(record, *, commits, computed):
         "comments": 0,
         "review_comments": 0,
         "commits": commits,
-        # no trees or blobs are modelled: no file changes to count
-        "additions": 0,
-        "deletions": 0,
-        "changed_files": 0,
+        "additions": sum(f["additions"] for f in files),
+        "deletions": sum(f["deletions"] for f in files),
+        "changed_files": len(files),
     }
 
 

@@ -1,5 +1,5 @@
 """A pull request's whole life under real gunicorn, driven by PyGithub and githubkit unmodified
-and by the git command line: push, PR, two check runs (one fails), protection blocks the merge,
+and by the git command line: push, PR (its line counts from the pushed objects), two check runs (one fails), protection blocks the merge,
 the check is re-run and passes, an approving review, the merge (each method), git fetches the
 merge commit, and a push to the protected branch is refused; a comment and a label round trip;
 every webhook arrives at an app-like receiver that verifies its signature, and validates.
@@ -18,6 +18,7 @@ from githubkit.exception import RequestFailed
 from testkit.servers import gunicorn
 from testkit.webhook_receiver import Receiver
 from tests.emulators.github.schema_check import SCHEMAS
+from tests.emulators.github.test_fidelity import not_githubs_times
 from tests.emulators.github.test_lifecycle_events import problems
 
 pytestmark = pytest.mark.gunicorn
@@ -127,6 +128,7 @@ def assert_webhooks(world, merged_sha):
     assert world.receiver.refused == []  # every signature verified
     for headers, payload in received:
         assert problems(headers["X-Github-Event"], payload) == [], headers["X-Github-Event"]
+        assert not_githubs_times(payload) == [], headers["X-Github-Event"]
     events = {(h["X-Github-Event"], p.get("action")) for h, p in received}
     assert {("ping", None), ("push", None), ("pull_request", "opened"),
             ("check_run", "created"), ("check_run", "completed"), ("check_run", "rerequested"),
@@ -148,6 +150,8 @@ def test_pygithub_drives_a_pull_request_to_its_merge(world, method, parents):
     assert author.get_branch("main").protected is True
     pr = author.create_pull(base="main", head="topic", title="Add the feature", body="Why")
     assert (pr.user.login, pr.head.sha) == ("ada", head)
+    # counted from the pushed objects: feature.txt added, line three of shared.txt changed
+    assert (pr.additions, pr.deletions, pr.changed_files) == (2, 1, 2)
     pr.create_review_request(reviewers=["grace"])
 
     # CI: two check runs, one fails, and a commit status
@@ -188,6 +192,8 @@ def test_pygithub_drives_a_pull_request_to_its_merge(world, method, parents):
     merged = author.get_pull(pr.number)
     assert (merged.merged, merged.merged_by.login, merged.merge_commit_sha) == (
         True, "ada", status.sha)
+    assert not_githubs_times(merged.raw_data) == []
+    assert (merged.additions, merged.deletions, merged.changed_files) == (2, 1, 2)
     sha, count, shared = world.fetched_main()
     assert (sha, count, shared) == (status.sha, parents, "A\nb\nC\n")
 

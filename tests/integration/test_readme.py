@@ -1,17 +1,22 @@
 """Every README's shell blocks work as written, top to bottom, as a user runs them on a fresh
 clone: in one bash, from the checkout, with no virtualenv activated (a bare `python` there has
-none of the dependencies). Only the port and the data folder differ. The chat's and the host
-side's manuals run here, one after the other in one shell (the host commands answer the thread
-the chat's example left); each emulator README has the same test beside the emulator's tests,
-and a test here checks that no README with a shell block is left out."""
+none of the dependencies). Only the port and the data folder differ, and what a README leaves
+to the reader (the front page's pairing code and run id) is filled in once they would have it.
+The chat's and the host side's manuals run here, one after the other in one shell (the host
+commands answer the thread the chat's example left); each emulator README has the same test
+beside the emulator's tests, and a test here checks that no README with a shell block is left
+out."""
+import json
 import re
+import secrets
 import shutil
 import subprocess
 
 import pytest
+import requests
 
 from testkit.servers import REPO, gunicorn
-from testkit.shell import readmes, run_as_user, sh_blocks, user_env
+from testkit.shell import Terminal, readmes, run_as_user, sh_blocks, user_env
 
 needs_curl = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 
@@ -23,7 +28,7 @@ RUN_HERE = ("spaces/newos4/README.md", "spaces/newos4/relay/README.md")
 RUN_BESIDE = {"emulators/README.md": "tests/emulators/runtime/fleet/test_start.py",
               "emulators/hermes/README.md": "tests/emulators/hermes/test_readme.py",
               "emulators/github/README.md": "tests/emulators/github/test_readme.py"}
-FRONT_PAGE = "README.md"  # its one shell block is the quick start, which the fixture plays
+FRONT_PAGE = "README.md"  # the quick start (the fixtures play it), the first conversation
 
 
 def test_every_readme_with_a_shell_block_is_run():
@@ -33,11 +38,47 @@ def test_every_readme_with_a_shell_block_is_run():
         assert f'sh_blocks("{readme}"' in (REPO / test).read_text(), (readme, test)
 
 
-def test_the_front_pages_only_shell_block_is_the_quick_start():
-    """The fixture below starts the server as `make serve` does: nothing else may hide there."""
-    (block,) = sh_blocks(FRONT_PAGE)
-    assert [line.split("#")[0].strip() for line in block.splitlines()] == \
+def test_the_front_pages_shell_blocks_are_the_quick_start_and_the_first_conversation():
+    """The quick start is what the fixtures below play (gunicorn as `make serve` starts it);
+    the first conversation's steps 3 to 5 are typed by the test after it."""
+    quick_start, *steps = sh_blocks(FRONT_PAGE)
+    assert [line.split("#")[0].strip() for line in quick_start.splitlines()] == \
         ["make serve", "make test"]
+    assert len(steps) == 3
+
+
+@needs_curl
+@pytest.mark.gunicorn
+def test_the_first_conversation_as_a_newcomer_types_it(tmp_path):
+    """The front page's five steps against the bundled emulator: the question posted as the
+    page posts it, steps 3 to 5 typed into one plain shell, the code read where the page shows
+    it and the run id where the watcher prints it; the answer is then what the page reads."""
+    env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db")}
+    relay, pair, answer = sh_blocks(FRONT_PAGE)[1:]
+    with gunicorn(env=env, workers=2) as url:
+        chat = url + "/spaces/newos4/api/chat"
+        token = {"X-Chat-Token": secrets.token_hex(32)}
+        asked = requests.post(chat + "/post.php", headers=token,
+                              data=json.dumps({"text": "What is the capital of France?"}))
+        assert asked.json()["success"] is True
+        terminal = Terminal(user_env(**env), ports={8000: url.rsplit(":", 1)[1]})
+        try:
+            terminal.type(relay)
+            terminal.wait_for(r"relay: thread=[0-9a-f]{16} is not let in")
+            page = requests.get(chat + "/poll.php", headers=token).json()["messages"]
+            code = re.search(r"pairing approve ([A-Z0-9]{8})", page[-1]["text"])[1]
+            terminal.type(pair, CODE=code)
+            terminal.wait_for(r"let in thread [0-9a-f]{16}")
+            run = terminal.wait_for(r"submitted run=(run_\w+)")[1]
+            terminal.type(answer, RUN=run)
+            terminal.wait_for(rf"run={run} delivered")
+        finally:
+            exit_status = terminal.close()
+        assert exit_status == 0, terminal.screen
+        page = requests.get(chat + "/poll.php", headers=token).json()["messages"]
+    assert [(m["author"], m["text"]) for m in page][-1] == \
+        ("hermes", "**Paris** is the capital of France.")
+    assert "PROBLEM" not in terminal.screen
 
 
 def test_a_bare_python_is_not_the_venv_here():

@@ -12,8 +12,9 @@ import freezegun
 import pytest
 
 from spaces.newos4.clock import SystemClock
-from spaces.newos4.relay.access import (ALPHABET, NOTICE_MARKER, Access, AccessRefused,
-                                        new_code)
+from spaces.newos4.files import Locks
+from spaces.newos4.relay.access import (ALPHABET, CRON_LIVE_MS, NOTICE_MARKER, Access,
+                                        AccessRefused, new_code)
 from spaces.newos4.relay.passes import Relay
 from spaces.newos4.service import ChatService
 
@@ -425,3 +426,95 @@ def test_a_released_thread_that_cannot_be_read_is_skipped_and_the_others_go(gate
     logged = run()
     assert [body["input"] for body, _ in hermes.submits] == ["mine"]
     assert any(f"thread={broken.thread} skipped" in line for line in logged)
+
+
+# -- cron and the watcher must relay with one policy ----------------------------------------
+
+class NoEvents:
+    """A watcher's run subscriptions that never hear anything (what makes a pass the watcher's)."""
+
+    def follow(self, run_id):
+        return None
+
+    def get(self, run_id):
+        return None
+
+
+@pytest.fixture
+def two_relays(make_app, settings, clock):
+    """A chat app and `relay(kind, mode)`: one pass of cron or of the watcher over one scripted
+    Hermes; `watching` holds the watcher's lock as a running watcher does."""
+    testapp, _ = make_app(relay_access="pairing")
+    hermes, lines = ScriptedHermes(), []
+
+    def relay(kind, mode):
+        lines.clear()
+        service = ChatService(dataclasses.replace(settings, relay_access=mode), clock=clock)
+        Relay(service, hermes, log=lambda line, problem: lines.append((line, problem)),
+              events=NoEvents() if kind == "watch" else None).run()
+        return lines
+    watch_lock = settings.data_dir / "relay" / "watch.lock"
+    watch_lock.parent.mkdir(parents=True, exist_ok=True)
+    return testapp, hermes, relay, Locks(0), watch_lock
+
+
+def conflicts(lines):
+    return [line for line, problem in lines if problem and "must use the same value" in line]
+
+
+def test_cron_open_beside_a_pairing_watcher_lets_no_stranger_reach_hermes(two_relays, clock):
+    testapp, hermes, relay, locks, watch_lock = two_relays
+    stranger = ChatClient(testapp)
+    stranger.say("rm -rf / please")
+    with locks(watch_lock):  # the watcher runs
+        relay("watch", "pairing")  # told the stranger its code
+        told = len(stranger.poll().json["messages"])
+        stranger.say("and now?")
+        [line] = conflicts(relay("cron", "open"))
+        assert line == ("relay: PROBLEM NEWOS4_RELAY_ACCESS=open here, but the running watcher "
+                        "relays with NEWOS4_RELAY_ACCESS=pairing: cron and the watcher must use "
+                        "the same value (set it in both the crontab and the watcher's "
+                        "environment, or in neither); nothing is relayed until they agree")
+        assert hermes.submits == []
+        # The watcher refuses too while cron's differing record is fresh.
+        assert conflicts(relay("watch", "pairing")) == [
+            "relay: PROBLEM NEWOS4_RELAY_ACCESS=pairing here, but cron relays with "
+            "NEWOS4_RELAY_ACCESS=open (its last run is in relay/modes.json): cron and the "
+            "watcher must use the same value (set it in both the crontab and the watcher's "
+            "environment, or in neither); nothing is relayed until they agree"]
+        assert hermes.submits == [] and len(stranger.poll().json["messages"]) == told + 1
+        assert conflicts(relay("cron", "pairing")) == []  # the crontab fixed: both relay again
+        assert conflicts(relay("watch", "pairing")) == []
+    assert hermes.submits == []
+
+
+def test_a_pairing_cron_beside_an_open_watcher_neither_relays_nor_stops_its_runs(two_relays):
+    testapp, hermes, relay, locks, watch_lock = two_relays
+    person = ChatClient(testapp)
+    person.say("q")
+    with locks(watch_lock):
+        relay("watch", "open")
+        assert len(hermes.submits) == 1
+        assert conflicts(relay("cron", "pairing"))
+        assert hermes.stops == [] and len(person.poll().json["messages"]) == 1  # no code written
+        person.say("more")
+        assert conflicts(relay("watch", "open"))
+        assert len(hermes.submits) == 1
+
+
+def test_cron_alone_relays_with_its_own_mode_once_the_watcher_is_gone(two_relays):
+    testapp, hermes, relay, locks, watch_lock = two_relays
+    with locks(watch_lock):
+        relay("watch", "pairing")
+    ChatClient(testapp).say("q")
+    assert conflicts(relay("cron", "open")) == [] and len(hermes.submits) == 1
+
+
+def test_a_cron_record_older_than_a_few_minutes_holds_no_watcher_back(two_relays, clock):
+    testapp, hermes, relay, locks, watch_lock = two_relays
+    relay("cron", "pairing")
+    ChatClient(testapp).say("q")
+    clock.advance(CRON_LIVE_MS - 1000)
+    assert conflicts(relay("watch", "open"))
+    clock.advance(1000)  # the crontab line went away (or became --sweep-only)
+    assert conflicts(relay("watch", "open")) == [] and len(hermes.submits) == 1

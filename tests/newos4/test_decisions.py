@@ -125,6 +125,29 @@ def test_a_crash_after_sending_the_hosts_decision_sends_and_tells_it_once(
     assert texts(service, client.thread)[-1] == ("hermes", "Tool result: done")
 
 
+def test_the_host_decides_a_request_a_pass_wrote_but_died_before_recording(
+        client, service, hermes, relay, settings):
+    """The watcher killed between writing the request and saving the state: the host sees
+    the request in the thread, so `approvals` lists it and `approve` decides it."""
+    client.say(f"RUN: {COMMAND}")
+    relay()
+    hermes.wait("run_1")
+    path = state_path(settings)
+    saved = path.read_bytes()
+    relay()
+    path.write_bytes(saved)  # as if the pass died between the message and the save
+    [row] = pending(RelayState(path, now_ms=0), service)
+    assert (row["command"], row["person"]) == (COMMAND, ["once", "session", "deny"])
+    status, out, err = approve(settings, client.thread, "once")
+    assert (status, err) == (0, "") and "recorded: 'once'" in out
+    relay()
+    assert hermes.decisions == [("run_1", "once")]
+    assert [t for _, t in texts(service, client.thread)] == [
+        f"RUN: {COMMAND}", ASKED, host_line("once")]
+    relay()
+    assert hermes.decisions == [("run_1", "once")] and len(hermes.submits) == 1
+
+
 def test_the_host_cannot_decide_what_is_not_pending_or_not_offered_or_already_answered(
         client, service, hermes, relay, settings):
     status, _, err = approve(settings, client.thread, "once")

@@ -6,9 +6,8 @@ forces `status: completed`. The suite's status and conclusion follow its latest 
 name, so a run re-made after a rerequest replaces the one that failed. Every run is the work of
 one GitHub App, `mockingbird-ci` (the emulator does not model app authentication).
 """
-from emulators.runtime.state.clock import iso
 
-from .. import errors, ids, schemas
+from .. import errors, ids, schemas, times
 from ..store import CHECK_RUNS, CHECK_SUITES
 
 STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
@@ -34,7 +33,7 @@ class CheckRules:
             sha = self._commit_sha(key, body["head_sha"], exact=True)
             if sha is None:
                 raise errors.Unprocessable(op, f"No commit found for SHA: {body['head_sha']}")
-            now = iso(self.now_ms())
+            now = self.now()
             suite = self._suite_for(repo, sha, now)
             number = self.store.next_id("check_run_ids")
             run = {"repo": key, "id": number, "node_id": ids.node_id("github", "CR_", number),
@@ -48,7 +47,9 @@ class CheckRules:
             self._refresh_suite(repo, suite["id"])
         return self.check_run_json(repo, run)
 
-    def update_check_run(self, owner, name, raw_id, parsed):
+    def update_check_run(self, owner, name, raw_id, parsed, *, lost=False):
+        """Apply `checks/update`; `lost` computes the answer the update gets and stores
+        nothing (the lost-update fault)."""
         op = "checks/update"
         repo = self._repo(owner, name, op)
         body = schemas.json_object(parsed, op)
@@ -59,21 +60,13 @@ class CheckRules:
             if "name" in body and (not isinstance(body["name"], str) or not body["name"]):
                 raise errors.ValidationFailed(op, resource="CheckRun", field="name")
             run = {**run, "output": dict(run["output"])}
-            _apply(run, body, op, iso(self.now_ms()))
+            _apply(run, body, op, self.now())
+            if lost:
+                return self.check_run_json(repo, run)
             self.store.put_item(CHECK_RUNS, f"{key}:{run['id']}", run)
             if run["status"] == "completed" and not was_completed:
                 self.emit("check_run", lambda: self._check_run_event("completed", repo, run))
             self._refresh_suite(repo, run["suite"])
-        return self.check_run_json(repo, run)
-
-    def lost_check_run_update(self, owner, name, raw_id, parsed):
-        """The answer an update would get, computed and not stored (the lost-update fault)."""
-        op = "checks/update"
-        repo = self._repo(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        run = self._check_run(repo["key"], raw_id, op)
-        run = {**run, "output": dict(run["output"])}
-        _apply(run, body, op, iso(self.now_ms()))
         return self.check_run_json(repo, run)
 
     def get_check_run(self, owner, name, raw_id):
@@ -90,7 +83,7 @@ class CheckRules:
             run = self._check_run(key, raw_id, op)
             suite = self.store.item(CHECK_SUITES, f"{key}:{run['suite']}")
             suite = {**suite, "status": "queued", "conclusion": None, "rerequested": True,
-                     "updated_at": iso(self.now_ms())}
+                     "updated_at": self.now()}
             self.store.put_item(CHECK_SUITES, f"{key}:{suite['id']}", suite)
             self.emit("check_run", lambda: self._check_run_event("rerequested", repo, run))
         return {}
@@ -192,7 +185,7 @@ class CheckRules:
         if (status, conclusion) == (suite["status"], suite["conclusion"]):
             return
         suite = {**suite, "status": status, "conclusion": conclusion,
-                 "updated_at": iso(self.now_ms())}
+                 "updated_at": self.now()}
         suite.pop("rerequested", None)
         self.store.put_item(CHECK_SUITES, f"{key}:{suite_id}", suite)
         if status == "completed":
@@ -304,6 +297,12 @@ def _apply(run, body, op, now):
             if body[field] is not None and not isinstance(body[field], str):
                 fail(field)
             run[field] = body[field] if field != "external_id" else (body[field] or "")
+    for field in ("started_at", "completed_at"):  # GitHub answers the time it parsed, in UTC
+        if body.get(field) is not None:
+            try:
+                run[field] = times.normalized(run[field])
+            except ValueError:
+                fail(field)
     if "status" in body:
         if body["status"] not in STATUSES:
             fail("status")

@@ -9,9 +9,7 @@ PR number with its issue shape (carrying `pull_request`).
 import re
 from urllib.parse import quote
 
-from emulators.runtime.state.clock import iso
-
-from .. import errors, events, ids, schemas
+from .. import errors, events, ids, schemas, times
 from ..pulls import REOPEN_MERGED, parse_pull_number
 from ..store import COMMENTS, ISSUES, LABELS
 
@@ -48,7 +46,7 @@ class IssueRules:
             labels = self._label_names(repo, body.get("labels", []), op)
             assignees = self._assignable(body.get("assignees") or (
                 [body["assignee"]] if body.get("assignee") else []), op)
-            now = iso(self.now_ms())
+            now = self.now()
             number = self.store.next_id(f"pull_numbers:{key}")  # one sequence with the PRs
             issue_id = self.store.next_id("issue_ids")
             issue = {"repo": key, "number": number, "id": issue_id,
@@ -98,7 +96,7 @@ class IssueRules:
                 if wanted is None:
                     wanted = [body["assignee"]] if body.get("assignee") else []
                 after["assignees"] = self._assignable(wanted, op)
-            now = iso(self.now_ms())
+            now = self.now()
             after["updated_at"] = now
             if after["state"] != before["state"]:
                 closing = after["state"] == "closed"
@@ -232,14 +230,10 @@ class IssueRules:
     def create_comment(self, owner, name, raw_number, parsed):
         op = "issues/create-comment"
         repo = self._repo(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        if not isinstance(body.get("body"), str) or not body["body"]:
-            raise errors.ValidationFailed(op, resource="IssueComment", field="body",
-                                          code="missing_field")
-        schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
+        body = _comment_body(parsed, op)
         with self.transaction():
             target = self._conversation(repo, raw_number, op)
-            now = iso(self.now_ms())
+            now = self.now()
             number = self.store.next_id("comment_ids")
             comment = {"repo": repo["key"], "id": number, "number": target["number"],
                        "node_id": ids.node_id("github", "IC_", number), "body": body["body"],
@@ -259,6 +253,10 @@ class IssueRules:
                                  order_by="id")
         since = schemas.first_values(pairs).get("since")
         if since:
+            try:  # stored times are GitHub's, to the second: compared as text once alike
+                since = times.normalized(since)
+            except ValueError:
+                raise errors.ValidationFailed(op, resource="IssueComment", field="since")
             found = [c for c in found if c["updated_at"] >= since]
         shown, page, last = schemas.page_of(found, pairs)
         return [self.comment_json(repo, c) for c in shown], page, last
@@ -271,14 +269,10 @@ class IssueRules:
     def update_comment(self, owner, name, raw_id, parsed):
         op = "issues/update-comment"
         repo = self._repo(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        if not isinstance(body.get("body"), str) or not body["body"]:
-            raise errors.ValidationFailed(op, resource="IssueComment", field="body",
-                                          code="missing_field")
-        schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
+        body = _comment_body(parsed, op)
         with self.transaction():
             before = self._comment(repo, raw_id, op)
-            comment = {**before, "body": body["body"], "updated_at": iso(self.now_ms())}
+            comment = {**before, "body": body["body"], "updated_at": self.now()}
             self.store.put_item(COMMENTS, f"{repo['key']}:{comment['id']}", comment)
             target = self._conversation(repo, str(comment["number"]), op)
             self.emit("issue_comment", lambda: self._comment_event(
@@ -449,7 +443,7 @@ class IssueRules:
             if len(labels) > MAX_LABELS:
                 raise errors.ValidationFailed(op, resource="Label", field="labels",
                                               custom=TOO_MANY_LABELS)
-            after = {**before, "labels": labels, "updated_at": iso(self.now_ms())}
+            after = {**before, "labels": labels, "updated_at": self.now()}
             self._store_conversation(repo, before, after)
         return self.issue_labels(repo, after)
 
@@ -461,7 +455,7 @@ class IssueRules:
             kept = [n for n in before.get("labels", []) if n.lower() != label_name.lower()]
             if len(kept) == len(before.get("labels", [])):
                 raise errors.NotFound(op, "Label does not exist")
-            after = {**before, "labels": kept, "updated_at": iso(self.now_ms())}
+            after = {**before, "labels": kept, "updated_at": self.now()}
             self._store_conversation(repo, before, after)
         return self.issue_labels(repo, after)
 
@@ -470,7 +464,7 @@ class IssueRules:
         repo = self._repo(owner, name, op)
         with self.transaction():
             before = self._conversation(repo, raw_number, op)
-            after = {**before, "labels": [], "updated_at": iso(self.now_ms())}
+            after = {**before, "labels": [], "updated_at": self.now()}
             self._store_conversation(repo, before, after)
 
     def list_issue_labels(self, owner, name, raw_number):
@@ -499,7 +493,7 @@ class IssueRules:
             else:
                 gone = {w.lower() for w in wanted}
                 assignees = [a for a in current if a.lower() not in gone]
-            after = {**before, "assignees": assignees, "updated_at": iso(self.now_ms())}
+            after = {**before, "assignees": assignees, "updated_at": self.now()}
             self._store_conversation(repo, before, after)
         return self.issue_json(repo, after)
 
@@ -600,6 +594,16 @@ def _removed(before, after, field):
 def _made_label(name, number, color, description=None):
     return {"id": number, "node_id": ids.node_id("github", "LA_", number), "name": name,
             "color": color or DEFAULT_COLOR, "description": description}
+
+
+def _comment_body(parsed, op):
+    """The body of a comment write: a non-empty `body` within GitHub's length."""
+    body = schemas.json_object(parsed, op)
+    if not isinstance(body.get("body"), str) or not body["body"]:
+        raise errors.ValidationFailed(op, resource="IssueComment", field="body",
+                                      code="missing_field")
+    schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
+    return body
 
 
 def _color(value, op):

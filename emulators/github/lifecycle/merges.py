@@ -11,11 +11,7 @@ answers the emulator-only `SyntheticRepository` error.
 from dulwich.merge import Merger
 from dulwich.object_store import MemoryObjectStore
 
-from emulators.runtime.state.clock import iso
-
 from .. import errors, events, git, schemas
-from ..pulls import parse_pull_number
-from ..store import has_objects
 from .protection import DRAFT, NOT_MERGEABLE
 
 METHODS = ("merge", "squash", "rebase")
@@ -69,15 +65,12 @@ class MergeRules:
         """The paths a merge of `head_sha` into `base_sha` conflicts on ([] when clean, and
         always for a synthetic repository); commits never change, so each pair is merged once
         per request however many answers and events show the PR."""
-        if not has_objects(repo):
-            return []
         memo = self._conflicts
         if (repo["key"], head_sha, base_sha) in memo:
             return memo[repo["key"], head_sha, base_sha]
-        objects = self.git(repo, "pulls/get")
-        graph = objects.graph()
+        objects = self.pair_objects(repo, head_sha, base_sha)
         found = []
-        if head_sha in graph and base_sha in graph:
+        if objects is not None:
             base = self.merge_base(objects, base_sha, head_sha)
             if base not in (head_sha, base_sha):
                 found = self._three_way(objects, base, base_sha, head_sha,
@@ -116,10 +109,7 @@ class MergeRules:
         body = schemas.json_object(parsed, op)
         key = repo["key"]
         with self.transaction():
-            number = parse_pull_number(raw_number)
-            pull = self.store.pull(key, number) if number else None
-            if pull is None:
-                raise errors.NotFound(op)
+            pull = self._pull(repo, raw_number, op)
             method = body.get("merge_method", "merge")
             if method not in METHODS:
                 raise errors.ValidationFailed(op, field="merge_method")
@@ -141,8 +131,8 @@ class MergeRules:
             sha = self._merge_commit(repo, objects, pull, method, body, head_sha, base_sha, op)
             # one transaction: the base read above is still its tip, the swap cannot miss
             self.write_ref(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha, op=op)
-            now = iso(self.now_ms())
-            merged = {**self.store.pull(key, number), "state": "closed", "merged": True,
+            now = self.now()
+            merged = {**self.store.pull(key, pull["number"]), "state": "closed", "merged": True,
                       "merged_at": now, "merged_by": self._actor(), "merge_commit_sha": sha,
                       "closed_at": now, "updated_at": now, "head_sha": head_sha,
                       "base_sha": base_sha}
@@ -201,10 +191,8 @@ class MergeRules:
     def check_merged(self, owner, name, raw_number):
         """`pulls/check-if-merged`: True when merged (204), else 404."""
         op = "pulls/check-if-merged"
-        repo = self._repo(owner, name, op)
-        number = parse_pull_number(raw_number)
-        pull = self.store.pull(repo["key"], number) if number else None
-        if pull is None or not pull.get("merged"):
+        repo, pull = self._pull_record(owner, name, raw_number, op)
+        if not pull.get("merged"):
             raise errors.NotFound(op)
 
     # repos/merge --------------------------------------------------------------------------

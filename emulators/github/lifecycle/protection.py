@@ -9,8 +9,6 @@ each token as an administrator, and an administrator who could bypass it would t
 """
 from urllib.parse import quote
 
-from emulators.runtime.state.clock import iso
-
 from .. import errors, git, schemas
 from ..store import PROTECTIONS
 from .checks import PASSING
@@ -131,7 +129,7 @@ class ProtectionRules:
             record[flag] = body.get(flag) is True
         with self.transaction():
             self._protected_branch(repo, branch, op)
-            record["updated_at"] = iso(self.now_ms())
+            record["updated_at"] = self.now()
             self.store.put_item(PROTECTIONS, f"{repo['key']}:{branch}", record)
         return self.protection_json(repo, branch, record, written=True)
 

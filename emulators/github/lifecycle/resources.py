@@ -58,8 +58,8 @@ class CheckRun:
     def on_patch(self, req, resp, owner, repo, check_run_id):
         backend = backend_of(req)
         if instance_of(req).fault_effect(LOST_UPDATE) is not None:
-            _answer(resp, 200, backend.lost_check_run_update(owner, repo, check_run_id,
-                                                             _body(req)))
+            _answer(resp, 200, backend.update_check_run(owner, repo, check_run_id, _body(req),
+                                                        lost=True))
             return
         run = backend.update_check_run(owner, repo, check_run_id, _body(req))
         _wrote(req, resp, 200, run, checkRunId=str(run["id"]))

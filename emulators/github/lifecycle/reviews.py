@@ -5,10 +5,8 @@ A mixin of `models.GitHubBackend`. GitHub's rules that depend on who acts hold: 
 approve or request changes on their own pull request, review cannot be requested from the
 author, a user has at most one pending review per pull request, and only its author sees it.
 """
-from emulators.runtime.state.clock import iso
 
 from .. import errors, events, ids, schemas
-from ..pulls import parse_pull_number
 from ..store import REVIEWS
 
 EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED",
@@ -28,7 +26,7 @@ class ReviewRules:
             raise errors.ReviewRefused(op, f"Body is too long (maximum is {schemas.MAX_BODY} "
                                            "characters)")
         with self.transaction():
-            pull = self._review_target(repo, raw_number, op)
+            pull = self._pull(repo, raw_number, op)
             actor = self._actor()
             if body.get("event") is None:
                 if any(r["state"] == "PENDING" and r["user"] == actor
@@ -45,7 +43,7 @@ class ReviewRules:
             review = {"repo": repo["key"], "number": pull["number"], "id": number,
                       "node_id": ids.node_id("github", "PRR_", number), "user": actor,
                       "body": body.get("body") or "", "state": state, "commit_id": commit_id,
-                      "submitted_at": None if state == "PENDING" else iso(self.now_ms())}
+                      "submitted_at": None if state == "PENDING" else self.now()}
             self._put_review(review)
             if state != "PENDING":
                 self._submitted(repo, pull, review)
@@ -56,8 +54,7 @@ class ReviewRules:
         repo = self._repo(owner, name, op)
         body = schemas.json_object(parsed, op)
         with self.transaction():
-            pull = self._review_target(repo, raw_number, op)
-            review = self._review(repo, pull, raw_id, op)
+            pull, review = self._review(repo, raw_number, raw_id, op)
             if review["state"] != "PENDING":
                 raise errors.ReviewRefused(op, "Can not submit a non-pending review")
             if not isinstance(body.get("event"), str):
@@ -65,7 +62,7 @@ class ReviewRules:
             state = self._review_state(pull, body, review["user"], op)
             review = {**review, "state": state,
                       "body": body.get("body") or review["body"],
-                      "submitted_at": iso(self.now_ms())}
+                      "submitted_at": self.now()}
             self._put_review(review)
             self._submitted(repo, pull, review)
         return self.review_json(repo, review)
@@ -76,8 +73,7 @@ class ReviewRules:
         repo = self._repo(owner, name, op)
         body = schemas.json_object(parsed, op)
         with self.transaction():
-            pull = self._review_target(repo, raw_number, op)
-            review = self._review(repo, pull, raw_id, op)
+            pull, review = self._review(repo, raw_number, raw_id, op)
             if not isinstance(body.get("message"), str) or not body["message"]:
                 raise errors.ReviewRefused(op, "Message is required to dismiss a review")
             if review["state"] == "PENDING":
@@ -91,7 +87,7 @@ class ReviewRules:
     def list_reviews(self, owner, name, raw_number, pairs):
         op = "pulls/list-reviews"
         repo = self._repo(owner, name, op)
-        pull = self._review_target(repo, raw_number, op)
+        pull = self._pull(repo, raw_number, op)
         actor = self.actor_login
         found = [r for r in self._reviews(repo, pull)
                  if r["state"] != "PENDING" or r["user"].lower() == actor.lower()]
@@ -100,8 +96,7 @@ class ReviewRules:
     def get_review(self, owner, name, raw_number, raw_id):
         op = "pulls/get-review"
         repo = self._repo(owner, name, op)
-        pull = self._review_target(repo, raw_number, op)
-        return self.review_json(repo, self._review(repo, pull, raw_id, op))
+        return self.review_json(repo, self._review(repo, raw_number, raw_id, op)[1])
 
     def latest_reviews(self, repo, pull):
         """Each reviewer's latest approving or changes-requesting review (what protection
@@ -125,7 +120,7 @@ class ReviewRules:
         if teams:
             raise errors.Unsupported("Mockingbird does not model teams")
         with self.transaction():
-            pull = self._review_target(repo, raw_number, op)
+            pull = self._pull(repo, raw_number, op)
             current = pull.get("requested_reviewers", [])
             if add:
                 logins = []
@@ -149,7 +144,7 @@ class ReviewRules:
                 changed = [x for x in current if x.lower() in gone]
                 after = [x for x in current if x.lower() not in gone]
                 action = "review_request_removed"
-            updated = {**pull, "requested_reviewers": after, "updated_at": iso(self.now_ms())}
+            updated = {**pull, "requested_reviewers": after, "updated_at": self.now()}
             self._put_pull(updated, pull)
             for login in changed:
                 self.emit("pull_request", lambda login=login: events.pull_request(
@@ -160,18 +155,11 @@ class ReviewRules:
     def list_requested_reviewers(self, owner, name, raw_number):
         op = "pulls/list-requested-reviewers"
         repo = self._repo(owner, name, op)
-        pull = self._review_target(repo, raw_number, op)
+        pull = self._pull(repo, raw_number, op)
         return {"users": [self.user_json(x) for x in pull.get("requested_reviewers", [])],
                 "teams": []}
 
     # records and shapes --------------------------------------------------------------------
-
-    def _review_target(self, repo, raw_number, op):
-        number = parse_pull_number(raw_number)
-        pull = self.store.pull(repo["key"], number) if number else None
-        if pull is None:
-            raise errors.NotFound(op)
-        return pull
 
     def _head_sha(self, repo, pull):
         if pull["state"] != "open":
@@ -217,12 +205,14 @@ class ReviewRules:
         return self.store.items(REVIEWS, {"repo": repo["key"], "number": pull["number"]},
                                 order_by="id")
 
-    def _review(self, repo, pull, raw_id, op):
+    def _review(self, repo, raw_number, raw_id, op):
+        """Return (PR record, review record) of a review's path, or raise 404."""
+        pull = self._pull(repo, raw_number, op)
         review = self.store.item(REVIEWS, f"{repo['key']}:{raw_id}") if raw_id.isdigit() \
             else None
         if review is None or review["number"] != pull["number"]:
             raise errors.NotFound(op)
-        return review
+        return pull, review
 
     def _put_review(self, review):
         self.store.put_item(REVIEWS, f"{review['repo']}:{review['id']}", review)

@@ -4,7 +4,6 @@ A mixin of `models.GitHubBackend`. The combined state is GitHub's rule over the 
 of each context: `failure` if any is `error` or `failure`, `pending` if there is none or any is
 `pending`, else `success`.
 """
-from emulators.runtime.state.clock import iso
 
 from .. import errors, ids, schemas
 from ..store import STATUSES
@@ -49,7 +48,7 @@ class StatusRules:
                 raise errors.ValidationFailed(
                     op, resource="Status", custom="This SHA and context has reached the "
                     "maximum number of statuses.")
-            now = iso(self.now_ms())
+            now = self.now()
             number = self.store.next_id("status_ids")
             record = {"repo": key, "sha": sha, "id": number,
                       "node_id": ids.node_id("github", "SC_", number),

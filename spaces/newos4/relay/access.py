@@ -6,7 +6,8 @@ in with `scripts/chat.py pairing ...`. Pairing is as strong as Hermes' own DM pa
 characters from an unambiguous alphabet, drawn with `secrets`, valid for an hour and used once;
 at most 3 pending; 5 wrong codes in a row lock approval for an hour; once the thread shows its
 code only a salted hash of it is kept, in `relay/access.json` (mode 0600, replaced atomically
-under its lock); no code is ever logged.
+under its lock); no code is ever logged. Cron and the watcher must relay with the same policy:
+each records the one it uses in `relay/modes.json`, and while they disagree neither relays.
 """
 import hashlib
 import hmac
@@ -17,7 +18,7 @@ import secrets
 import time
 from pathlib import Path
 
-from ..files import LockTimeout, Locks, discard, fsync_dir, replace, write_tmp
+from ..files import LockTimeout, Locks, atomic_write, discard, fsync_dir, replace, write_tmp
 from ..store import is_thread_name
 
 ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
@@ -35,7 +36,53 @@ LOCK_WAIT_S = 10
 NOTICE_MARKER = "This conversation cannot reach Hermes yet."
 APPROVE_COMMAND = "scripts/chat.py pairing approve"
 ALLOW_COMMAND = "scripts/chat.py pairing allow"
+# Cron relays every minute (a pass lasts at most about its budget): a cron record older than
+# this is no cron's any more (its crontab line went, or became --sweep-only).
+CRON_LIVE_MS = 5 * 60_000
 BAD_THREAD = "THREAD must be 16 lowercase hex digits (the page shows it: \"Conversation …\")"
+
+
+def mode_conflict(path, kind, mode, *, now_ms, watcher_alive):
+    """Record that the relay `kind` ("cron" or "watch") relays with `mode` in `path`
+    (relay/modes.json; the caller holds the state lock, as every pass does), and say why it must
+    not relay when the other kind, still running, relays with another mode; else None.
+
+    Two policies at once are the looser one: a stranger the watcher keeps out would reach
+    Hermes through cron, and cron would stop runs the watcher starts. So both refuse, and each
+    says how to fix it. The watcher is running while it holds its lock (`watcher_alive()`, asked
+    only on a disagreement: trying its lock could turn a watcher starting then away); cron,
+    while its record is younger than CRON_LIVE_MS.
+    """
+    try:
+        records = json.loads(path.read_bytes())
+        if not isinstance(records, dict):
+            raise TypeError("not an object")
+    except FileNotFoundError:
+        records = {}
+    except (OSError, ValueError, TypeError, RecursionError):
+        records = {}  # rewritten below: it only ever holds what the next passes say again
+    mine = {"mode": mode, "ms": now_ms}
+    if kind == "cron" or (records.get(kind) or {}).get("mode") != mode:
+        # The watcher writes only a change (its writes would wake it); no fsync: a record lost
+        # in a crash is written again by the next pass of its kind.
+        records[kind] = mine
+        atomic_write(path, json.dumps(records, indent=1, sort_keys=True).encode(), durable=False)
+    other = records.get("watch" if kind == "cron" else "cron")
+    if not isinstance(other, dict) or other.get("mode") == mode:
+        return None
+    if kind == "cron":
+        if not watcher_alive():
+            return None
+        them = f"the running watcher relays with NEWOS4_RELAY_ACCESS={other.get('mode')}"
+    else:
+        age_ms = now_ms - other["ms"] if type(other.get("ms")) is int else CRON_LIVE_MS
+        if age_ms >= CRON_LIVE_MS:
+            return None
+        them = f"cron relays with NEWOS4_RELAY_ACCESS={other.get('mode')} (its last run is " \
+               "in relay/modes.json)"
+    return (f"NEWOS4_RELAY_ACCESS={mode} here, but {them}: cron and the watcher must use the "
+            "same value (set it in both the crontab and the watcher's environment, or in "
+            "neither); nothing is relayed until they agree")
 
 
 class AccessRefused(Exception):

@@ -131,6 +131,14 @@ def is_request(message):
     return message["author"] == "hermes" and message["text"].startswith(REQUEST_MARKER)
 
 
+def request_after(messages, message_id):
+    """The request message right after `message_id` in `messages` (a thread, oldest first),
+    else None: a request a pass wrote for the question it relays."""
+    ids = [m["id"] for m in messages]
+    after = messages[ids.index(message_id) + 1:] if message_id in ids else []
+    return after[0] if after and is_request(after[0]) else None
+
+
 def answer_to(after):
     """Who answers a request, from the messages written after it (oldest first): the first
     that is not the in-page AI's (an `operator` reply decides; a `hermes` one was written by
@@ -223,11 +231,7 @@ class Approvals:
         return True
 
     def _request_after(self, thread, message_id):
-        """The request message right after `message_id` in the thread, else None."""
-        messages = self.service.history(thread)
-        ids = [m["id"] for m in messages]
-        after = messages[ids.index(message_id) + 1:] if message_id in ids else []
-        return after[0] if after and is_request(after[0]) else None
+        return request_after(self.service.history(thread), message_id)
 
     def _approval_request(self, entry, index):
         """The `index`-th approval request of the entry's run; None when its details cannot be
@@ -377,23 +381,35 @@ def pending(state, service):
     """The approval requests waiting for a decision, oldest first: one dict per thread with
     thread, run, request (message id), command, reason, asked_ms, choices (Hermes' own, which
     the host may give), person (those offered in the thread) and host (a decision the host
-    recorded that the relay has not sent yet, else None)."""
+    recorded that the relay has not sent yet, else None).
+
+    A request in the thread that its record does not hold yet (the pass that wrote it died
+    before saving the state) is listed from the message alone: the next pass adopts it, and a
+    decision the host recorded for it."""
     rows = []
     for thread, entry in sorted(state.threads.items()):
-        if not entry.get("asked") or not entry.get("run_id"):
+        if not entry.get("run_id"):
             continue
         try:
-            messages = {m["id"]: m for m in service.history(thread)}
+            history = service.history(thread)
         except THREAD_FAULTS:  # listed from the relay's record alone
-            messages = {}
-        request = messages.get(entry["asked"])
+            history = []
+        if entry.get("asked"):
+            request = next((m for m in history if m["id"] == entry["asked"]), None)
+            recorded = entry
+        else:
+            request = request_after(history, entry["question"])
+            if request is None:
+                continue
+            shown = choices_in(request["text"])
+            recorded = {**entry, "asked": request["id"], "choices": shown, "offered": shown}
         command, reason = details_in(request["text"]) if request else (None, None)
-        rows.append({"thread": thread, "run": entry["run_id"], "request": entry["asked"],
-                     "command": entry.get("command") or command,
-                     "reason": entry.get("reason") or reason,
+        rows.append({"thread": thread, "run": entry["run_id"], "request": recorded["asked"],
+                     "command": recorded.get("command") or command,
+                     "reason": recorded.get("reason") or reason,
                      "asked_ms": request["epoch"] if request else None,
-                     "choices": entry.get("offered") or entry["choices"],
-                     "person": entry["choices"], "host": host_choice(entry)})
+                     "choices": recorded.get("offered") or recorded["choices"],
+                     "person": recorded["choices"], "host": host_choice(recorded)})
     return sorted(rows, key=lambda r: r["asked_ms"] or 0)
 
 

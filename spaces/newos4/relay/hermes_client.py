@@ -2,6 +2,7 @@
 import http.client
 import json
 import socket
+import threading
 import urllib.parse
 
 
@@ -46,8 +47,15 @@ class EventStream:
     def __init__(self, conn, response):
         self._conn = conn
         self._response = response
+        self._lock = threading.Lock()
+        self._closed = self._reading = False
 
     def events(self):
+        with self._lock:
+            if self._closed:
+                self._conn.close()
+                return
+            self._reading = True
         data = []
         try:
             while True:
@@ -68,16 +76,25 @@ class EventStream:
         except (OSError, http.client.HTTPException, ValueError):
             return  # closed, reset or timed out: the stream is over for us
         finally:
-            self.close()
+            with self._lock:
+                self._reading = False
+            self._conn.close()
 
     def close(self):
+        """End the stream. While a reader waits in `events()`, only wake it (shut the socket
+        down): it closes the connection itself, as closing it here too would pull the
+        response out from under http.client in the middle of its read."""
+        with self._lock:
+            self._closed = True
+            reading = self._reading
         sock = self._conn.sock
         if sock is not None:
             try:
-                sock.shutdown(socket.SHUT_RDWR)  # wakes a reader blocked in another thread
+                sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
-        self._conn.close()
+        if not reading:
+            self._conn.close()
 
 
 class HermesClient:

@@ -16,9 +16,9 @@ import time
 
 from .. import errors
 from ..files import LockTimeout, lock
-from .access import Access, is_notice
+from .access import Access, is_notice, mode_conflict
 from .answers import repair_unicode, split_text
-from .approvals import Approvals
+from .approvals import Approvals, watcher_alive
 from .hermes_client import HermesUnreachable
 from .lost_runs import LostSubmissions
 from .outcomes import Deliver, Drop, Resubmit, Tell, Unreachable
@@ -91,6 +91,14 @@ class Relay:
             return self.problems
 
     def _pass(self):
+        cron = self.events is None  # the watcher follows runs' events; a cron pass does not
+        conflict = mode_conflict(
+            self.state_path.with_name("modes.json"), "cron" if cron else "watch",
+            self.settings.relay_access, now_ms=self._now(),
+            watcher_alive=lambda: watcher_alive(self.settings))
+        if conflict:  # two policies at once would be the looser one: neither relays
+            self._say(conflict)
+            return self.problems
         unreadable = self.access.problem()
         if unreadable:  # who is let in is unknown: nothing goes to Hermes, nothing is told
             self._say(unreadable)

@@ -2,7 +2,8 @@
 
 The schemas are GitHub's OpenAPI 3.0 description, so `nullable: true` is rewritten to JSON
 Schema's `type: [..., "null"]` before `jsonschema` sees them; `uri` and `date-time` formats are
-checked with the standard library (absolute URL with a host; ISO 8601 instant).
+checked with the standard library (absolute URL with a host; an ISO 8601 instant in GitHub's
+form, UTC to the second).
 """
 import copy
 import json
@@ -24,11 +25,14 @@ _LISTING = {"GET /repos/{owner}/{repo}/git/refs": _MATCHING,
             "GET /repos/{owner}/{repo}/git/matching-refs": _MATCHING}
 _GET_REF = "GET /repos/{owner}/{repo}/git/ref/{ref}"
 _CONVERTER = re.compile(r"\{(\w+):[^}]*\}")
+GITHUB_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\Z")  # 2011-01-26T19:01:12Z
 
 
 @FORMATS.checks("date-time", raises=ValueError)
 def _date_time(value):
-    return not isinstance(value, str) or bool(datetime.fromisoformat(value))
+    # an instant, written as GitHub writes every time it answers: UTC, to the second
+    return not isinstance(value, str) or bool(datetime.fromisoformat(value)
+                                              and GITHUB_TIME.match(value))
 
 
 @FORMATS.checks("uri")

@@ -76,7 +76,7 @@ def test_a_conclusion_completes_the_run(ci):
     assert created.status_int == 201
     body = created.json
     assert (body["status"], body["conclusion"]) == ("completed", "failure")
-    assert body["completed_at"] == body["started_at"] == "2023-11-14T22:13:20.000Z"
+    assert body["completed_at"] == body["started_at"] == "2023-11-14T22:13:20Z"
     assert body["app"]["slug"] == "mockingbird-ci"
     queued = run(ci, "lint").json
     assert (queued["status"], queued["conclusion"], queued["completed_at"]) == ("queued", None,

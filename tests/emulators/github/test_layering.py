@@ -8,7 +8,7 @@ ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "cont
          "lifecycle.merges", "lifecycle.protection", "lifecycle.reviews", "lifecycle.issues",
          "lifecycle.checks", "lifecycle.statuses", "refs", "pulls", "database", "contents",
          "commits", "transport", "events", "media", "schemas", "shapes", "store", "objects",
-         "git", "ids", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
+         "git", "ids", "times", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
 HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources")
 
 

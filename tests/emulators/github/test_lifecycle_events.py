@@ -10,6 +10,7 @@ from emulators.github.actors import synthetic_login
 from testkit.webhook_receiver import Receiver
 
 from .histories import pr_history, seed_body
+from .test_fidelity import not_githubs_times
 
 REPO = "/repos/synthetic-org/example"
 SCHEMAS = json.loads((Path(__file__).resolve().parent / "openapi" / "webhooks.json")
@@ -85,6 +86,7 @@ def test_every_event_of_a_pull_requests_life_arrives_signed_and_valid(gh, receiv
         ("issue_comment", "deleted")]
     for headers, payload in receiver.received:
         assert problems(headers["X-Github-Event"], payload) == [], headers["X-Github-Event"]
+        assert not_githubs_times(payload) == [], headers["X-Github-Event"]
     payloads = [payload for _, payload in receiver.received]
     suites = [p for h, p in receiver.received if h["X-Github-Event"] == "check_suite"]
     assert [s["check_suite"]["conclusion"] for s in suites] == ["failure", "success"]

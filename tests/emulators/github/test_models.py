@@ -5,9 +5,9 @@ from emulators.github import errors
 from emulators.github.context import form_encode
 from emulators.github.git import is_ancestor, valid_ref_name
 from emulators.github.ids import node_id
-from emulators.runtime.state.clock import iso
 from emulators.github.models import GitHubBackend
 from emulators.github.pulls import parse_pull_number
+from emulators.github.times import epoch_s, normalized, timestamp
 from emulators.runtime.state.db import Database
 from emulators.runtime.state.records import Records
 
@@ -41,9 +41,14 @@ def test_node_ids_match_the_reference_vectors():
         "PR_axxPzeIxNvGhn9", "PR_pXAjqw7lrTht31"]
 
 
-def test_iso_has_exactly_three_millisecond_digits():
-    assert iso(1_700_000_000_000) == "2023-11-14T22:13:20.000Z"
-    assert iso(1_700_000_000_007) == "2023-11-14T22:13:20.007Z"
+def test_timestamps_are_to_the_second_as_github_sends_them():
+    assert timestamp(1_700_000_000_000) == "2023-11-14T22:13:20Z"
+    assert timestamp(1_700_000_000_999) == "2023-11-14T22:13:20Z"
+    assert normalized("2023-11-14T23:13:20.750+01:00") == "2023-11-14T22:13:20Z"
+    assert normalized("2023-11-14T22:13:20") == "2023-11-14T22:13:20Z"  # no zone: UTC
+    assert epoch_s("2023-11-14T22:13:20Z") == 1_700_000_000
+    with pytest.raises(ValueError):
+        normalized("yesterday")
 
 
 @pytest.mark.parametrize("name", [
@@ -103,7 +108,7 @@ def test_seed_builds_the_repository_shape(backend):
     assert (repo["open_issues_count"], repo["pushed_at"], repo["license"]) == \
         (0, repo["created_at"], None)
     assert repo["url"] == "http://gh.test/emulators/github/repos/synthetic-org/example"
-    assert repo["private"] is True and repo["created_at"] == "2023-11-14T22:13:20.000Z"
+    assert repo["private"] is True and repo["created_at"] == "2023-11-14T22:13:20Z"
 
 
 def test_second_repository_of_an_owner_shares_the_first_login_casing(backend):

@@ -13,7 +13,7 @@ def test_repo_get_is_case_insensitive_and_stamped(seeded):
     assert res.json["full_name"] == "synthetic-org/example"
     assert res.json["url"] == f"{BASE}/repos/synthetic-org/example"
     assert res.json["html_url"] == f"{BASE}/synthetic-org/example"
-    assert res.json["created_at"] == res.json["updated_at"] == "2023-11-14T22:13:20.000Z"
+    assert res.json["created_at"] == res.json["updated_at"] == "2023-11-14T22:13:20Z"
     assert res.headers["x-github-api-version-selected"] == VERSION
     assert res.headers["content-type"].startswith("application/json")
     assert res.headers["x-mockingbird"].endswith("; ns=default")

@@ -67,7 +67,7 @@ def test_repository_counts_open_pulls_and_stamps_pushes(seeded):
     seeded.open_pull(status=201)
     repo = seeded.get(REPO, 200).json
     assert repo["open_issues_count"] == repo["open_issues"] == 1
-    assert repo["pushed_at"] == "2023-11-14T22:13:25.000Z" != repo["created_at"]
+    assert repo["pushed_at"] == "2023-11-14T22:13:25Z" != repo["created_at"]
     seeded.patch(f"{REPO}/pulls/1", {"state": "closed"}, 200)
     assert seeded.get(REPO, 200).json["open_issues_count"] == 0
 

@@ -27,6 +27,7 @@ from spaces.newos4.app import POLL_PATH, POST_PATH
 from spaces.newos4.service import ChatService
 from spaces.newos4.settings import Settings
 from testkit.hermes.driver import HermesDriver
+from testkit.hermes.oracle import real_hermes
 from testkit.servers import Watcher, gunicorn
 
 PAGE = "/spaces/newos4/"
@@ -206,20 +207,13 @@ def choice_buttons(page):
 RECORDED = json.loads((Path(__file__).resolve().parents[2] / "fixtures"
                        / "hermes_approval_exchanges.json").read_text())
 OUTPUTS = {name: RECORDED[name]["run"]["output"] for name in ("approved", "denied", "timed_out")}
-ORACLE_KEY = "oracle-test-key-0123456789abcdef"  # the oracle's default (HERMES_ORACLE_KEY)
-
-
 @contextlib.contextmanager
 def hermes_behind(kind, url):
     """(Hermes URL, key, driver or None): the emulator mounted at `url`, played as the real
     server behaves, or (opt-in, HERMES_ORACLE_URL) a real Hermes 0.19.0 with its terminal
     toolset."""
     if kind == "real":
-        real = os.environ.get("HERMES_ORACLE_URL")
-        if not real:
-            pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
-                        "toolset, to run this against)")
-        yield real.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), None
+        yield *real_hermes(), None
         return
     with HermesDriver(url + "/emulators/hermes", OUTPUTS) as driver:
         yield url + "/emulators/hermes", "", driver

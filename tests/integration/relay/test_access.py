@@ -23,9 +23,10 @@ import requests
 from spaces.newos4.relay.access import NOTICE_MARKER
 from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY, HermesDriver
+from testkit.hermes.oracle import real_hermes
 from testkit.servers import REPO, Watcher, gunicorn
 
-from .test_approvals import ORACLE_KEY, OUTPUTS, Chat
+from .test_approvals import OUTPUTS, Chat
 
 pytestmark = pytest.mark.gunicorn
 
@@ -64,12 +65,8 @@ class Hermes:
 @pytest.fixture(scope="module", params=["emulator", "real"])
 def hermes(request, site):
     if request.param == "real":
-        url = os.environ.get("HERMES_ORACLE_URL")
-        if not url:
-            pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
-                        "toolset, to run these against)")
-        log = os.environ.get("HERMES_ORACLE_LLM_LOG", DEFAULT_LLM_LOG)
-        yield Hermes(url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY), log)
+        url, key = real_hermes()
+        yield Hermes(url, key, os.environ.get("HERMES_ORACLE_LLM_LOG", DEFAULT_LLM_LOG))
         return
     with HermesDriver(site["hermes"], OUTPUTS):
         yield Hermes(site["hermes"], "")
@@ -183,3 +180,19 @@ def test_allow_before_the_first_message_and_revoke_after(person):
     assert CODE_IN_TEXT.search(notice)
     time.sleep(QUIET_S)
     assert not person.hermes.saw(late) and person.authors() == ["operator", "hermes"] * 2
+
+
+def test_cron_with_another_access_mode_beside_the_watcher_relays_nothing(person):
+    person.post(f"hello {person.marker}")
+    person.wait_notice()
+    modes = person.site["data"] + "/relay/modes.json"
+    try:
+        assert person.env["NEWOS4_RELAY_ACCESS"] == "open"  # the watcher's is pairing
+        cron = person.cron()
+        assert cron.returncode == 1 and "NEWOS4_RELAY_ACCESS=open here, but the running " \
+            "watcher relays with NEWOS4_RELAY_ACCESS=pairing" in cron.stderr, cron.stderr
+        time.sleep(QUIET_S)
+        assert not person.hermes.saw(person.marker)
+        assert "but cron relays with NEWOS4_RELAY_ACCESS=open" in person.watcher.stderr()
+    finally:
+        Path(modes).unlink(missing_ok=True)  # the module's other cases: cron never ran

@@ -10,8 +10,10 @@ must be set up so that these cases can happen:
   `Tool result: <the result>` (any other question with a fixed reply, FAKE_REPLY below);
 - a short approval timeout (`approvals.timeout` in its config.yaml, e.g. 10 s), given to the
   tests as HERMES_ORACLE_APPROVAL_TIMEOUT_S (default 10);
-- its key in HERMES_ORACLE_KEY if it is not the default below.
-`chmod -R 777 <a temporary directory>` is harmless and always asked about.
+- its key in HERMES_ORACLE_KEY if it is not the oracle's default (testkit/hermes/oracle.py);
+- no `always` for that command's pattern: `chmod -R 777 <a temporary directory>` is harmless
+  and asked about until one allows it for good. Each real case checks that first and fails,
+  saying so, when the server runs it without asking.
 """
 import json
 import os
@@ -29,6 +31,7 @@ import requests
 from spaces.newos4.app import POLL_PATH, POST_PATH
 from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY, HermesDriver
+from testkit.hermes.oracle import real_hermes
 from testkit.hermes.proxy import FlakyProxy
 from testkit.servers import REPO, Watcher, gunicorn
 
@@ -37,7 +40,6 @@ pytestmark = pytest.mark.gunicorn
 RECORDED = json.loads((Path(__file__).resolve().parents[2] / "fixtures"
                        / "hermes_approval_exchanges.json").read_text())
 OUTPUTS = {name: RECORDED[name]["run"]["output"] for name in ("approved", "denied", "timed_out")}
-ORACLE_KEY = "oracle-test-key-0123456789abcdef"
 MARKER = "Hermes asks before running a command:"
 EMULATOR_APPROVAL_TIMEOUT_S = 4.0
 # The issue's bound for the request to reach the thread in watch mode.
@@ -175,13 +177,9 @@ def hermes(request):
     """(Hermes URL, key, approval timeout, driver or None) for the emulator or the real one.
     A skipped real case starts no chat server (the site is asked for after the skip)."""
     if request.param == "real":
-        url = os.environ.get("HERMES_ORACLE_URL")
-        if not url:
-            pytest.skip("HERMES_ORACLE_URL is not set (a real Hermes server with its terminal "
-                        "toolset, to run these against)")
+        url, key = real_hermes()
         request.getfixturevalue("site")
-        yield (url.rstrip("/"), os.environ.get("HERMES_ORACLE_KEY", ORACLE_KEY),
-               float(os.environ.get("HERMES_ORACLE_APPROVAL_TIMEOUT_S", "10")), None)
+        yield url, key, float(os.environ.get("HERMES_ORACLE_APPROVAL_TIMEOUT_S", "10")), None
         return
     site = request.getfixturevalue("site")
     with HermesDriver(site["hermes"], OUTPUTS,

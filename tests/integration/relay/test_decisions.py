@@ -132,7 +132,7 @@ def test_a_word_sent_before_hermes_asked_is_not_a_decision(chat):
     chat.wait_for("the answer to the early word", lambda ms: len(ms) >= 3 and ms[1]["text"] ==
                   "once" and ms[-1]["author"] == "hermes" and not ms[-1]["text"].startswith(
                       "Hermes asks"), chat.approval_timeout_s + 30)
-    assert not ran(chat) and "approval answered" not in chat.logs()
+    assert not ran(chat) and "approval answered" not in chat.logs(), chat.logs()
     assert "superseding" in chat.logs()
 
 
