@@ -75,8 +75,8 @@ def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_pa
         yield url
     finally:
         # The test is over and its files are thrown away: SIGKILL to the arbiter and its workers
-        # at once (their own session). Even gunicorn's quick shutdown (SIGQUIT) took 0.5-0.9 s
-        # per server, the workers' interpreter teardown; tests of stopping send their own signals.
+        # at once (their own session), not a shutdown to wait for; tests of stopping send their
+        # own signals.
         with contextlib.suppress(ProcessLookupError):  # a test may have stopped it all
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()

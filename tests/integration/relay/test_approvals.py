@@ -123,7 +123,7 @@ class Chat:
         return self.state().get(thread_of(self.token)) or {}
 
     def run_id(self):
-        return self.state()[thread_of(self.token)]["run_id"]
+        return self.entry()["run_id"]
 
     def run_status(self, run_id):
         answer = self.http.get(f"{self.hermes_url}/v1/runs/{run_id}", timeout=10,
@@ -164,7 +164,7 @@ class Chat:
 def site(tmp_path_factory):
     """One chat server per module: each test is a conversation of its own (a fresh token, so a
     thread of its own) that ends settled, and looks only at its own thread; its relay
-    processes are its own too. A server per test cost 1.5-3 s each."""
+    processes are its own too."""
     root = tmp_path_factory.mktemp("site")
     env = {"NEWOS4_DATA_DIR": str(root / "data"), "EMULATORS_DB": str(root / "emu.sqlite3"),
            "NEWOS4_RATE_IP": "100000"}
