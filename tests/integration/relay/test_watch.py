@@ -284,7 +284,11 @@ def test_a_watcher_killed_during_a_submit_makes_one_run_after_restart(site, star
         time.sleep(0.01)
     time.sleep(0.2)  # the submit is out, held by the fault
     crashed.kill()
-    time.sleep(3.5)  # let the held request finish inside Hermes, as a real gateway would
+    # Let the held request finish inside Hermes, as a real gateway would: its run appears.
+    session = f"newos4-{thread_of(token)}"
+    while session not in site.runs_per_session():
+        assert time.monotonic() < deadline, "the held submit never made its run"
+        time.sleep(0.05)
     site.session().delete(faults, timeout=10).raise_for_status()
     restarted = start_watcher("restarted")
     run_id = site.wait_submitted(token, question, timeout=BOUND_S * 2)
