@@ -118,12 +118,8 @@ class Chat:
         path = Path(self.site["data"]) / "relay" / "state.json"
         return json.loads(path.read_text())["threads"] if path.exists() else {}
 
-    def entry(self):
-        """The relay's state of this conversation's thread (others share the data dir)."""
-        return self.state().get(thread_of(self.token)) or {}
-
     def run_id(self):
-        return self.entry()["run_id"]
+        return self.state()[thread_of(self.token)]["run_id"]
 
     def run_status(self, run_id):
         answer = self.http.get(f"{self.hermes_url}/v1/runs/{run_id}", timeout=10,
@@ -160,12 +156,12 @@ class Chat:
             watcher.kill()
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """One chat server per module: each test is a conversation of its own (a fresh token, so a
-    thread of its own) that ends settled, and looks only at its own thread; its relay
-    processes are its own too."""
-    root = tmp_path_factory.mktemp("site")
+@pytest.fixture
+def site(tmp_path):
+    """A chat server per test: against the real Hermes a conversation can still be in flight
+    when its test ends (waiting for Hermes' own approval timeout), and the next test's relay
+    passes would meet it in a shared data dir."""
+    root = tmp_path
     env = {"NEWOS4_DATA_DIR": str(root / "data"), "EMULATORS_DB": str(root / "emu.sqlite3"),
            "NEWOS4_RATE_IP": "100000"}
     with gunicorn(env=env, workers=2, threads=4) as url:
@@ -237,7 +233,7 @@ def test_the_request_reaches_the_thread_within_two_seconds_of_the_run_waiting(ch
     chat.watch()
     chat.post(f"RUN: {chat.command}")
     deadline = time.monotonic() + 30
-    while not chat.entry().get("run_id"):
+    while not chat.state() or not next(iter(chat.state().values())).get("run_id"):
         assert time.monotonic() < deadline
         time.sleep(0.01)
     waiting = chat.wait_status(chat.run_id(), "waiting_for_approval")
@@ -393,7 +389,7 @@ def test_a_restart_before_the_request_asks_without_details_and_the_reply_decides
     first = chat.watch()
     chat.post(f"RUN: {chat.command}")
     deadline = time.monotonic() + 10
-    while not chat.entry().get("events"):
+    while not any(e.get("events") for e in chat.state().values()):
         assert time.monotonic() < deadline, "the watcher did not subscribe"
         time.sleep(0.01)
     first.stop(signal.SIGKILL)

@@ -120,7 +120,7 @@ def test_a_word_sent_before_hermes_asked_is_not_a_decision(chat):
     chat.watch()
     chat.post(f"RUN: {chat.command}")
     deadline = time.monotonic() + 30
-    while not chat.entry().get("run_id"):
+    while not any(e.get("run_id") for e in chat.state().values()):
         assert time.monotonic() < deadline, chat.logs()
         time.sleep(0.01)
     chat.post("once")  # Hermes takes a while to ask: this is before
