@@ -17,7 +17,7 @@ import os
 import socket
 import sys
 
-from spaces.worker import AcceptingThreadsWorker
+from spaces.worker import AcceptingThreadsWorker, choose_cpu
 
 bind = "127.0.0.1:8000"
 workers = min(4, multiprocessing.cpu_count() * 2 + 1)
@@ -26,6 +26,12 @@ workers = min(4, multiprocessing.cpu_count() * 2 + 1)
 # 4 threads 0.48 / 0.76, 6 threads 0.45 / 0.72). gthread spends more CPU per request in its
 # selector, pool and queue than our app does; fewer threads share the GIL with fewer others.
 worker_class = AcceptingThreadsWorker
+# Each worker runs on one CPU, the workers spread over the CPUs the server may use (taskset,
+# systemd's CPUAffinity=); spaces/worker.py's choose_cpu says why. Behind nginx on a 2-core VM,
+# side by side with the same worker unpinned: posts 1.45x the rate with `-w 2` (user CPU per
+# post -15 %, system -14 %), 1.57x while a busy loop held one of the two CPUs, 1.13x with
+# `-w 1`, 1.27x with `-w 4`; idle polls 1.12x.
+pre_fork = choose_cpu
 # Posts wait on two fsyncs each; threads keep several in flight (a thread waiting on the disk
 # leaves the GIL to the others), and too many only add GIL contention. With a connection per
 # request (nginx without `keepalive`), posts/s as a share of PHP's: 1 thread 0.57; 2 threads

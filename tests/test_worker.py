@@ -9,7 +9,7 @@ import pytest
 from gunicorn.config import Config
 
 from spaces.reader import CLOSED, HANDOVER, PARTIAL, REQUEST_BUFFER, WHOLE, Incoming
-from spaces.worker import AcceptingThreadsWorker, ClientConnection, SettledConfig
+from spaces.worker import AcceptingThreadsWorker, ClientConnection, SettledConfig, choose_cpu
 
 
 class Recording:
@@ -195,3 +195,38 @@ def test_the_parser_gets_the_bytes_read_ahead_first_and_never_waits_when_they_we
         assert conn.recv(5) + conn.recv(100) == b"GET / HTTP/1.1\r\n\r\n"
         with pytest.raises(BlockingIOError):
             conn.recv(100)
+
+
+class Starting:
+    """A worker object as gunicorn's arbiter holds it, with the CPU choose_cpu gave it."""
+
+    def __init__(self, cpu=None):
+        if cpu is not None:
+            self.cpu = cpu
+
+
+class Arbiter:
+    def __init__(self, *cpus):
+        self.WORKERS = {pid: Starting(cpu) for pid, cpu in enumerate(cpus, 100)}
+
+
+def test_a_starting_worker_gets_the_allowed_cpu_fewest_live_workers_have(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {2, 3, 5})
+    monkeypatch.setattr("os.getpid", lambda: 300)  # 300 % 3 == 0: ties start at the first
+    for live, expected in [((), 2), ((2,), 3), ((2, 3), 5), ((2, 3, 5, 3), 2),
+                           ((7, 7, 2), 3), ((None, 2, 5), 3)]:  # 7: not allowed now
+        worker = Starting()
+        choose_cpu(Arbiter(*live), worker)
+        assert worker.cpu == expected, (live, worker.cpu)
+
+
+def test_ties_start_at_a_cpu_of_the_arbiters_process_id(monkeypatch):
+    """Servers of one worker each on one host spread too, rather than all taking the first."""
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    chosen = set()
+    for pid in range(1000, 1004):
+        monkeypatch.setattr("os.getpid", lambda pid=pid: pid)
+        worker = Starting()
+        choose_cpu(Arbiter(), worker)
+        chosen.add(worker.cpu)
+    assert chosen == {0, 1, 2, 3}

@@ -206,7 +206,15 @@ def test_kept_connections_survive_a_graceful_reload_and_worker_restarts_without_
                 done.set()
                 for future in clients:
                     future.result()
-            kept = established_to(upstream)
+            # Between answers (none in flight), a connection nginx holds is one it keeps. A
+            # worker's restart at its 20th answer closes those it held: a few tries.
+            kept = []
+            for _ in range(10):
+                assert requests.get(url + HEALTH_PATH, timeout=10).status_code == 200
+                kept = established_to(upstream)
+                if kept:
+                    break
+                time.sleep(0.1)
     assert set(statuses) == {200, 201}, statuses
     assert sum(statuses.values()) >= 300
     assert len(workers) > 6  # HUPs and max_requests replaced the workers many times

@@ -4,6 +4,7 @@ requests, several listeners, slow and silent clients (they hold no request threa
 thread's death, TLS settings refused, kept-alive connections (idle in the reader, pipelined,
 bounded, making room for others, a worker killed under them), the WSGI environ."""
 import concurrent.futures
+import contextlib
 import json
 import os
 import re
@@ -165,6 +166,62 @@ def test_max_requests_restarts_the_worker_and_refuses_nothing(env, tmp_path):
         assert len(seen) >= 3
 
 
+def cpus_of(pid):
+    """The CPUs each thread of process `pid` may run on, as a set of sets."""
+    return {frozenset(os.sched_getaffinity(int(thread)))
+            for thread in os.listdir(f"/proc/{pid}/task")}
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to spread over")
+def test_each_worker_runs_on_one_cpu_and_a_replacement_takes_the_freed_one(env, tmp_path):
+    pidfile = tmp_path / "gunicorn.pid"
+    ours = os.sched_getaffinity(0)
+    allowed = sorted(ours)[:2]
+    # As an operator restricts the server (taskset, systemd's CPUAffinity=): two CPUs allowed,
+    # inherited from this thread by the server it starts.
+    os.sched_setaffinity(0, allowed)
+    try:
+        server = gunicorn(env=env, workers=2, threads=None, ready_path=POLL_PATH,
+                          extra_args=["--pid", str(pidfile)])
+        url = server.__enter__()
+    finally:
+        os.sched_setaffinity(0, ours)
+    with contextlib.ExitStack() as stack:
+        stack.push(server)
+        master = int(pidfile.read_text())
+        assert os.sched_getaffinity(master) == set(allowed)  # the arbiter itself is not pinned
+        placed = {}
+        for pid in worker_pids(master):
+            threads = cpus_of(pid)
+            assert len(threads) == 1, f"worker {pid}: threads on {threads}"  # all on one CPU
+            placed[pid] = next(iter(threads))
+        assert sorted(min(cpus) for cpus in placed.values()) == allowed
+        victim = next(iter(placed))
+        os.kill(int(victim), signal.SIGKILL)
+        deadline = time.monotonic() + 20
+        while (workers := worker_pids(master)) - {victim} == set(placed) - {victim} \
+                and time.monotonic() < deadline:
+            time.sleep(0.1)
+        new = (workers - set(placed)).pop()
+        deadline = time.monotonic() + 10
+        while len(cpus_of(new)) != 1 or len(os.listdir(f"/proc/{new}/task")) < 3:
+            assert time.monotonic() < deadline, "the replacement never started its threads"
+            time.sleep(0.1)
+        assert cpus_of(new) == {placed[victim]}
+        assert poll(url).status_code == 200
+
+
+def test_a_cpu_the_kernel_refuses_leaves_the_worker_serving_on_any(env, tmp_path):
+    errors, config = tmp_path / "error.log", tmp_path / "offline.conf.py"
+    config.write_text(f"exec(open({str(REPO / 'gunicorn.conf.py')!r}).read())\n"
+                      "def pre_fork(server, worker):\n"
+                      "    worker.cpu = 4095  # no such CPU here\n")
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
+                  extra_args=["-c", str(config), "--error-logfile", str(errors)]) as url:
+        assert poll(url).status_code == 200
+    assert "Worker runs on any CPU: CPU 4095 refused" in errors.read_text()
+
+
 def test_every_listener_is_served(env, tmp_path):
     unix = tmp_path / "gunicorn.sock"
     with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH,
@@ -209,6 +266,26 @@ def test_a_malformed_request_gets_gunicorns_400_whole(env):
         assert int(dict(line.split(b": ", 1) for line in head.split(b"\r\n")[1:])
                    [b"Content-Length"]) == len(body)
         assert poll(url).status_code == 200
+
+
+def test_request_hooks_still_run_when_set_and_the_debug_log_still_names_each_request(env,
+                                                                                   tmp_path):
+    """The worker skips gunicorn's default hooks (they do nothing a request needs), never a
+    hook a configuration sets, nor the default's debug line when the log level asks for it."""
+    seen, errors = tmp_path / "seen", tmp_path / "error.log"
+    config = tmp_path / "hooked.conf.py"
+    config.write_text(f"exec(open({str(REPO / 'gunicorn.conf.py')!r}).read())\n"
+                      "def post_request(worker, req, environ, resp):\n"
+                      f"    with open({str(seen)!r}, 'a') as out:\n"
+                      "        out.write(f'{req.path} {resp.status_code}\\n')\n")
+    with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH, extra_args=[
+            "-c", str(config), "--log-level", "debug", "--error-logfile", str(errors)]) as url:
+        assert poll(url).status_code == 200
+        deadline = time.monotonic() + 5
+        while f"{POLL_PATH} 200" not in (seen.read_text() if seen.exists() else ""):
+            assert time.monotonic() < deadline, "post_request was not called"
+            time.sleep(0.05)
+    assert f"GET {POLL_PATH}" in errors.read_text()  # the default pre_request's debug line
 
 
 def test_a_request_thread_that_dies_restarts_the_worker(env, tmp_path):
