@@ -31,7 +31,9 @@ poll than the whole chat app, and each of its threads is one more to share the G
 (figures in gunicorn.conf.py). A plain whole request (as a reverse proxy sends it) is read
 straight into the environ gunicorn's parser would build (spaces/lean.py), for a fraction of
 that parser's CPU; any other goes through gunicorn's parser. Response framing, error pages,
-hooks and logs are gunicorn's own.
+hooks and logs are gunicorn's own. All of a worker's threads run on one CPU, the workers spread
+over the CPUs (`choose_cpu`, the shipped config's `pre_fork`): they hand the GIL to each other
+at every system call, and a hand-over within one CPU is far cheaper than across two.
 """
 import errno
 import gc

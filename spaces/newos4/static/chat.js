@@ -26,6 +26,9 @@
   const awaitingDelay = backoff(1000, 3000, 1.25);
   const overdueDelay = backoff(3000, 10000, 1.5);
   const idleDelay = backoff(2000, 30000, 2);
+  // Until the host lets the conversation in, its question waits, and goes to Hermes the moment
+  // the host does: the page looks as for a slow answer, not as for an idle conversation.
+  const hostDelay = backoff(2000, 10000, 1.5);
   const errorDelay = backoff(2000, 60000, 2);
 
   let ephemeral = false;
@@ -321,8 +324,8 @@
     }
     state.awaiting = awaiting;
     say(ui.status, pendingRequest() ? "Hermes is waiting for your decision."
-      : !awaiting ? ""
       : waitingForTheHost() ? "Waiting for the host to let this conversation in (see above)."
+      : !awaiting ? ""
       : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
       : "Hermes is working on an answer…");
   }
@@ -385,11 +388,15 @@
     ui.thread.textContent = "Conversation " + body.thread +
       (ephemeral ? " (storage is blocked: a reload starts a new one)" : "");
     ui.log.setAttribute("aria-busy", "false");
-    if (body.messages.length) idleDelay.reset();
+    if (body.messages.length) {
+      idleDelay.reset();
+      hostDelay.reset();
+    }
     setAwaiting(body.awaiting);
     errorDelay.reset();
     clearAlert("poll");
-    return !body.awaiting ? idleDelay.next()
+    return waitingForTheHost() ? hostDelay.next()
+      : !body.awaiting ? idleDelay.next()
       : overdue() ? overdueDelay.next() : awaitingDelay.next();
   }
 

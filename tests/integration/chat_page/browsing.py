@@ -155,6 +155,32 @@ def epochs(site, token):
     return [m["epoch"] for m in body.json()["messages"]]
 
 
+# Records, on the page's own clock, when each poll starts (an init script: it runs before the
+# page's script, whatever the Content-Security-Policy says).
+RECORD_POLLS = """
+window.__polls = [];
+const fetchFirst = window.fetch;
+window.fetch = function (resource, options) {
+  if (String(resource).includes("poll.php")) window.__polls.push(Date.now());
+  return fetchFirst.call(this, resource, options);
+};
+"""
+STEP_MS = 250
+
+
+def advance(page, ms):
+    """Move the page's paused clock on by `ms`, a step at a time, with a moment of real time
+    after each step for a poll it started to be answered before the clock moves on (so a delay
+    measured on that clock is at most one step long)."""
+    for _ in range(ms // STEP_MS):
+        page.clock.run_for(STEP_MS)
+        page.wait_for_timeout(25)
+
+
+def gaps_ms(polls):
+    return [b - a for a, b in zip(polls, polls[1:])]
+
+
 def shows_something(locator):
     expect(locator).to_have_text(re.compile(r"\S"), timeout=WAIT_MS)
 

@@ -12,9 +12,10 @@ import requests
 
 from spaces.newos4.app import POLL_PATH, POST_PATH
 from testkit.servers import gunicorn
-from .browsing import (PAGE, RATE_THREAD, T_PAGE, WAIT_MS, complete_run, epochs, expect,
-                       log_entries, open_page, polled, shows_something, submitted_run, thread_of,
-                       token_of, wait_for_log, wait_until)
+from .browsing import (PAGE, RATE_THREAD, RECORD_POLLS, STEP_MS, T_PAGE, WAIT_MS, advance,
+                       complete_run, epochs, expect, gaps_ms, log_entries, open_page, polled,
+                       shows_something, submitted_run, thread_of, token_of, wait_for_log,
+                       wait_until)
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.browser]
 
@@ -128,32 +129,6 @@ def test_a_busy_server_is_an_alert_and_the_text_stays(page):
         status=503, content_type="application/json",
         body=json.dumps({"success": False, "error": "busy, try again"})))
     refused_with_text_kept(page, "busy, try again (HTTP 503)")
-
-
-# Records, on the page's own clock, when each poll starts (an init script: it runs before the
-# page's script, whatever the Content-Security-Policy says).
-RECORD_POLLS = """
-window.__polls = [];
-const fetchFirst = window.fetch;
-window.fetch = function (resource, options) {
-  if (String(resource).includes("poll.php")) window.__polls.push(Date.now());
-  return fetchFirst.call(this, resource, options);
-};
-"""
-STEP_MS = 250
-
-
-def advance(page, ms):
-    """Move the page's paused clock on by `ms`, a step at a time, with a moment of real time
-    after each step for a poll it started to be answered before the clock moves on (so a delay
-    measured on that clock is at most one step long)."""
-    for _ in range(ms // STEP_MS):
-        page.clock.run_for(STEP_MS)
-        page.wait_for_timeout(25)
-
-
-def gaps_ms(polls):
-    return [b - a for a, b in zip(polls, polls[1:])]
 
 
 def test_polling_backs_off_on_errors_and_when_idle_and_recovers(page):

@@ -1,17 +1,20 @@
 """How a person finds their way in, in a real headless Chromium: a site of its own whose watcher
 runs in pairing mode (the default). The page shows the one-time code and the host's command in
 the thread; the host approves it; the question waits and its answer arrives in the page."""
+import json
 import os
 import re
 import subprocess
 import sys
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from spaces.newos4.relay.access import NOTICE_MARKER
 from testkit.servers import REPO, Watcher, gunicorn
-from .browsing import (WAIT_MS, complete_run, expect, log_entries, open_page, submitted_run,
-                       thread_of, token_of, wait_for_log)
+from .browsing import (RECORD_POLLS, STEP_MS, T_PAGE, WAIT_MS, advance, complete_run, expect,
+                       gaps_ms, log_entries, open_page, submitted_run, thread_of, token_of,
+                       wait_for_log)
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.browser]
 
@@ -55,3 +58,35 @@ def test_the_page_shows_the_code_and_the_answer_follows_the_hosts_approval(brows
         shown = log_entries(page)
         wait_for_log(page, [["operator", "What is 6 x 7?"], ["hermes", shown[1][1]],
                             ["operator", "Hello?"], ["hermes", "It is 42."]])
+
+
+def test_until_the_host_lets_it_in_the_page_says_whom_it_waits_for_and_keeps_looking(page):
+    """The relay's notice is the thread's latest word, so poll.php awaits nothing; yet the
+    question goes to Hermes the moment the host approves. The status names the host, and the
+    page looks every 2 to 10 s (on its own clock, paused and moved on by the test), never at
+    an idle conversation's pace (up to 30 s)."""
+    thread, at = "0123456789abcdef", T_PAGE - 60_000
+    messages = [{"id": "MSG-1", "epoch": at, "ts": "2029-12-31T23:59:00+00:00",
+                 "author": "operator", "text": "What is 6 x 7?"},
+                {"id": "MSG-2", "epoch": at + 1, "ts": "2029-12-31T23:59:00+00:00",
+                 "author": "hermes", "text": NOTICE_MARKER + "\n\nThe host's owner lets it in."}]
+
+    def poll_answer(route):
+        since = int(parse_qs(urlsplit(route.request.url).query).get("since", ["0"])[0])
+        route.fulfill(status=200, content_type="application/json", body=json.dumps({
+            "success": True, "thread": thread, "awaiting": False, "cursor": at + 1,
+            "messages": [m for m in messages if m["epoch"] > since]}))
+
+    page.route("**/poll.php*", poll_answer)
+    page.add_init_script(RECORD_POLLS)
+    page.clock.install(time=T_PAGE)
+    page.clock.pause_at(T_PAGE + 1000)
+    page.reload()
+    advance(page, 250)
+    expect(page.get_by_role("status")).to_have_text(
+        "Waiting for the host to let this conversation in (see above).")
+    advance(page, 60_000)
+    gaps = gaps_ms(page.evaluate("window.__polls"))
+    assert len(gaps) >= 7, gaps  # 2, 3, 4.5, 6.75, 10, 10, ... s (+-10 % jitter)
+    assert 1800 <= gaps[0] <= 2200 + STEP_MS + 500
+    assert max(gaps) <= 11_000 + STEP_MS + 500, gaps
