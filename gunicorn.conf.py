@@ -30,7 +30,8 @@ worker_class = AcceptingThreadsWorker
 # systemd's CPUAffinity=); spaces/worker.py's choose_cpu says why. Behind nginx on a 2-core VM,
 # side by side with the same worker unpinned: posts 1.45x the rate with `-w 2` (user CPU per
 # post -15 %, system -14 %), 1.57x while a busy loop held one of the two CPUs, 1.13x with
-# `-w 1`, 1.27x with `-w 4`; idle polls 1.12x.
+# `-w 1`, 1.27x with `-w 4`; idle polls 1.12x. Without nginx, `python -m bench cpus`: posts
+# 1.32x, idle polls 1.11x (while other work loaded the machine).
 pre_fork = choose_cpu
 # Posts wait on two fsyncs each; threads keep several in flight (a thread waiting on the disk
 # leaves the GIL to the others), and too many only add GIL contention. With a connection per

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SCRIPTS = ("approvals", "chat", "emulators", "git", "github", "hermes", "locks", "relay",
+SCRIPTS = ("approvals", "chat", "cpus", "emulators", "git", "github", "hermes", "locks", "relay",
            "runtime")
 
 
