@@ -301,6 +301,62 @@ def test_shallow_and_partial_clones_atomic_pushes_and_annotated_tags(emu):
     assert emu.git("ls-remote", emu.url(), "refs/heads/side").stdout == ""
 
 
+def _shallow_history(emu):
+    """main: c1 c2 (tag old) c3, a side branch from c2 merged, then c4 c5: a day apart each."""
+    work = emu.folder / "dated"
+    emu.git("init", "-q", "-b", "main", str(work))
+    for day, (branch, name) in enumerate([("main", "c1"), ("main", "c2"), ("main", "c3"),
+                                          ("side", "s1"), ("main", "c4"), ("main", "c5")], 1):
+        emu.env["GIT_COMMITTER_DATE"] = emu.env["GIT_AUTHOR_DATE"] = f"2024-01-0{day}T12:00Z"
+        if name == "s1":
+            emu.git("checkout", "-qb", "side", "HEAD~1", cwd=work)
+        emu.commit(work, f"{name}.txt", name, name)
+        if name == "s1":
+            emu.git("checkout", "-q", "main", cwd=work)
+            emu.git("merge", "-q", "--no-ff", "-m", "merge side", "side", cwd=work)
+        if name == "c2":
+            emu.git("tag", "old", cwd=work)
+    return work
+
+
+def test_deepen_shallow_since_and_exclude_answer_as_git_upload_pack_does(emu):
+    emu.seed()
+    work = _shallow_history(emu)
+    emu.git("push", "-q", emu.url(), "main", "old", cwd=work)
+    steps = [["--deepen", "1"], ["--deepen", "2"], ["--shallow-since=2024-01-02T00:00Z"],
+             ["--shallow-exclude=old"], ["--depth", "2"], ["--unshallow"]]
+
+    def shallow_state(path):
+        shallow = path / ".git" / "shallow"
+        return (emu.git("rev-list", "--count", "HEAD", cwd=path).stdout.strip(),
+                sorted(shallow.read_text().split()) if shallow.exists() else [])
+
+    def walk(url, name):
+        path = emu.folder / name
+        emu.git("clone", "-q", "--no-tags", "--depth", "1", url, str(path))
+        seen = [shallow_state(path)]
+        for step in steps:
+            emu.git("fetch", "-q", "--no-tags", *step, "origin", cwd=path)
+            seen.append(shallow_state(path))
+        for option in ("--shallow-since=2024-01-03T00:00Z", "--shallow-exclude=old"):
+            clone = emu.folder / f"{name}{option[10:15]}"
+            emu.git("clone", "-q", "--no-tags", option, url, str(clone))
+            seen.append(shallow_state(clone))
+        return seen
+    # git's own upload-pack is the reference (GitHub runs it too); file:// follows tags
+    # unlike HTTP, so no tags are fetched and both ask for the same commits
+    expected = walk(f"file://{work}", "by-git")
+    assert len({count for count, _ in expected}) >= 4  # the steps move the boundary
+    assert walk(emu.url(), "by-emulator") == expected
+
+    # a plain fetch into a shallow clone sends its shallow lines without any deepen
+    emu.commit(work, "c6.txt", "c6", "c6")
+    emu.git("push", "-q", emu.url(), "main", cwd=work)
+    shallow = emu.folder / "by-emulator"
+    emu.git("fetch", "-q", "origin", cwd=shallow)
+    assert emu.rev(shallow, "origin/main") == emu.rev(work)
+
+
 def _pkt(line):
     return b"%04x" % (len(line) + 4) + line
 
