@@ -196,6 +196,28 @@ def test_namespaces_are_isolated_over_git(emu):
     assert missing.returncode != 0 and "Repository not found" in missing.stderr
 
 
+def test_urls_answered_in_a_header_namespace_lead_back_into_it(emu):
+    w1 = {"x-mockingbird-namespace": "w1", "Authorization": f"Bearer {TOKEN}"}
+    requests.post(f"{emu.server.admin_url}/github/repositories", headers=w1, timeout=5, json={
+        "owner": "octo", "name": "demo",
+        "files": {"main": {"README.md": "# In w1\n"}}}).raise_for_status()
+    api = f"{emu.server.url}/repos/octo/demo"
+    repo = requests.get(api, headers=w1, timeout=5).json()
+    carried = requests.get(f"{emu.server.url}/__admin/ns/w1/repos/octo/demo", timeout=5).json()
+    assert repo == carried  # every URL as the path carrier writes it
+    # followed without the header: still w1 (the default namespace has no such repository)
+    assert requests.get(api, timeout=5).status_code == 404
+    assert requests.get(repo["url"], timeout=5).json()["id"] == repo["id"]
+    readme = requests.get(repo["contents_url"].replace("{+path}", "README.md"), headers=w1,
+                          timeout=5).json()
+    assert requests.get(readme["download_url"], timeout=5).text == "# In w1\n"
+    assert readme["html_url"] == f"{repo['html_url']}/blob/main/README.md"
+    clone = emu.folder / "clone"
+    emu.git("clone", "-q", repo["clone_url"].replace("http://", f"http://x-access-token:{TOKEN}@"),
+            str(clone))
+    assert (clone / "README.md").read_text() == "# In w1\n"
+
+
 def test_git_without_credentials_is_asked_for_them_as_github_does(emu):
     emu.seed(files={"main": {"README.md": "# Demo\n"}})
     assert emu.git("ls-remote", emu.url(token=None)).returncode == 0  # public: no credentials
