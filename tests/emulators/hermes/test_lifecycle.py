@@ -253,6 +253,11 @@ def test_keys_ignored_preset_is_hermes_0_19_every_submission_a_new_run(client, a
     assert client.submit(key="a b").status_int == 202  # the header is never read
     assert client.submit({"input": "other"}, key="same").status_int == 202  # no conflict
     assert "idempotency" not in app.get("/v1/capabilities").json
+    # the /p/{profile}/ mirrors are the same release
+    mirrored = [app.post_json("/p/work/v1/runs", {"input": "x"}, headers={"Idempotency-Key": "m"},
+                              status=202).json for _ in range(2)]
+    assert mirrored[0]["run_id"] != mirrored[1]["run_id"] and "replayed" not in mirrored[1]
+    assert "idempotency" not in app.get("/p/work/v1/capabilities").json
     app.delete("/__admin/faults", status="*")
     assert client.submit(key="same").json["replayed"] is False
     assert client.submit(key="same").json["replayed"] is True
@@ -282,9 +287,10 @@ def test_release_preset_answers_steer_as_the_unknown_path_0_19_has_there(tmp_pat
     for method, path, headers in [("POST", steer, auth), ("POST", steer, {}),  # before auth
                                   ("GET", steer, auth), ("POST", "/p/work" + steer, auth)]:
         assert answer(method, path, headers) == unknown, (method, path)
-    capabilities = app.get("/v1/capabilities", headers=auth).json
-    assert "run_steer" not in capabilities["features"]
-    assert "run_steer" not in capabilities["endpoints"]
+    for path in ("/v1/capabilities", "/p/work/v1/capabilities"):
+        capabilities = app.get(path, headers=auth).json
+        assert "run_steer" not in capabilities["features"]
+        assert "run_steer" not in capabilities["endpoints"]
 
     app.delete("/__admin/faults", status="*")
     assert client.steer(run_id, {"text": "x"}).json["accepted"] is True
