@@ -9,7 +9,7 @@ out of the body dulwich sees and answers it here. No HTTP, no storage of its own
 """
 from dulwich.errors import GitProtocolError
 from dulwich.object_store import find_shallow
-from dulwich.objects import Commit, Tag
+from dulwich.objects import Commit, Tag, valid_hexsha
 
 # git's ref_rev_parse_rules, how upload-pack expands a `deepen-not` name
 _DWIM = ("%s", "refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remotes/%s",
@@ -29,6 +29,8 @@ class Request:
         for line in lines:
             command, _, value = line.rstrip(b"\n").partition(b" ")
             if command == b"shallow":
+                if not valid_hexsha(value):
+                    raise GitProtocolError(f"invalid shallow line: {line!r}")
                 self.client.add(value)
             elif command == b"deepen":
                 self.depth = _number(line, value)

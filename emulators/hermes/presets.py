@@ -44,7 +44,8 @@ PRESETS = {
                        " is a new run, 202 without `replayed`), /v1/runs/{run_id}/steer is an"
                        " unknown path (plain-text 404 `404: Not Found`, before auth, any"
                        " method) and /v1/capabilities has no idempotency block and no steer"
-                       " feature or endpoint, until DELETE /__admin/faults",
+                       " feature or endpoint, the /p/{profile}/ mirrors too, until DELETE"
+                       " /__admin/faults",
         "rules": [{"operationId": "RunCreate", "effect": EFFECT_KEYS_IGNORED},
                   {"path": "/p/{profile}/v1/runs", "method": "POST",
                    "effect": EFFECT_KEYS_IGNORED},

@@ -394,6 +394,9 @@ def test_garbage_and_broken_packs_are_refused_without_a_crash(emu):
     assert post("git-upload-pack", b"garbage").status_code == 400
     assert post("git-upload-pack", _pkt(b"want " + b"f" * 40 + b"\n") + b"00000009done\n"
                 ).status_code == 400  # not an object of this repository
+    want = _pkt(f"want {head}\n".encode())
+    for shallow in (b"shallow nope\n", b"deepen x\n", b"deepen-not refs/heads/absent\n"):
+        assert post("git-upload-pack", want + _pkt(shallow) + b"0000").status_code == 400
     assert post("git-upload-pack", b"0000", "text/plain").status_code == 415
     command = f"{head} {'1' * 40} refs/heads/main\0report-status\n".encode()
     broken = post("git-receive-pack", _pkt(command) + b"0000" + b"PACK\0\0\0\2\0\0\0\1junk")
