@@ -1,10 +1,10 @@
 """What the GitHub service needs from the request context: public URLs, `Link`, checkpoints.
 
 Every URL the emulator returns points back at itself (scheme, host, mount prefix, and the
-`<admin prefix>/ns/<name>` path carrier when one was used), so real clients keep talking to it.
+`<admin prefix>/ns/<name>` path carrier when the request used one or named its namespace by
+header: the runtime's base URL), so real clients keep talking to it, in the same namespace.
 """
 import base64
-from urllib.parse import quote
 
 _FORM_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")
 
@@ -12,16 +12,6 @@ _FORM_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 def public_base(instance):
     """Return the base URL the client used for this service (mount prefix and carrier included)."""
     return instance.base_url.rstrip("/")
-
-
-def _link_base(instance, req):
-    # A namespace chosen by header is written into links as a path carrier, so a client
-    # following `next` without the header stays in its namespace.
-    base = public_base(instance)
-    carrier = instance.admin_prefix + "/ns/"
-    if req.get_header("x-mockingbird-namespace") and carrier not in base:
-        base += carrier + quote(instance.namespace, safe="")
-    return base
 
 
 def form_encode(pairs):
@@ -42,7 +32,7 @@ def link_header(instance, req, pairs, page, last):
         relations += [("first", 1), ("prev", page - 1)]
     if not relations:
         return None
-    base = _link_base(instance, req) + req.path
+    base = public_base(instance) + req.path
 
     def url(target):
         replaced, out = False, []

@@ -23,6 +23,8 @@ from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_NO_DONE, CAPABILITY_
 from dulwich.server import (DictBackend, ReceivePackHandler, UploadPackHandler,
                             _ProtocolGraphWalker)
 
+from .shallow import Request as ShallowRequest
+
 UPLOAD, RECEIVE = "git-upload-pack", "git-receive-pack"
 ZERO = b"0" * 40
 _QUEUED = 64  # pkt-lines (up to 64 kB each) a clone's writer may run ahead of its reader
@@ -49,17 +51,20 @@ class _UploadPack(UploadPackHandler):
     `handle` is dulwich's own, except that the objects come from `ObjectStore.objects_to_send`
     and the pack from `ObjectStore.write_pack`, which sends stored entries and deltas as they
     are (dulwich would parse every tree entry in Python, recompress every object and send no
-    delta); a partial clone's filter is dulwich's.
+    delta), and that the request's shallow lines are answered by shallow.py; a partial
+    clone's filter is dulwich's.
     """
 
     # GitHub lets a client ask for any object it can reach (a partial clone fetches missing
     # blobs by id); dulwich accepts only advertised tips, so asked-for ids that the repository
     # holds are added to the refs it checks wants against (`wanted`, read from the request)
     wanted = ()
+    shallow = None  # the request's shallow lines (shallow.py answers them), when it has any
 
     def capabilities(self):
         return [*super().capabilities(), b"allow-tip-sha1-in-want",
-                b"allow-reachable-sha1-in-want"]
+                b"allow-reachable-sha1-in-want", b"deepen-since", b"deepen-not",
+                b"deepen-relative"]
 
     def handle(self):
         self._processing_have_lines = True
@@ -74,6 +79,8 @@ class _UploadPack(UploadPackHandler):
             refs = {**refs, **{b"refs/mockingbird/wanted/%d" % n: sha
                                for n, sha in enumerate(extra)}}
             wants.extend(graph_walker.determine_wants(refs, depth))
+            if self.shallow is not None:
+                self._deepen(graph_walker, refs)
             return wants
         finder = self.repo.find_missing_objects(wants_wrapper, graph_walker, self.progress,
                                                 get_tagged=self.get_tagged)
@@ -89,6 +96,17 @@ class _UploadPack(UploadPackHandler):
         self.progress(f"counting objects: {len(object_ids)}, done.\n".encode("ascii"))
         store.write_pack(self.write_pack_data, object_ids, have=finder.get_remote_has())
         self.proto.write_pkt_line(None)
+
+    def _deepen(self, graph_walker, refs):
+        """Answer the shallow lines right after the wants, as git does; the pack walk then
+        stops at the client's boundary (dulwich reads `shallow` and `unshallow` from the
+        walker, and sends whole history down to that boundary: no haves count then)."""
+        request = ShallowRequest(self.shallow, self.has_capability(b"deepen-relative"))
+        new, unshallow, stop = request.answer(self.repo.object_store, refs, self.wanted)
+        graph_walker.shallow.update(stop)
+        graph_walker.unshallow = unshallow
+        if request.deepens:
+            graph_walker.update_shallow(new, unshallow)
 
 
 def _filtered(store, wants, object_ids, spec):
@@ -194,10 +212,11 @@ def stream(view, read):
 
     def run():
         try:
-            body = read()
+            wanted, shallow, body = _request(read())
             proto = ReceivableProtocol(io.BytesIO(body).read, write)
             handler = _handler(UPLOAD, view, proto)
-            handler.wanted = _wants(body)
+            handler.wanted = wanted
+            handler.shallow = shallow or None
             handler.handle()
             put(_DONE)
         except BaseException as exc:  # handed to the reader, which raises it
@@ -226,19 +245,26 @@ def _drain(first, chunks, cancelled):
         cancelled.set()
 
 
-def _wants(body):
-    """The object ids of the `want` lines of an upload-pack request body."""
-    found, at = [], 0
+def _request(body):
+    """Split an upload-pack request body: the ids of its `want` lines, its shallow lines
+    (`shallow`, `deepen*`, before the first flush) and the body without those lines."""
+    wanted, shallow, kept, at, first = [], [], [], 0, True
     while at + 4 <= len(body):
         try:
             size = int(body[at:at + 4], 16)
         except ValueError:
             break
         line = body[at + 4:at + size] if size > 4 else b""
-        at += max(size, 4)
+        end = at + max(size, 4)
         if line.startswith(b"want "):
-            found.append(line[5:45])
-    return found
+            wanted.append(line[5:45])
+        if first and line.split(b" ", 1)[0].rstrip(b"\n") in ShallowRequest.COMMANDS:
+            shallow.append(line)
+        else:
+            kept.append(body[at:end])
+        first = first and size != 0
+        at = end
+    return wanted, shallow, b"".join(kept) + body[at:]
 
 
 class ProtocolError(Exception):

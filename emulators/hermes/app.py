@@ -79,7 +79,8 @@ def create_provider_app(settings):
     """Return the falcon app of the Hermes provider routes."""
     app = add_fallback_handlers(ProviderApp(
         media_type=falcon.MEDIA_JSON, middleware=[resources.Cors(settings), resources.BodyLimit(),
-                                                  management.EmptySegments()]))
+                                                  management.EmptySegments(),
+                                                  runs.SteerRoute()]))
     for path, resource in ROUTES:
         app.add_route(path, resource(settings))
     app.add_error_handler(falcon.HTTPNotFound, _not_found)

@@ -5,7 +5,7 @@ only for a genuinely new run, after the idempotent replay lookup (Hermes' source
 lost-acceptance replay still succeeds while the cap is full. Draining precedes the handler
 upstream, so it stays a canned 503.
 """
-from .runs.backend import EFFECT_DROP, EFFECT_KEYS_IGNORED, EFFECT_THROTTLE
+from .runs.backend import EFFECT_DROP, EFFECT_KEYS_IGNORED, EFFECT_NO_STEER, EFFECT_THROTTLE
 
 PRESETS = {
     "hermes_submit_accepted_drop": {
@@ -34,15 +34,26 @@ PRESETS = {
                   {"operationId": "ResponseCreate", "effect": EFFECT_THROTTLE}],
     },
     # Hermes 0.19.0 (the newest release, as observed side by side) predates the runs API's
-    # idempotency: it never reads the header, answers 202 without `replayed`, and its
-    # capabilities have no `idempotency` block. A behaviour, not a one-off: it holds until the
-    # rules are deleted.
+    # idempotency and the steer route: it never reads the header, answers 202 without
+    # `replayed`, answers any method of /v1/runs/{id}/steer as an unknown path, and its
+    # capabilities name neither. A request to a /p/{profile} mirror (or a wrong method) has no
+    # operationId, so those rules match by path. A behaviour, not a one-off: it holds until
+    # the rules are deleted.
     "hermes_run_keys_ignored": {
         "description": "Hermes 0.19.0: POST /v1/runs ignores Idempotency-Key (every submission"
-                       " is a new run, 202 without `replayed`) and /v1/capabilities has no"
-                       " idempotency block, until DELETE /__admin/faults",
+                       " is a new run, 202 without `replayed`), /v1/runs/{run_id}/steer is an"
+                       " unknown path (plain-text 404 `404: Not Found`, before auth, any"
+                       " method) and /v1/capabilities has no idempotency block and no steer"
+                       " feature or endpoint, the /p/{profile}/ mirrors too, until DELETE"
+                       " /__admin/faults",
         "rules": [{"operationId": "RunCreate", "effect": EFFECT_KEYS_IGNORED},
-                  {"operationId": "Capabilities", "effect": EFFECT_KEYS_IGNORED}],
+                  {"path": "/p/{profile}/v1/runs", "method": "POST",
+                   "effect": EFFECT_KEYS_IGNORED},
+                  *({"path": path, "effect": effect}
+                    for path in ("/v1/capabilities", "/p/{profile}/v1/capabilities")
+                    for effect in (EFFECT_KEYS_IGNORED, EFFECT_NO_STEER)),
+                  {"path": "/v1/runs/{run_id}/steer", "effect": EFFECT_NO_STEER},
+                  {"path": "/p/{profile}/v1/runs/{run_id}/steer", "effect": EFFECT_NO_STEER}],
     },
     "hermes_draining": {
         "description": "Answer the next run submission 503 gateway_draining with Retry-After: 1",

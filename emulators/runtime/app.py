@@ -9,16 +9,17 @@ import socket
 import time
 import uuid
 from time import perf_counter
+from urllib.parse import quote
 
 import falcon
 
 from . import names
-from .admin.app import BASE_URL_KEY, NAMESPACE_KEY, Admin
+from .admin.app import NAMESPACE_KEY, Admin
 from .bodies import guard
 from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
 from .instance import MUTATING, Instance
-from .mount import public_base, rewrite_response
+from .mount import BASE_URL_KEY, origin, public_base, rewrite_response
 from .names import NAME
 from .requestlog import guarded_sink
 from .state.clock import wall_ms
@@ -92,15 +93,21 @@ class Runtime:
         if self.webhooks is not None and not self.webhooks.resumed:
             self.webhooks.resume()  # this process's first request: send what others left
         plane, namespace, path, carrier = self._locate(environ)
+        mount = environ.get("SCRIPT_NAME", "")
         if carrier is not None:  # the path carrier moves into SCRIPT_NAME
             environ = dict(environ)
-            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + \
-                f"{self.admin_prefix}/ns/{carrier}"
+            environ["SCRIPT_NAME"] = f"{mount}{self.admin_prefix}/ns/{carrier}"
             environ["PATH_INFO"] = path
+        if names.NAMESPACE_ENVIRON in environ:
+            # A namespace named by header is written into the URLs a service builds as the
+            # path carrier, so a client that follows them without the header stays in it.
+            environ = dict(environ)
+            environ[BASE_URL_KEY] = (f"{origin(environ)}{mount}{self.admin_prefix}/ns/"
+                                     + quote(namespace, safe=""))
         if plane is PROVIDER:
             return self._vendor(environ, start_response, path, namespace, started)
         admin = dict(environ)
-        admin[BASE_URL_KEY] = public_base(admin)
+        admin[BASE_URL_KEY] = public_base(admin)  # (the header's, when it named one)
         admin[NAMESPACE_KEY] = namespace
         admin["SCRIPT_NAME"] = admin.get("SCRIPT_NAME", "") + self.admin_prefix
         admin["PATH_INFO"] = path[len(self.admin_prefix):] or "/"

@@ -8,6 +8,7 @@ from urllib.parse import parse_qs
 
 from .instance import Instance
 from .mount import PREFIX
+from .names import NAMESPACE_ENVIRON
 from .openapi import OperationMatcher
 from .settings import Settings
 from .state.clock import Clocks, wall_ms
@@ -69,7 +70,7 @@ class Emulator:
         provider routes the header, the carrier, the credential map, then `default`.
         """
         path = environ.get("PATH_INFO") or "/"
-        header = environ.get("HTTP_X_MOCKINGBIRD_NAMESPACE")
+        header = environ.get(NAMESPACE_ENVIRON)
         prefix = self.admin_prefix
         carrier = None
         if path.startswith(prefix):

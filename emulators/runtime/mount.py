@@ -14,6 +14,7 @@ _HTML_URL = re.compile(
 _CHARSET = re.compile(r";\s*charset\s*=\s*\"?([^\";\s]+)", re.I)
 _DECODERS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 _STALE = frozenset(("content-length", "content-encoding", "etag"))
+BASE_URL_KEY = "emulators.base_url"  # the runtime's public base URL of a request, when set
 
 
 class PathDispatcher:
@@ -53,8 +54,9 @@ def origin(environ):
 
 
 def public_base(environ):
-    """Return scheme://host[:port] + SCRIPT_NAME of a WSGI request (mount prefix included)."""
-    return origin(environ) + environ.get("SCRIPT_NAME", "")
+    """Return the public base URL of a WSGI request: scheme://host[:port] + SCRIPT_NAME (mount
+    prefix and path carrier included), unless the runtime set one (BASE_URL_KEY)."""
+    return environ.get(BASE_URL_KEY) or origin(environ) + environ.get("SCRIPT_NAME", "")
 
 
 def rewrite_response(headers, body, environ):

@@ -5,6 +5,7 @@ SHOWN = "^[A-Za-z0-9_.-]{1,64}$"  # as the reference's messages quote it
 # \Z, not $: `$` also matches before a trailing newline, which would let "w1\n" through.
 NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}\Z")
 
+NAMESPACE_ENVIRON = "HTTP_X_MOCKINGBIRD_NAMESPACE"  # the header, as WSGI names it
 NAMESPACE_HEADER = f"x-mockingbird-namespace must match /{SHOWN}/"
 BRANCH_HEADER = f"x-mockingbird-branch must match /{SHOWN}/"
 NAMESPACE_PARAM = f"invalid namespace: it must match /{SHOWN}/"

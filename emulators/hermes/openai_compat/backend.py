@@ -15,7 +15,7 @@ from ..errors import (AgentCrashed, AgentIncomplete, InvalidMessages, InvalidReq
 from ..inputs import checked_history, memory_key_of
 from ..management.sessions import SESSION_ENDPOINTS, SessionBook
 from ..management.sessions import Turn as StoredTurn
-from ..runs.backend import EFFECT_KEYS_IGNORED, EFFECT_THROTTLE
+from ..runs.backend import EFFECT_KEYS_IGNORED, EFFECT_NO_STEER, EFFECT_THROTTLE
 from ..schemas import TERMINAL
 from ..store import HermesStore
 from ..upstream import (arguments_text, chat_usage, coerce_bool, derive_session_id, fingerprint,
@@ -168,6 +168,8 @@ class CompatBackend:
 
     def capabilities(self):
         """The 0.19.0 shape (oracle capabilities), true to what this emulator serves."""
+        # 0.19.0 has no steer route, so its map names none (preset hermes_run_keys_ignored).
+        steer = self.instance.fault_effect(EFFECT_NO_STEER) is None
         return {
             "object": "hermes.api_server.capabilities", "platform": "hermes-agent",
             "model": self.model_name(),
@@ -181,7 +183,8 @@ class CompatBackend:
                 "chat_completions": True, "chat_completions_streaming": True,
                 "responses_api": True, "responses_streaming": True,
                 "run_submission": True, "run_status": True, "run_events_sse": True,
-                "run_stop": True, "run_approval_response": True, "run_steer": True,
+                "run_stop": True, "run_approval_response": True,
+                **({"run_steer": True} if steer else {}),
                 "tool_progress_events": True, "approval_events": True,
                 "session_resources": True, "session_chat": True,
                 "session_chat_streaming": True, "session_fork": True,
@@ -206,7 +209,8 @@ class CompatBackend:
                 "run_events": {"method": "GET", "path": "/v1/runs/{run_id}/events"},
                 "run_approval": {"method": "POST", "path": "/v1/runs/{run_id}/approval"},
                 "run_stop": {"method": "POST", "path": "/v1/runs/{run_id}/stop"},
-                "run_steer": {"method": "POST", "path": "/v1/runs/{run_id}/steer"},
+                **({"run_steer": {"method": "POST", "path": "/v1/runs/{run_id}/steer"}}
+                   if steer else {}),
                 "skills": {"method": "GET", "path": "/v1/skills"},
                 "toolsets": {"method": "GET", "path": "/v1/toolsets"},
                 **SESSION_ENDPOINTS},

@@ -30,6 +30,7 @@ ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 EFFECT_DROP = "hermes.accepted_drop"
 EFFECT_THROTTLE = "hermes.throttled"
 EFFECT_KEYS_IGNORED = "hermes.keys_ignored"
+EFFECT_NO_STEER = "hermes.no_steer"
 # An observation with one of these statuses means the agent has started (a run stopped or
 # cancelled while still queued never did): it records the run's input in the session then.
 AGENT_STARTED = frozenset({"running", "waiting_for_approval", "completed", "failed"})

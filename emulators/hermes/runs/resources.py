@@ -1,11 +1,15 @@
 """Falcon resources of the runs API (`/v1/runs...`): thin responders over HermesBackend."""
 import time
 
+import falcon
+
+from emulators.runtime import instance_of
+
 from .. import sse
 from ..errors import RunNotFound
 from ..inputs import Submission
 from ..resources import HermesResource, open_stream, send_json
-from .backend import EFFECT_DROP
+from .backend import EFFECT_DROP, EFFECT_NO_STEER
 
 
 class Runs(HermesResource):
@@ -59,6 +63,16 @@ class RunSteer(HermesResource):
     def on_post(self, req, resp, run_id):
         backend = self.backend(req)
         send_json(resp, 200, backend.steer(run_id, self.read_body(req)))
+
+
+class SteerRoute:
+    """Hermes 0.19.0 has no steer route: under its preset every method of the path is the
+    router's own 404, before auth, as for any unknown path (oracle steer_route)."""
+
+    def process_resource(self, req, resp, resource, params):
+        if isinstance(resource, RunSteer) and (
+                instance_of(req).fault_effect(EFFECT_NO_STEER) is not None):
+            raise falcon.HTTPNotFound()
 
 
 class RunEvents(HermesResource):

@@ -15,6 +15,7 @@ import falcon
 from ..bodies import InvalidJSON, TooDeep, loads, read_body
 from ..errors import AdminError, EmulatorError
 from ..instance import MUTATING
+from ..mount import BASE_URL_KEY
 from ..names import NAME, NAMESPACE_PARAM
 from ..service import AdminCall
 from .controls import Basics, ClockControls, FaultControls, JournalControls, TimelineControls
@@ -29,7 +30,7 @@ log = logging.getLogger("emulators")
 JSON = "application/json"
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 # What the pipeline hands the admin app in the WSGI environ (Emulator.locate's answers).
-NAMESPACE_KEY, BASE_URL_KEY = "emulators.namespace", "emulators.base_url"
+NAMESPACE_KEY = "emulators.namespace"
 
 
 class ServiceRouteError(Exception):

@@ -21,7 +21,7 @@ import falcon
 
 from ..bodies import loads, read_body
 from ..errors import EmulatorError
-from ..names import NAME, SHOWN
+from ..names import NAME, NAMESPACE_ENVIRON, SHOWN
 from ..state.clock import MAX_MS, parse_duration, parse_instant
 
 log = logging.getLogger("emulators")
@@ -95,7 +95,7 @@ class ControlGate:
         elif "namespace" in query:
             namespace = query["namespace"][-1]
         else:
-            namespace = req.env.get("HTTP_X_MOCKINGBIRD_NAMESPACE", self.fleet.plan.namespace)
+            namespace = req.env.get(NAMESPACE_ENVIRON, self.fleet.plan.namespace)
         if not NAME.match(namespace):
             raise Refused(400, "invalid namespace")
         req.context.namespace = namespace

@@ -196,6 +196,28 @@ def test_namespaces_are_isolated_over_git(emu):
     assert missing.returncode != 0 and "Repository not found" in missing.stderr
 
 
+def test_urls_answered_in_a_header_namespace_lead_back_into_it(emu):
+    w1 = {"x-mockingbird-namespace": "w1", "Authorization": f"Bearer {TOKEN}"}
+    requests.post(f"{emu.server.admin_url}/github/repositories", headers=w1, timeout=5, json={
+        "owner": "octo", "name": "demo",
+        "files": {"main": {"README.md": "# In w1\n"}}}).raise_for_status()
+    api = f"{emu.server.url}/repos/octo/demo"
+    repo = requests.get(api, headers=w1, timeout=5).json()
+    carried = requests.get(f"{emu.server.url}/__admin/ns/w1/repos/octo/demo", timeout=5).json()
+    assert repo == carried  # every URL as the path carrier writes it
+    # followed without the header: still w1 (the default namespace has no such repository)
+    assert requests.get(api, timeout=5).status_code == 404
+    assert requests.get(repo["url"], timeout=5).json()["id"] == repo["id"]
+    readme = requests.get(repo["contents_url"].replace("{+path}", "README.md"), headers=w1,
+                          timeout=5).json()
+    assert requests.get(readme["download_url"], timeout=5).text == "# In w1\n"
+    assert readme["html_url"] == f"{repo['html_url']}/blob/main/README.md"
+    clone = emu.folder / "clone"
+    emu.git("clone", "-q", repo["clone_url"].replace("http://", f"http://x-access-token:{TOKEN}@"),
+            str(clone))
+    assert (clone / "README.md").read_text() == "# In w1\n"
+
+
 def test_git_without_credentials_is_asked_for_them_as_github_does(emu):
     emu.seed(files={"main": {"README.md": "# Demo\n"}})
     assert emu.git("ls-remote", emu.url(token=None)).returncode == 0  # public: no credentials
@@ -301,6 +323,62 @@ def test_shallow_and_partial_clones_atomic_pushes_and_annotated_tags(emu):
     assert emu.git("ls-remote", emu.url(), "refs/heads/side").stdout == ""
 
 
+def _shallow_history(emu):
+    """main: c1 c2 (tag old) c3, a side branch from c2 merged, then c4 c5: a day apart each."""
+    work = emu.folder / "dated"
+    emu.git("init", "-q", "-b", "main", str(work))
+    for day, (branch, name) in enumerate([("main", "c1"), ("main", "c2"), ("main", "c3"),
+                                          ("side", "s1"), ("main", "c4"), ("main", "c5")], 1):
+        emu.env["GIT_COMMITTER_DATE"] = emu.env["GIT_AUTHOR_DATE"] = f"2024-01-0{day}T12:00Z"
+        if name == "s1":
+            emu.git("checkout", "-qb", "side", "HEAD~1", cwd=work)
+        emu.commit(work, f"{name}.txt", name, name)
+        if name == "s1":
+            emu.git("checkout", "-q", "main", cwd=work)
+            emu.git("merge", "-q", "--no-ff", "-m", "merge side", "side", cwd=work)
+        if name == "c2":
+            emu.git("tag", "old", cwd=work)
+    return work
+
+
+def test_deepen_shallow_since_and_exclude_answer_as_git_upload_pack_does(emu):
+    emu.seed()
+    work = _shallow_history(emu)
+    emu.git("push", "-q", emu.url(), "main", "old", cwd=work)
+    steps = [["--deepen", "1"], ["--deepen", "2"], ["--shallow-since=2024-01-02T00:00Z"],
+             ["--shallow-exclude=old"], ["--depth", "2"], ["--unshallow"]]
+
+    def shallow_state(path):
+        shallow = path / ".git" / "shallow"
+        return (emu.git("rev-list", "--count", "HEAD", cwd=path).stdout.strip(),
+                sorted(shallow.read_text().split()) if shallow.exists() else [])
+
+    def walk(url, name):
+        path = emu.folder / name
+        emu.git("clone", "-q", "--no-tags", "--depth", "1", url, str(path))
+        seen = [shallow_state(path)]
+        for step in steps:
+            emu.git("fetch", "-q", "--no-tags", *step, "origin", cwd=path)
+            seen.append(shallow_state(path))
+        for option in ("--shallow-since=2024-01-03T00:00Z", "--shallow-exclude=old"):
+            clone = emu.folder / f"{name}{option[10:15]}"
+            emu.git("clone", "-q", "--no-tags", option, url, str(clone))
+            seen.append(shallow_state(clone))
+        return seen
+    # git's own upload-pack is the reference (GitHub runs it too); file:// follows tags
+    # unlike HTTP, so no tags are fetched and both ask for the same commits
+    expected = walk(f"file://{work}", "by-git")
+    assert len({count for count, _ in expected}) >= 4  # the steps move the boundary
+    assert walk(emu.url(), "by-emulator") == expected
+
+    # a plain fetch into a shallow clone sends its shallow lines without any deepen
+    emu.commit(work, "c6.txt", "c6", "c6")
+    emu.git("push", "-q", emu.url(), "main", cwd=work)
+    shallow = emu.folder / "by-emulator"
+    emu.git("fetch", "-q", "origin", cwd=shallow)
+    assert emu.rev(shallow, "origin/main") == emu.rev(work)
+
+
 def _pkt(line):
     return b"%04x" % (len(line) + 4) + line
 
@@ -316,6 +394,9 @@ def test_garbage_and_broken_packs_are_refused_without_a_crash(emu):
     assert post("git-upload-pack", b"garbage").status_code == 400
     assert post("git-upload-pack", _pkt(b"want " + b"f" * 40 + b"\n") + b"00000009done\n"
                 ).status_code == 400  # not an object of this repository
+    want = _pkt(f"want {head}\n".encode())
+    for shallow in (b"shallow nope\n", b"deepen x\n", b"deepen-not refs/heads/absent\n"):
+        assert post("git-upload-pack", want + _pkt(shallow) + b"0000").status_code == 400
     assert post("git-upload-pack", b"0000", "text/plain").status_code == 415
     command = f"{head} {'1' * 40} refs/heads/main\0report-status\n".encode()
     broken = post("git-receive-pack", _pkt(command) + b"0000" + b"PACK\0\0\0\2\0\0\0\1junk")

@@ -7,7 +7,7 @@ FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
 ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "context", "models",
          "lifecycle.merges", "lifecycle.protection", "lifecycle.reviews", "lifecycle.issues",
          "lifecycle.checks", "lifecycle.statuses", "refs", "pulls", "database", "contents",
-         "commits", "transport", "events", "media", "schemas", "shapes", "store", "objects",
+         "commits", "transport", "shallow", "events", "media", "schemas", "shapes", "store", "objects",
          "git", "ids", "times", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
 HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources")
 

@@ -286,6 +286,7 @@ def test_list_link_under_a_header_namespace_uses_the_path_carrier(app):
     carried = app.get(f"/__admin/ns/w9{PULLS}?per_page=1")
     assert carried.headers["Link"] == res.headers["Link"]
     assert carried.json[0]["url"] == f"{BASE}/__admin/ns/w9{PULLS}/2"
+    assert res.json == carried.json  # the body's URLs carry the header's namespace too
 
 
 def test_list_link_carrier_follows_a_configured_admin_prefix(tmp_path):

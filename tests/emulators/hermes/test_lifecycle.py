@@ -1,9 +1,14 @@
 """Observe, restart, retention, sweep and presets."""
 import pytest
+import webtest
 
+from emulators.hermes.app import create_service
+from emulators.hermes.settings import HermesSettings
 from emulators.runtime import DroppedByFault
+from emulators.runtime.app import Runtime
+from emulators.runtime.settings import Settings
 
-from .conftest import FIRST_RUN, SECOND_RUN, T0, T0_S
+from .conftest import FIRST_RUN, SECOND_RUN, T0, T0_S, HermesClient
 
 INTERRUPTED = "The gateway restarted before this run settled."
 
@@ -248,7 +253,45 @@ def test_keys_ignored_preset_is_hermes_0_19_every_submission_a_new_run(client, a
     assert client.submit(key="a b").status_int == 202  # the header is never read
     assert client.submit({"input": "other"}, key="same").status_int == 202  # no conflict
     assert "idempotency" not in app.get("/v1/capabilities").json
+    # the /p/{profile}/ mirrors are the same release
+    mirrored = [app.post_json("/p/work/v1/runs", {"input": "x"}, headers={"Idempotency-Key": "m"},
+                              status=202).json for _ in range(2)]
+    assert mirrored[0]["run_id"] != mirrored[1]["run_id"] and "replayed" not in mirrored[1]
+    assert "idempotency" not in app.get("/p/work/v1/capabilities").json
     app.delete("/__admin/faults", status="*")
     assert client.submit(key="same").json["replayed"] is False
     assert client.submit(key="same").json["replayed"] is True
     assert app.get("/v1/capabilities").json["idempotency"]["supported"] is True
+
+
+def test_release_preset_answers_steer_as_the_unknown_path_0_19_has_there(tmp_path):
+    key = "preset-key-0123456789abcdef"
+    auth = {"Authorization": f"Bearer {key}"}
+    runtime = Runtime(create_service(HermesSettings(api_key=key)),
+                      Settings(db=str(tmp_path / "e.sqlite3")))
+    app = webtest.TestApp(runtime)
+    client = HermesClient(app)
+    client.headers = auth
+    run_id = client.submit().json["run_id"]
+    client.observe(run_id, {"status": "running"})
+    client.preset("hermes_run_keys_ignored")
+
+    def answer(method, path, headers):
+        res = app.request(path, method=method, headers=headers, body=b'{"text": "x"}',
+                          expect_errors=True)
+        return res.status, res.body, sorted((name, value) for name, value in res.headerlist
+                                            if not name.lower().startswith("x-mockingbird"))
+    unknown = answer("POST", "/v1/runs-does-not-exist", auth)
+    assert unknown[:2] == ("404 Not Found", b"404: Not Found")
+    steer = f"/v1/runs/{run_id}/steer"
+    for method, path, headers in [("POST", steer, auth), ("POST", steer, {}),  # before auth
+                                  ("GET", steer, auth), ("POST", "/p/work" + steer, auth)]:
+        assert answer(method, path, headers) == unknown, (method, path)
+    for path in ("/v1/capabilities", "/p/work/v1/capabilities"):
+        capabilities = app.get(path, headers=auth).json
+        assert "run_steer" not in capabilities["features"]
+        assert "run_steer" not in capabilities["endpoints"]
+
+    app.delete("/__admin/faults", status="*")
+    assert client.steer(run_id, {"text": "x"}).json["accepted"] is True
+    assert app.get("/v1/capabilities", headers=auth).json["features"]["run_steer"] is True

@@ -198,6 +198,55 @@ CASES = [
 ]
 
 
+ENDPOINTS = [("health", "GET", "/health"), ("health_detailed", "GET", "/health/detailed"),
+             ("models", "GET", "/v1/models"), ("chat_completions", "POST", "/v1/chat/completions"),
+             ("responses", "POST", "/v1/responses"), ("runs", "POST", "/v1/runs"),
+             ("run_status", "GET", "/v1/runs/{run_id}"),
+             ("run_events", "GET", "/v1/runs/{run_id}/events"),
+             ("run_approval", "POST", "/v1/runs/{run_id}/approval"),
+             ("run_stop", "POST", "/v1/runs/{run_id}/stop"), ("skills", "GET", "/v1/skills"),
+             ("toolsets", "GET", "/v1/toolsets"), ("sessions", "GET", "/api/sessions"),
+             ("session_create", "POST", "/api/sessions"),
+             ("session", "GET", "/api/sessions/{session_id}"),
+             ("session_update", "PATCH", "/api/sessions/{session_id}"),
+             ("session_delete", "DELETE", "/api/sessions/{session_id}"),
+             ("session_messages", "GET", "/api/sessions/{session_id}/messages"),
+             ("session_fork", "POST", "/api/sessions/{session_id}/fork"),
+             ("session_chat", "POST", "/api/sessions/{session_id}/chat"),
+             ("session_chat_stream", "POST", "/api/sessions/{session_id}/chat/stream")]
+FEATURES = {name: True for name in (
+    "chat_completions", "chat_completions_streaming", "responses_api", "responses_streaming",
+    "run_submission", "run_status", "run_events_sse", "run_stop", "run_approval_response",
+    "tool_progress_events", "approval_events", "session_resources", "session_chat",
+    "session_chat_streaming", "session_fork")}
+CAPABILITIES = {  # 0.19.0's map: no idempotency block, no steer feature or endpoint
+    "object": "hermes.api_server.capabilities", "platform": "hermes-agent",
+    "model": "hermes-agent", "auth": {"type": "bearer", "required": True},
+    "runtime": {"mode": "server_agent", "tool_execution": "server", "split_runtime": False,
+                "description": TEXT},
+    "features": {**FEATURES, "admin_config_rw": False, "jobs_admin": False,
+                 "memory_write_api": False, "skills_api": True, "audio_api": False,
+                 "realtime_voice": False, "session_continuity_header": "X-Hermes-Session-Id",
+                 "session_key_header": "X-Hermes-Session-Key", "cors": False},
+    "endpoints": {name: {"method": method, "path": path} for name, method, path in ENDPOINTS}}
+STEER = "/v1/runs/run_doesnotexist/steer"
+NOT_FOUND = {"Content-Type": "text/plain; charset=utf-8", "X-Frame-Options": ABSENT}
+# What only the emulator's 0.19.0 preset (hermes_run_keys_ignored) answers as 0.19.0 does:
+# that release has no steer route at all.
+RELEASE_CASES = [
+    case("steer_route", "POST", STEER, body={"text": "x"}, status=404, text="404: Not Found",
+         expect_headers=NOT_FOUND),
+    case("steer_route_no_auth", "POST", STEER, auth=False, body={"text": "x"}, status=404,
+         text="404: Not Found", expect_headers=NOT_FOUND),
+    case("steer_route_get", "GET", STEER, status=404, text="404: Not Found",
+         expect_headers=NOT_FOUND),
+    case("steer_route_profile_prefix", "POST", "/p/someprofile" + STEER, body={"text": "x"},
+         status=404, text="404: Not Found", expect_headers=NOT_FOUND),
+    case("capabilities", "GET", "/v1/capabilities", json_body=CAPABILITIES,
+         expect_headers=SECURITY),
+]
+
+
 def chat_frames(frames):
     """The chat stream's frames, as (event, data) pairs."""
     chunk = {"id": CHATCMPL, "object": "chat.completion.chunk", "created": INT,
@@ -310,6 +359,15 @@ def emulator(tmp_path_factory):
         yield server.url, KEY, {}
 
 
+@pytest.fixture(scope="module")
+def emulator_0_19(tmp_path_factory):
+    db = tmp_path_factory.mktemp("hermes-compare-0-19") / "e.sqlite3"
+    with serve(HermesSettings(api_key=KEY), db=str(db)) as server:
+        requests.post(server.url + "/__admin/faults", json={"preset": "hermes_run_keys_ignored"},
+                      timeout=10).raise_for_status()
+        yield server.url, KEY, {}
+
+
 def oracle_target(saved):
     """(base URL, key, saved values) of the real server named by HERMES_ORACLE_URL, else skip."""
     url = os.environ.get("HERMES_ORACLE_URL")
@@ -333,4 +391,16 @@ def test_real_server_answers_as_recorded(oracle):
     """The same table against the real server: how the expectations above were checked."""
     base, key, saved = oracle
     problems = {spec.id: replay(base, key, spec.values[0], saved) for spec in CASES}
+    assert {name: found for name, found in problems.items() if found} == {}
+
+
+@pytest.mark.parametrize("spec", RELEASE_CASES)
+def test_emulator_with_the_0_19_preset_answers_as_recorded(emulator_0_19, spec):
+    base, key, saved = emulator_0_19
+    assert replay(base, key, spec, saved) == []
+
+
+def test_real_server_answers_the_release_cases_as_recorded(oracle):
+    base, key, saved = oracle
+    problems = {spec.id: replay(base, key, spec.values[0], saved) for spec in RELEASE_CASES}
     assert {name: found for name, found in problems.items() if found} == {}
