@@ -91,8 +91,7 @@ def choose_cpu(server, worker):
         if getattr(other, "cpu", None) in taken:
             taken[other.cpu] += 1
     turn = os.getpid() % len(allowed)
-    worker.cpu = min(allowed, key=lambda cpu: (taken[cpu], (allowed.index(cpu) - turn)
-                                               % len(allowed)))
+    worker.cpu = min(allowed[turn:] + allowed[:turn], key=taken.__getitem__)  # the first least
 
 
 class AcceptingThreadsWorker(Worker):
