@@ -1,6 +1,7 @@
 """What every test shares: the relay runs open (NEWOS4_RELAY_ACCESS=open, as on a trusted
 network) in every process a test starts, so tests that are not about access need not pair.
-Tests about access set pairing or allowlist themselves."""
+Tests about access set pairing or allowlist themselves. With a real Hermes, the files that
+talk to it take turns on it."""
 import hashlib
 import os
 import tempfile
@@ -35,6 +36,7 @@ _oracle_turn = None
 
 
 def talks_to_real_hermes(item):
+    """The comparisons with the real server, and the cases run against it ("real")."""
     callspec = getattr(item, "callspec", None)
     return "real_server" in item.path.parts or \
         (callspec is not None and "real" in callspec.params.values())
