@@ -1,13 +1,15 @@
 """@octokit/rest, unmodified, under Node against the served emulator (root and mounted).
 
 Skipped with a reason when `node`/`npm` are missing or the package cannot be installed; it is
-installed into the git-ignored `var/octokit/` on first use.
+installed into the git-ignored `var/octokit/` on first use (by one process: another xdist
+worker, or another run of this checkout, waits for it).
 """
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from .test_pygithub import served  # noqa: F401  (the same served emulators)
 
@@ -21,19 +23,20 @@ PACKAGE = "@octokit/rest@22.0.1"
 def octokit_folder():
     if not shutil.which("node") or not shutil.which("npm"):
         pytest.skip("node and npm are not on this machine")
-    if not (FOLDER / "node_modules" / "@octokit" / "rest").is_dir():
-        FOLDER.mkdir(parents=True, exist_ok=True)
-        if not (FOLDER / "package.json").exists():
-            (FOLDER / "package.json").write_text('{"name":"octokit-consumer","private":true}\n')
-        try:
-            done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", PACKAGE],
-                                  cwd=FOLDER, capture_output=True, text=True, timeout=120)
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"npm install {PACKAGE} timed out")
-        if done.returncode:
-            pytest.skip(f"npm install {PACKAGE} failed: {done.stderr[-500:]}")
-    # ESM resolves packages from the script's folder, so the script runs from there
-    shutil.copy(HERE / "octokit_flow.mjs", FOLDER / "octokit_flow.mjs")
+    FOLDER.mkdir(parents=True, exist_ok=True)
+    with FileLock(FOLDER.with_name("octokit.lock")):
+        if not (FOLDER / "node_modules" / "@octokit" / "rest").is_dir():
+            if not (FOLDER / "package.json").exists():
+                (FOLDER / "package.json").write_text('{"name":"octokit-consumer","private":true}\n')
+            try:
+                done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", PACKAGE],
+                                      cwd=FOLDER, capture_output=True, text=True, timeout=120)
+            except subprocess.TimeoutExpired:
+                pytest.skip(f"npm install {PACKAGE} timed out")
+            if done.returncode:
+                pytest.skip(f"npm install {PACKAGE} failed: {done.stderr[-500:]}")
+        # ESM resolves packages from the script's folder, so the script runs from there
+        shutil.copy(HERE / "octokit_flow.mjs", FOLDER / "octokit_flow.mjs")
     return FOLDER
 
 
