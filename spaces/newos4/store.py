@@ -108,8 +108,11 @@ class ThreadStore:
                         raise errors.ThreadCorrupt(f"{path}: cannot be read ({exc.strerror})")
                     else:
                         written = self._written.get(path)
-                        current = written[1] if written is not None and written[0] == data \
-                            else _parse(data, path)
+                        if written is not None and written[0] == data:
+                            current = written[1]
+                        else:  # another process wrote last: most often, it appended
+                            current = (written is not None and _extended(*written, data)) \
+                                or _parse(data, path)
                     kept = current is not None
                     new = change({**current, "messages": list(current["messages"])}
                                  if current is not None
@@ -357,6 +360,28 @@ def _appended(data, current, new):
         return None
     added = ",".join(map(_encode, messages[len(old):])).encode()
     return b"".join((data[:-len(TAIL)], b"," if old else b"", added, TAIL))
+
+
+def _extended(old_data, old, data):
+    """The document in `data` when it is `old` (held in `old_data`) with messages appended, as
+    another worker's post leaves a thread: only the appended messages are parsed and checked.
+    None when it is not so simple (then the whole file is parsed)."""
+    head = old_data[:-len(TAIL)]
+    if not (len(data) > len(old_data) and data.endswith(TAIL) and old_data.endswith(TAIL)
+            and data.startswith(head) and list(old)[-1] == "messages"):
+        return None
+    added = data[len(head):-len(TAIL)]
+    if old["messages"]:
+        if not added.startswith(b","):
+            return None
+        added = added[1:]
+    try:
+        messages = json.loads(b"[%s]" % added)
+    except (ValueError, RecursionError):
+        return None
+    if not messages or any(map(_message_problem, messages)):
+        return None
+    return {**old, "messages": old["messages"] + messages}
 
 
 STRING_FIELDS = ("id", "ts", "author", "text")

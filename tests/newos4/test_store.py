@@ -35,6 +35,38 @@ def test_concurrent_appends_from_many_services_lose_nothing(settings, clock):
     assert epochs == sorted(set(epochs))
 
 
+def test_a_store_reads_another_ones_appends_and_still_refuses_a_bad_one(settings, clock,
+                                                                         monkeypatch):
+    """Two workers take turns on a thread: each finds the other's append after the file it
+    wrote itself, and parses only that; anything else there is parsed (and refused) whole."""
+    ours, theirs = ChatService(settings, clock=clock), ChatService(settings, clock=clock)
+    thread = "0123456789abcdee"
+    path = settings.chat_dir / f"{thread}.json"
+    parsed = []
+    whole = store_module._parse
+    monkeypatch.setattr(store_module, "_parse", lambda data, where: parsed.append(len(data))
+                        or whole(data, where))
+    ours.store.update(thread, lambda doc: {**doc, "messages": [
+        {"id": "a", "epoch": clock.now, "ts": "x", "author": "operator", "text": "a"}]})
+    for n in range(4):
+        (theirs if n % 2 == 0 else ours).post(thread, f"reply {n}", "operator", "10.0.0.1")
+    assert len(parsed) == 1  # theirs, at its first look; since then only the appended parts
+    written = path.read_bytes()
+    assert json.loads(written)["messages"][-1]["text"] == "reply 3"
+    assert [m["text"] for m in ours.history(thread)] == ["a"] + [f"reply {n}" for n in range(4)]
+    assert written == store_module._encode(json.loads(written)).encode()  # laid out as before
+
+    for bad in (b',{"id":"b","epoch":9}]}', b",]}", b',1]}', b',{"id":"b"]}'):
+        path.write_bytes(written[:-2] + bad)
+        with pytest.raises(errors.ThreadCorrupt):
+            theirs.post(thread, "never written", "operator", "10.0.0.2")
+        assert path.read_bytes() == written[:-2] + bad
+    cut = {**json.loads(written), "messages": json.loads(written)["messages"][-2:]}
+    path.write_bytes(store_module._encode(cut).encode())  # a sweep's retention cut
+    theirs.post(thread, "after the cut", "operator", "10.0.0.1")
+    assert [m["text"] for m in ours.history(thread)] == ["reply 2", "reply 3", "after the cut"]
+
+
 def test_a_corrupt_thread_file_is_an_error_and_is_never_overwritten(client, settings, testapp):
     client.say("x")
     path = settings.chat_dir / f"{client.thread}.json"
@@ -148,6 +180,26 @@ def test_a_window_longer_than_one_read_keeps_every_hit_and_a_shorter_one_is_trun
     with windows.hold("198.51.100.1", later) as record:
         record()
     assert json.loads(path.read_text()) == {"hits": [later]}
+
+
+@pytest.mark.parametrize("found, counted", [
+    ('{"hits":[1000,1500]}', 2),  # the same JSON in another layout (written by hand)
+    ('{"hits": [1000, true, "1500", 1500.0, 1500]}', 3),  # only integers count (true is 1)
+    ('{"hits": [1000, 1500', 0), ("{not json", 0), ("", 0)])  # unreadable: an empty window
+def test_a_window_is_json_of_its_hits_whatever_layout_it_was_found_in(settings, found, counted):
+    from spaces.newos4 import ratelimit
+    windows = ratelimit.IpWindows(settings.data_dir / "ip", limit=4, window_ms=600_000)
+    path = settings.data_dir / "ip" / f"{windows._hash('198.51.100.1')}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(found)
+    for n in range(4 - counted):
+        with windows.hold("198.51.100.1", 2000 + n) as record:
+            record()
+    with pytest.raises(errors.RateLimited):
+        with windows.hold("198.51.100.1", 3000):
+            pass
+    assert path.read_bytes() == json.dumps({"hits": json.loads(path.read_bytes())["hits"]}
+                                           ).encode()  # as json.dumps writes it
 
 
 def test_a_window_swept_while_a_post_waits_is_recreated_not_written_into_the_void(settings):
