@@ -18,7 +18,7 @@ from emulators.hermes import serve
 from emulators.hermes.settings import HermesSettings
 
 from .matchers import ABSENT, FLOAT, INT, TEXT, AnyOf, Like, mismatches
-from .test_openai_compat import KEY, SECURITY, oracle_target
+from .test_openai_compat import KEY, SECURITY, differing, oracle_target
 from .test_openai_compat import parse_sse
 
 pytestmark = pytest.mark.timeout(120)
@@ -420,6 +420,4 @@ def test_emulator_answers_as_recorded(emulator, spec):
 
 def test_real_server_answers_as_recorded(oracle):
     """The same chain against the real server: how the expectations above were checked."""
-    base, key, saved = oracle
-    problems = {spec.id: replay(base, key, spec.values[0], saved) for spec in CASES}
-    assert {name: found for name, found in problems.items() if found} == {}
+    assert differing(replay, oracle, CASES) == {}
