@@ -27,10 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from bench.emulators import CONNS, CYCLES, SLICE, WORKERS, Server, request  # noqa: E402
+from bench.emulators import CONNS, SLICE, WORKERS, Server, request  # noqa: E402
 from spaces.newos4.app import POLL_PATH, POST_PATH  # noqa: E402
 
-CYCLES = int(os.environ.get("BENCH_CYCLES", CYCLES + 1))
+CYCLES = int(os.environ.get("BENCH_CYCLES", "6"))
 LIMITS = {"NEWOS4_RATE_THREAD": "1000000", "NEWOS4_RATE_IP": "1000000",
           "NEWOS4_MAX_THREADS": "1000000"}
 ANY_CPU = "def pre_fork(server, worker):\n    pass  # every worker on any CPU\n"

@@ -144,11 +144,11 @@ class AcceptingThreadsWorker(Worker):
         self._lean = LeanReader(self.cfg)
         # gunicorn's default hooks: pre_request logs the request at debug level, post_request
         # does nothing. Neither is called then (a debug log keeps its line): 2 % of a post's CPU.
-        self._pre_request = self.cfg.pre_request
-        if self._pre_request is PreRequest.default \
-                and not self.log.error_log.isEnabledFor(logging.DEBUG):
-            self._pre_request = None
-        self._calls_post_request = self.cfg.post_request is not PostRequest.default
+        debug = self.log.error_log.isEnabledFor(logging.DEBUG)
+        self._pre_request_hook = None if self.cfg.pre_request is PreRequest.default and not debug \
+            else self.cfg.pre_request
+        self._post_request_hook = None if self.cfg.post_request is PostRequest.default \
+            else self.cfg.post_request
         self._times_requests = self.log.access_log_enabled  # for the access log's duration
         self._reader = Reader(max(1, self.cfg.worker_connections), self.cfg.threads, self.log,
                               timeout=self.cfg.timeout or None,
@@ -259,8 +259,8 @@ class AcceptingThreadsWorker(Worker):
             else:
                 parser = http.get_parser(self.cfg, conn, addr)
                 req = next(parser)
-            if self._pre_request is not None:
-                self._pre_request(self, req)
+            if self._pre_request_hook is not None:
+                self._pre_request_hook(self, req)
             started = datetime.now() if self._times_requests else None
             if lean:
                 resp = Response(req, conn, self.cfg)
@@ -372,10 +372,10 @@ class AcceptingThreadsWorker(Worker):
             self.handle_error(req, conn, addr, exc)
 
     def _post_request(self, req, environ, resp):
-        if not self._calls_post_request:
+        if self._post_request_hook is None:
             return
         try:
-            self.cfg.post_request(self, req, environ, resp)
+            self._post_request_hook(self, req, environ, resp)
         except Exception:
             self.log.exception("Exception in post_request hook")
 
