@@ -84,17 +84,34 @@ class _Handler(WSGIRequestHandler):
 
 
 class _Server(socketserver.ThreadingMixIn, WSGIServer):
-    """Keeps its request threads (ThreadingMixIn joins them in server_close) and their open
-    connections, so closing can end a stream that would otherwise hold its thread."""
+    """Keeps its request threads and their open connections, so closing can end a stream that
+    would otherwise hold its thread, and then join every request thread. The threads are
+    daemons (an owner that never closes does not hang the interpreter's exit), and
+    ThreadingMixIn joins no daemon in server_close: this server keeps them itself."""
 
     daemon_threads = True
     allow_reuse_address = True
-    block_on_close = True
 
-    def server_activate(self):
-        super().server_activate()
-        self.connections = set()
+    def __init__(self, *args, **kwargs):
+        self.connections = set()  # before binding: a refused bind runs server_close
         self.connections_lock = threading.Lock()
+        self.request_threads = []
+        super().__init__(*args, **kwargs)
+
+    def process_request(self, request, client_address):
+        thread = threading.Thread(target=self.process_request_thread,
+                                  args=(request, client_address), daemon=True)
+        with self.connections_lock:  # the ended ones go, so the list holds the live ones
+            self.request_threads = [t for t in self.request_threads if t.is_alive()]
+            self.request_threads.append(thread)
+        thread.start()
+
+    def server_close(self):
+        super().server_close()
+        with self.connections_lock:
+            threads, self.request_threads = self.request_threads, []
+        for thread in threads:
+            thread.join()
 
     def process_request_thread(self, request, client_address):
         with self.connections_lock:

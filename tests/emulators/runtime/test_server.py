@@ -9,6 +9,7 @@ import pytest
 import requests
 
 from emulators.runtime import serve
+from emulators.runtime.server import Listener
 from tests.emulators.runtime.conftest import run_main
 from testkit.counter_service import service
 from testkit.servers import REPO
@@ -113,11 +114,34 @@ def test_cli_serves_until_signalled(monkeypatch, tmp_path, capsys):
     assert f"counter admin ui: {url}/__admin/ui" in out
 
 
+def test_close_waits_for_a_request_thread_that_is_still_finishing():
+    """A client can have its whole answer while the thread that sent it still runs (here the
+    answer's close() takes a while): close() returns only once that thread has ended."""
+    finished = threading.Event()
+
+    class Answer(list):
+        def close(self):
+            time.sleep(0.5)
+            finished.set()
+
+    def app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+        return Answer([b"ok"])
+
+    listener = Listener(app)
+    assert requests.get(listener.url, timeout=5).text == "ok"
+    assert not finished.is_set()
+    listener.close()
+    assert finished.is_set()
+    assert not [t for t in threading.enumerate() if "process_request_thread" in t.name]
+
+
 CLOSE_CYCLES = """
 import threading
 import requests
 from emulators import load
 from emulators.runtime import serve
+from emulators.runtime.server import Listener
 from testkit.webhook_receiver import Receiver
 
 receiver = Receiver()
