@@ -12,6 +12,16 @@ from filelock import FileLock
 os.environ["NEWOS4_RELAY_ACCESS"] = "open"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """`-n N` without `--dist` spreads the tests by file (`loadfile`), as `make test` does:
+    some files' tests build on the ones before them (the real-server comparisons replay one
+    recorded chain), and a file's turn on a real Hermes assumes it runs on one worker.
+    Runs before pytest-xdist turns a bare `-n` into `--dist load`."""
+    if getattr(config.option, "numprocesses", None) and config.option.dist == "no":
+        config.option.dist = "loadfile"
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """With a real Hermes (HERMES_ORACLE_URL), the files that talk to it take turns, across
