@@ -187,8 +187,23 @@ class WorkerPid:
         resp.set_header("x-worker-pid", str(os.getpid()))
 
 
-def provider_app():
-    app = add_fallback_handlers(falcon.App(middleware=[WorkerPid()]))
+MIRROR = "/mirror"
+
+
+def unmirrored(path):
+    """Return the route a `/mirror/…` path stands for (`mirrored_service`'s operation_path)."""
+    return path[len(MIRROR):] if path.startswith(MIRROR + "/") else path
+
+
+class Mirror:
+    """Every route also answers under `/mirror/`, as a vendor may serve aliases of its paths."""
+
+    def process_request(self, req, resp):
+        req.path = unmirrored(req.path)  # falcon routes on req.path as process_request leaves it
+
+
+def provider_app(middleware=()):
+    app = add_fallback_handlers(falcon.App(middleware=[WorkerPid(), *middleware]))
     app.add_route("/items", Items())
     app.add_route("/items/{item_id}", Item())
     app.add_route("/counter", Counter())
@@ -284,3 +299,10 @@ def bearer(environ):
 # goes to the namespace `PUT /__admin/credentials` mapped its bearer token to).
 keyed_service = Service(name="counter", version="1.2.3", openapi=OPENAPI,
                         provider_app=provider_app, credential=bearer)
+
+
+# The same service whose routes also answer under `/mirror/…`, matched as the routes they mirror,
+# with a body limit of its own for createItem (a larger one than a test's Settings.max_body).
+mirrored_service = Service(name="counter", version="1.2.3", openapi=OPENAPI,
+                           provider_app=lambda: provider_app([Mirror()]), presets=PRESETS,
+                           operation_path=unmirrored, body_limits={"createItem": 1_000})

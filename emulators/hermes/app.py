@@ -100,7 +100,7 @@ def create_service(settings=None):
     return Service(
         name="hermes", version=VERSION, default_port=8827, openapi=DOCUMENT, presets=PRESETS,
         provider_app=lambda: create_provider_app(settings), describe=describe,
-        admin_routes=admin.routes(settings))
+        admin_routes=admin.routes(settings), operation_path=management.route_path)
 
 
 def from_env(environ):

@@ -36,9 +36,9 @@ PRESETS = {
     # Hermes 0.19.0 (the newest release, as observed side by side) predates the runs API's
     # idempotency and the steer route: it never reads the header, answers 202 without
     # `replayed`, answers any method of /v1/runs/{id}/steer as an unknown path, and its
-    # capabilities name neither. A request to a /p/{profile} mirror (or a wrong method) has no
-    # operationId, so those rules match by path. A behaviour, not a one-off: it holds until
-    # the rules are deleted.
+    # capabilities name neither. The /p/{profile}/ mirrors match the same operationIds; a
+    # wrong method of the steer path has none, so the steer rules match by path, the mirror's
+    # path too. A behaviour, not a one-off: it holds until the rules are deleted.
     "hermes_run_keys_ignored": {
         "description": "Hermes 0.19.0: POST /v1/runs ignores Idempotency-Key (every submission"
                        " is a new run, 202 without `replayed`), /v1/runs/{run_id}/steer is an"
@@ -47,11 +47,8 @@ PRESETS = {
                        " feature or endpoint, the /p/{profile}/ mirrors too, until DELETE"
                        " /__admin/faults",
         "rules": [{"operationId": "RunCreate", "effect": EFFECT_KEYS_IGNORED},
-                  {"path": "/p/{profile}/v1/runs", "method": "POST",
-                   "effect": EFFECT_KEYS_IGNORED},
-                  *({"path": path, "effect": effect}
-                    for path in ("/v1/capabilities", "/p/{profile}/v1/capabilities")
-                    for effect in (EFFECT_KEYS_IGNORED, EFFECT_NO_STEER)),
+                  {"operationId": "Capabilities", "effect": EFFECT_KEYS_IGNORED},
+                  {"operationId": "Capabilities", "effect": EFFECT_NO_STEER},
                   {"path": "/v1/runs/{run_id}/steer", "effect": EFFECT_NO_STEER},
                   {"path": "/p/{profile}/v1/runs/{run_id}/steer", "effect": EFFECT_NO_STEER}],
     },

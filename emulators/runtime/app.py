@@ -67,6 +67,7 @@ class Runtime:
         self._limits = dict(getattr(service, "body_limits", None) or {})
         self.admin = Admin(emulator)
         self._locate = emulator.locate  # once per request: one attribute lookup saved
+        self._operation = emulator.operation
 
     # -- helpers ----------------------------------------------------------------------------
     @property
@@ -122,7 +123,7 @@ class Runtime:
         method = environ.get("REQUEST_METHOD", "GET").upper()
         branch = environ.get("HTTP_X_MOCKINGBIRD_BRANCH") or MAIN
         at = environ.get("HTTP_X_MOCKINGBIRD_AT")
-        operation = self.matcher.match(method, path)
+        operation = self._operation(method, path)
         entry = {"service": self.name, "namespace": namespace, "method": method, "path": path}
         if operation:
             entry["operationId"] = operation

@@ -1,6 +1,7 @@
 """`Emulator`: one service's state and the operations on it (namespaces, instances, reset),
-and the one answer to "where does this request go?" (`locate`). No WSGI here: the pipeline
-(app.py), the admin plane and the fleet take an Emulator and run requests over it.
+and the one answer to "where does this request go?" (`locate`, then `operation`). No WSGI
+here: the pipeline (app.py), the admin plane and the fleet take an Emulator and run requests
+over it.
 """
 import re
 import time
@@ -58,6 +59,7 @@ class Emulator:
                                    headers=service.webhook_headers) if service.webhooks else None
         self.started = time.monotonic()
         self._credential = getattr(service, "credential", None)  # None: no lookup per request
+        self._operation_path = getattr(service, "operation_path", None)  # None: the path itself
         self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?\Z")
         self._known = set()
 
@@ -89,6 +91,13 @@ class Emulator:
         if self._credential is not None:  # the credential map
             return PROVIDER, self.credentials.resolve(self._credential, environ), path, carrier
         return PROVIDER, "default", path, carrier
+
+    def operation(self, method, path):
+        """Return the operationId of a provider request (None when unmatched), matched on the
+        path the service's `operation_path` gives (the path itself when it declares none)."""
+        if self._operation_path is not None:
+            path = self._operation_path(path)
+        return self.matcher.match(method, path)
 
     def touch(self, namespace):
         """Remember a namespace (the list only grows)."""

@@ -22,6 +22,10 @@ class Service:
     # token, API key...). Declared, it routes requests that name no namespace through the
     # credential map (`PUT /__admin/credentials`); None keeps that lookup off.
     credential = None
+    # Optional `operation_path(path) -> str`: the path a provider request's operation is matched
+    # on, when a service also serves its routes under other paths (Hermes' `/p/{profile}/…`
+    # mirrors); the journal and fault rules by path keep the path the client asked for.
+    operation_path = None
     # Webhooks: `webhooks=True` gives the service a hub (webhooks.py) and its admin routes;
     # `webhook_ping(instance, endpoint) -> (event, payload)` is sent to each new endpoint;
     # `webhook_headers(event, payload) -> dict` adds headers to each delivery.
@@ -43,7 +47,7 @@ class Service:
                  provider_app=None, presets=None, admin_routes=(), describe=None, reset=None,
                  credential=None, webhooks=False, webhook_ping=None, webhook_headers=None,
                  webhook_user_agent=None, read_operations=(), own_transactions=(),
-                 body_limits=None):
+                 body_limits=None, operation_path=None):
         self.name = name
         self.version = version
         self.default_port = default_port
@@ -56,6 +60,8 @@ class Service:
         self._reset = reset
         if credential is not None:
             self.credential = credential
+        if operation_path is not None:
+            self.operation_path = operation_path
         self.webhooks = webhooks
         if webhook_ping is not None:
             self.webhook_ping = webhook_ping

@@ -21,12 +21,19 @@ ORIGIN_HEADERS = (("forwarded_for", "X-Forwarded-For", 200), ("real_ip", "X-Real
                   ("user_agent", "User-Agent", 300))
 
 
-def without_profile_prefix(env):
-    """Upstream also mounts every route under `/p/{profile}/…`; with profile multiplexing off
-    (the only mode modelled) the prefix is ignored (oracle profile_prefix_health)."""
-    path = env.get("PATH_INFO") or ""
+def route_path(path):
+    """Return the route a path stands for: upstream also mounts every route under
+    `/p/{profile}/…`, and with profile multiplexing off (the only mode modelled) the prefix is
+    ignored (oracle profile_prefix_health). The runtime matches operations on it too."""
     prefix = PROFILE_PREFIX.match(path)
-    return {**env, "PATH_INFO": path[prefix.end():]} if prefix else env
+    return path[prefix.end():] if prefix else path
+
+
+def without_profile_prefix(env):
+    """Return the environ with PATH_INFO on the route it stands for (route_path)."""
+    path = env.get("PATH_INFO") or ""
+    route = route_path(path)
+    return {**env, "PATH_INFO": route} if route != path else env
 
 
 class EmptySegments:

@@ -16,11 +16,18 @@ class Served:
     """A running emulator: the SDK base URL and the admin URL beside it."""
 
     def __init__(self, root):
+        self.root = root
         self.base_url = root + "/v1"
         self.admin = root + "/__admin"
 
-    def client(self, api_key=KEY):
-        return openai.OpenAI(base_url=self.base_url, api_key=api_key, max_retries=0, timeout=10)
+    def client(self, api_key=KEY, base_url=None):
+        return openai.OpenAI(base_url=base_url or self.base_url, api_key=api_key, max_retries=0,
+                             timeout=10)
+
+    def journal(self, **query):
+        res = requests.get(self.admin + "/requests", params=query, timeout=5)
+        assert res.status_code == 200, res.text
+        return res.json()["requests"]
 
     def script(self, *replies):
         res = requests.post(self.admin + "/hermes/replies", json={"replies": list(replies)},
@@ -176,3 +183,50 @@ def test_state_is_shared_by_every_worker(served):
     assert answers == {"computed once"}
     queue = requests.get(served.admin + "/hermes/replies", timeout=5).json()
     assert queue == {"replies": [{"text": "never used"}]}
+
+
+HELLO = [{"role": "user", "content": "Say hello."}]
+
+
+def test_a_profile_url_meets_the_fault_rules_of_the_operation_it_mirrors(served):
+    rule = requests.post(served.admin + "/faults", json={
+        "operationId": "ChatCompletionCreate", "status": 503, "count": 1,
+        "body": {"error": {"message": "injected", "type": "server_error"}}}, timeout=5)
+    assert rule.status_code == 201, rule.text
+    profile = served.client(base_url=served.root + "/p/work/v1")
+    with pytest.raises(openai.InternalServerError) as injected:
+        profile.chat.completions.create(model="hermes-agent", messages=HELLO)
+    assert injected.value.status_code == 503
+    assert injected.value.body == {"message": "injected", "type": "server_error"}
+    completion = profile.chat.completions.create(model="hermes-agent", messages=HELLO)
+    assert completion.choices[0].message.content == "Hermes emulator reply to: Say hello."
+    entries = served.journal(operationId="ChatCompletionCreate")
+    assert [(entry["path"], entry["status"], entry.get("faultId")) for entry in entries] == [
+        ("/p/work/v1/chat/completions", 503, rule.json()["id"]),
+        ("/p/work/v1/chat/completions", 200, None)]
+
+
+def test_a_profile_url_meets_the_presets(served):
+    served.preset("hermes_chat_throttled")
+    profile = served.client(base_url=served.root + "/p/work/v1")
+    with pytest.raises(openai.RateLimitError) as throttled:
+        profile.chat.completions.create(model="hermes-agent", messages=HELLO)
+    assert throttled.value.response.headers["Retry-After"] == "1"
+    with pytest.raises(openai.RateLimitError):
+        profile.responses.create(model="hermes-agent", input="x")
+    assert [(entry["path"], entry["operationId"], entry["faultId"])
+            for entry in served.journal()] == [
+        ("/p/work/v1/chat/completions", "ChatCompletionCreate", "hermes_chat_throttled_1"),
+        ("/p/work/v1/responses", "ResponseCreate", "hermes_chat_throttled_2")]
+
+
+def test_the_journal_and_metrics_name_a_mirror_by_its_operation_and_its_path(served):
+    assert requests.get(served.root + "/p/x/health", timeout=5).json()["status"] == "ok"
+    assert requests.get(served.root + "/p/x/nope", timeout=5).status_code == 404
+    assert requests.get(served.root + "/p/x", timeout=5).status_code == 404
+    assert [(entry["path"], entry.get("operationId"), entry["unmatched"])
+            for entry in served.journal()] == [
+        ("/p/x/health", "Health", False), ("/p/x/nope", None, True), ("/p/x", None, True)]
+    metrics = requests.get(served.admin + "/metrics", timeout=5).json()
+    assert metrics["byOperation"] == {"(unmatched) 404": 2, "Health 200": 1}
+    assert [entry["path"] for entry in metrics["unmatched"]] == ["/p/x", "/p/x/nope"]

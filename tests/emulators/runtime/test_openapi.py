@@ -1,6 +1,12 @@
-"""Operation matching: one segment per parameter, several for `x-slash-bearing` ones."""
+"""Operation matching: one segment per parameter, several for `x-slash-bearing` ones, and on
+the path a service's `operation_path` gives (a mirror of a route is that route's operation)."""
+import pytest
+import requests
+
+from emulators.runtime import serve
 from emulators.runtime.openapi import OperationMatcher
 from tests.emulators.runtime.conftest import ns
+from testkit.counter_service import mirrored_service
 
 
 def op(operation_id, **extra):
@@ -67,3 +73,46 @@ def test_runtime_matches_nested_path_for_journal_and_faults(app):
     app.post_json("/__admin/faults?namespace=w1", {"operationId": "getFile", "status": 503})
     app.get("/files/x/y", headers=ns("w1"), status=503)
     assert app.get("/files/x/y").json == {"path": "x/y"}  # other namespace untouched
+
+
+@pytest.fixture
+def mirrored(tmp_path):
+    with serve(mirrored_service, db=str(tmp_path / "m.sqlite3"), max_body=100) as running:
+        yield running
+
+
+def test_a_mirror_meets_the_rules_and_presets_of_its_operation(mirrored):
+    url, admin = mirrored.url, mirrored.admin_url
+    rule = {"operationId": "incrementCounter", "status": 503, "count": 1}
+    assert requests.post(admin + "/faults", json=rule, timeout=5).status_code == 201
+    assert requests.post(url + "/mirror/counter", timeout=5).status_code == 503
+    assert requests.post(url + "/mirror/counter", timeout=5).json()["value"] == 1
+    assert requests.post(admin + "/faults/presets/flaky_pair", timeout=5).status_code == 201
+    assert requests.get(url + "/mirror/info", timeout=5).status_code == 500
+    assert requests.get(url + "/mirror/items", timeout=5).status_code == 502
+    # a rule by path names the path asked for: the mirror's is another
+    by_path = {"path": "/counter", "status": 418}
+    assert requests.post(admin + "/faults", json=by_path, timeout=5).status_code == 201
+    assert requests.get(url + "/mirror/counter", timeout=5).json() == {"value": 1}
+
+
+def test_the_journal_and_metrics_show_a_mirror_s_operation_and_the_path_asked_for(mirrored):
+    url, admin = mirrored.url, mirrored.admin_url
+    assert requests.get(url + "/mirror/items/7", timeout=5).status_code == 404
+    assert requests.get(url + "/mirror/nope", timeout=5).status_code == 404
+    entries = requests.get(admin + "/requests", timeout=5).json()["requests"]
+    assert [(entry["path"], entry.get("operationId"), entry["unmatched"])
+            for entry in entries] == [("/mirror/items/7", "getItem", False),
+                                      ("/mirror/nope", None, True)]
+    metrics = requests.get(admin + "/metrics", timeout=5).json()
+    assert metrics["byOperation"] == {"(unmatched) 404": 1, "getItem 404": 1}
+    assert metrics["unmatched"] == [{"method": "GET", "path": "/mirror/nope", "count": 1}]
+
+
+def test_a_mirror_gets_the_body_limit_of_its_operation(mirrored):
+    body = {"name": "x" * 200}  # past max_body (100), within createItem's 1,000
+    for path in ("/items", "/mirror/items"):
+        res = requests.post(mirrored.url + path, json=body, timeout=5)
+        assert res.status_code == 201, (path, res.text)
+    past = requests.post(mirrored.url + "/mirror/items", json={"name": "x" * 1_000}, timeout=5)
+    assert past.status_code == 413
