@@ -74,6 +74,10 @@ RETRY_ACCEPT = {errno.EAGAIN, errno.EWOULDBLOCK, errno.ECONNABORTED, errno.EPROT
                 errno.EINTR}
 SHORTAGES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 GONE = {errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN}  # the client left: nothing to report
+# Each request's environ holds, under this key, an Event set when the worker begins to stop:
+# a stream that waits on it (the emulators' `stopping.pauser`, whose key this is) ends then,
+# instead of holding the stop for up to `graceful_timeout` until its next write.
+STOPPING_KEY = "server.stopping"
 
 
 def choose_cpu(server, worker):
@@ -139,6 +143,7 @@ class AcceptingThreadsWorker(Worker):
         self._served = itertools.count(1)
         self._stream_slots = threading.BoundedSemaphore(max(1, self.cfg.worker_connections))
         self._stream_threads = set()
+        self._stopping = threading.Event()
         self._lost = []
         self._keepalive = self.cfg.keepalive > 0
         self._lean = LeanReader(self.cfg)
@@ -164,6 +169,7 @@ class AcceptingThreadsWorker(Worker):
             thread.start()
         self._watch()
         self.alive = False
+        self._stopping.set()
         # Requests already whole are still answered, and so is the next request on a kept
         # connection for a moment (its answer closes it): a proxy that was sending one on it
         # has it answered, not cut.
@@ -269,6 +275,7 @@ class AcceptingThreadsWorker(Worker):
             else:
                 resp, environ = wsgi.create(req, conn, addr, server, self.cfg)
                 environ["wsgi.multithread"] = True  # gunicorn's default: the sync worker's False
+            environ[STOPPING_KEY] = self._stopping
             self._count_request()
             # A body still arriving is not drained to keep its connection: the answer closes it.
             if more or not self._keepalive or not self.alive \
@@ -281,13 +288,15 @@ class AcceptingThreadsWorker(Worker):
                 self._post_request(req, environ, resp)
             conn.close_connection()
             return None
-        if _is_streamed(body, environ) and self._stream_slots.acquire(blocking=False):
-            resp.force_close()  # a stream ends its connection
-            thread = threading.Thread(target=self._stream, name="stream", daemon=True,
-                                      args=(req, resp, environ, body, started, conn, addr))
-            self._stream_threads.add(thread)
-            thread.start()
-            return None
+        if _is_streamed(body, environ):
+            conn.hold_no_head()  # its client may wait a while for the first bytes
+            if self._stream_slots.acquire(blocking=False):
+                resp.force_close()  # a stream ends its connection
+                thread = threading.Thread(target=self._stream, name="stream", daemon=True,
+                                          args=(req, resp, environ, body, started, conn, addr))
+                self._stream_threads.add(thread)
+                thread.start()
+                return None
         if not self._finish(req, resp, environ, body, started, conn, addr):
             return None
         return self._next_request(incoming, parser, conn)
@@ -414,7 +423,8 @@ class ClientConnection:
     """A client socket as gunicorn's parser and response use it: the request's bytes read
     ahead come first (then the socket, without waiting when the request was all in), and an
     answer's head is held until its first body bytes, so both leave in one send (gunicorn
-    writes them with two). Any other use of the socket sends the head first."""
+    writes them with two), unless it streams. Any other use of the socket sends the head
+    first."""
 
     __slots__ = ("_sock", "_head", "_holding", "_unread", "_recv_flags")
 
@@ -447,6 +457,11 @@ class ClientConnection:
         head, self._head = self._head, None
         if head is not None:
             self._sock.sendall(head)
+
+    def hold_no_head(self):
+        """Send the answer's head as soon as it is written (a stream's: an empty first chunk
+        sends it, as the client of a stream idle until its first event needs)."""
+        self._holding = False
 
     def release(self):
         """Send a head still held, and return the bytes received but not read: the start of

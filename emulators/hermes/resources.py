@@ -134,8 +134,17 @@ class HermesResource:
 
 
 def open_stream(resp, headers, frames):
-    """Start an SSE answer; upstream flushes its headers without the security headers."""
+    """Start an SSE answer; upstream flushes its headers without the security headers, at once
+    (aiohttp's `prepare()`), before its first frame."""
     resp.status = 200
     resp.content_type = "text/event-stream"
     resp.set_headers({**sse.HEADERS, **headers})
-    resp.stream = frames
+    resp.stream = _headers_first(frames)
+
+
+def _headers_first(frames):
+    """The frames behind an empty first chunk: a WSGI server sends the headers at its first
+    write, so a stream idle until its first keepalive (30 s) would otherwise leave its client
+    without an answer until then. A generator, so closing it closes `frames`."""
+    yield b""
+    yield from frames

@@ -2,7 +2,6 @@
 streamed chat completion and Responses turn. Plain Python; the resources send them.
 """
 import json
-import time
 
 from .upstream import arguments_text, chat_usage, message_item, result_text
 
@@ -19,11 +18,12 @@ def frame(data, event=None):
     return f"{head}data: {json.dumps(data)}\n\n"
 
 
-def paced(frames, delay_s):
-    """Yield encoded frames, waiting `delay_s` between them (a scripted slow model)."""
+def paced(frames, delay_s, pause):
+    """Yield encoded frames, waiting `delay_s` between them (a scripted slow model) with
+    `pause(seconds)`, which says when the server stops (the stream then ends)."""
     for n, text in enumerate(frames):
-        if n and delay_s:
-            time.sleep(delay_s)
+        if n and delay_s and pause(delay_s):
+            return
         yield text.encode("utf-8")
 
 

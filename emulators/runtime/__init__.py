@@ -8,6 +8,7 @@ from .mount import PathDispatcher
 from .server import Server, serve
 from .service import AdminCall, Service
 from .settings import Settings
+from .stopping import pauser
 
 
 def build_wsgi(service, settings=None, **kwargs):
@@ -17,4 +18,4 @@ def build_wsgi(service, settings=None, **kwargs):
 
 __all__ = ["AdminCall", "AdminError", "ConnectionDropped", "DroppedByFault", "EmulatorError",
            "Instance", "PathDispatcher", "Runtime", "Server", "Service", "Settings",
-           "add_fallback_handlers", "build_wsgi", "instance_of", "serve", "start_fleet"]
+           "add_fallback_handlers", "build_wsgi", "instance_of", "pauser", "serve", "start_fleet"]

@@ -11,6 +11,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from .app import Runtime
 from .settings import Settings
+from .stopping import STOPPING_KEY
 
 
 class _Dechunked:
@@ -77,6 +78,7 @@ class _Handler(WSGIRequestHandler):
         if self.headers.get("content-type") is None:
             environ.pop("CONTENT_TYPE", None)  # wsgiref invents text/plain; report the truth
         environ["emulators.socket"] = self.connection
+        environ[STOPPING_KEY] = self.server.stopping
         return environ
 
     def log_message(self, format, *args):
@@ -96,6 +98,7 @@ class _Server(socketserver.ThreadingMixIn, WSGIServer):
         self.connections = set()  # before binding: a refused bind runs server_close
         self.connections_lock = threading.Lock()
         self.request_threads = []
+        self.stopping = threading.Event()  # set by close(): streams end (stopping.py)
         super().__init__(*args, **kwargs)
 
     def process_request(self, request, client_address):
@@ -154,11 +157,13 @@ class Listener:
         """Stop accepting connections, end the open ones, join every thread the listener
         started (its accept loop, each request's) and release the port.
 
-        A request thread ends when its answer does; a stream notices its closed connection
-        at its next write (a Hermes run stream writes at least a keepalive every 30 s).
+        A request thread ends when its answer does. A stream that waits through
+        `stopping.pauser` ends at once; any other notices its closed connection at its next
+        write.
         """
         if self._httpd is not None:
             httpd, self._httpd = self._httpd, None
+            httpd.stopping.set()
             httpd.shutdown()
             self._thread.join()
             httpd.end_connections()

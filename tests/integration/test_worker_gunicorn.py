@@ -18,6 +18,8 @@ import time
 import pytest
 import requests
 
+from emulators.runtime.stopping import STOPPING_KEY
+from spaces import worker
 from spaces.newos4.app import HEALTH_PATH, POLL_PATH
 from spaces.newos4.service import thread_of
 from testkit.servers import REPO, gunicorn, unused_port
@@ -139,6 +141,26 @@ def test_a_stop_lets_requests_in_flight_finish(env, tmp_path):
         assert not pidfile.exists()  # the arbiter stopped
         with pytest.raises(requests.ConnectionError):
             requests.get(url + HEALTH_PATH, timeout=2)
+
+
+def test_a_stop_ends_idle_event_streams_at_once(env, tmp_path):
+    """Streams idle between upstream's 30-s keepalives end as soon as the worker begins to
+    stop (the environ's stopping Event, which the emulators' streams wait on): a stop takes a
+    moment, not `graceful_timeout`, and each client sees its stream end cleanly."""
+    assert STOPPING_KEY == worker.STOPPING_KEY  # the worker names the emulators' key itself
+    pidfile = tmp_path / "gunicorn.pid"
+    with gunicorn(env={**env, "HERMES_SSE_KEEPALIVE_SECONDS": "30"}, workers=1, threads=2,
+                  ready_path=POLL_PATH,
+                  extra_args=["--pid", str(pidfile), "--graceful-timeout", "30"]) as url:
+        streams = [open_stream(url) for _ in range(3)]
+        started = time.monotonic()
+        os.kill(int(pidfile.read_text()), signal.SIGTERM)
+        for stream in streams:
+            assert stream.content == b""  # read to a clean end: no error, no read timeout
+        while pidfile.exists() and time.monotonic() - started < 25:
+            time.sleep(0.05)
+        assert not pidfile.exists()  # the arbiter stopped
+        assert time.monotonic() - started < 5
 
 
 def test_the_heartbeat_outlives_requests_slower_than_the_timeout(env, tmp_path):

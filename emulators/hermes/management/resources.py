@@ -7,6 +7,8 @@ import re
 
 import falcon
 
+from emulators.runtime import pauser
+
 from ..errors import InvalidFireToken, InvalidPlatform, PlatformEventsUnsupported
 from ..errors import PlatformUnavailable
 from ..resources import HermesResource, open_stream, send_json
@@ -126,7 +128,7 @@ class SessionChatStream(HermesResource):
         turn = chat.validate(session_id, self.read_body(req),
                              session_key_header=req.get_header("X-Hermes-Session-Key"))
         headers, frames, delay_s = chat.stream(turn)
-        open_stream(resp, headers, paced(frames, delay_s))
+        open_stream(resp, headers, paced(frames, delay_s, pauser(req.env)))
 
 
 class Jobs(ApiResource):

@@ -1,5 +1,7 @@
 """Falcon resources of the OpenAI-compatible surface (health, models, capabilities, chat
 completions, responses): thin responders over CompatBackend."""
+from emulators.runtime import pauser
+
 from .. import sse
 from ..resources import HermesResource, open_stream, send_json
 from .backend import CompatBackend
@@ -43,7 +45,7 @@ class ChatCompletions(HermesResource):
                                  session_id_header=req.get_header("X-Hermes-Session-Id"))
         if turn.stream:
             headers, frames, delay_s = backend.chat_stream(turn)
-            open_stream(resp, headers, sse.paced(frames, delay_s))
+            open_stream(resp, headers, sse.paced(frames, delay_s, pauser(req.env)))
             return
         body, headers = backend.chat(turn, req.get_header("Idempotency-Key"))
         send_json(resp, 200, body, headers)
@@ -58,7 +60,8 @@ class Responses(HermesResource):
                                      session_key_header=req.get_header("X-Hermes-Session-Key"))
         if turn.stream:
             headers, events, delay_s = backend.response_stream(turn)
-            open_stream(resp, headers, sse.paced(self.frames(backend, turn, events), delay_s))
+            open_stream(resp, headers, sse.paced(self.frames(backend, turn, events), delay_s,
+                                                  pauser(req.env)))
             return
         body, headers = backend.respond(turn, req.get_header("Idempotency-Key"))
         backend.instance.report_ids(responseId=body["id"])

@@ -3,7 +3,7 @@ import time
 
 import falcon
 
-from emulators.runtime import instance_of
+from emulators.runtime import instance_of, pauser
 
 from .. import sse
 from ..errors import RunNotFound
@@ -91,19 +91,21 @@ class RunEvents(HermesResource):
             if time.monotonic() >= deadline:
                 raise RunNotFound(run_id)
             time.sleep(min(self.settings.poll_s, 0.05))
+        pause = pauser(req.env)
         if stream.get("orphan"):
-            open_stream(resp, {}, self.keepalives())
+            open_stream(resp, {}, self.keepalives(pause))
         else:
-            open_stream(resp, {}, self.frames(backend, stream["run_id"]))
+            open_stream(resp, {}, self.frames(backend, stream["run_id"], pause))
 
-    def keepalives(self):
-        """Yield only keepalive comments, until the client leaves."""
-        while True:
-            time.sleep(self.settings.keepalive_s)
+    def keepalives(self, pause):
+        """Yield only keepalive comments, until the client leaves or the server stops."""
+        while not pause(self.settings.keepalive_s):
             yield sse.KEEPALIVE
 
-    def frames(self, backend, run_id):
-        """Yield SSE frames until the terminal event, a dropped transport, or a gone client."""
+    def frames(self, backend, run_id, pause):
+        """Yield SSE frames until the terminal event, a dropped transport, a gone client, or
+        the server's stop (the stream then ends without a terminal event, as a restart cuts
+        upstream's)."""
         quiet_since = time.monotonic()
         try:
             while True:
@@ -121,6 +123,7 @@ class RunEvents(HermesResource):
                 elif now - quiet_since >= self.settings.keepalive_s:
                     yield sse.KEEPALIVE
                     quiet_since = now
-                time.sleep(self.settings.poll_s)
+                if pause(self.settings.poll_s):
+                    return
         finally:
             backend.close_stream(run_id)

@@ -173,3 +173,25 @@ def test_python_first_serve_api(tmp_path):
         documented = {op["operationId"] for item in DOCUMENT["paths"].values()
                       for op in item.values()}
         assert sorted(health["operations"]) == sorted(documented)  # every route, documented
+
+
+def test_closing_the_server_ends_open_streams_at_once(tmp_path):
+    """With upstream's 30-s keepalives, a run stream that is idle, a scripted slow chat stream
+    (10 s between frames) and an orphan's keepalive-only stream all end as soon as close()
+    begins, each answered at once (headers before any frame, as upstream): the test's
+    teardown takes a moment, not the next keepalive."""
+    settings = HermesSettings(events_wait_s=0.2)  # keepalive_s: 30, as upstream
+    with serve(create_service(settings), db=str(tmp_path / "e.sqlite3")) as running:
+        run_id = Consumer(running.url).submit({"input": "x"}, "k")[0].json()["run_id"]
+        streams = [requests.get(f"{running.url}/v1/runs/{run_id}/events", stream=True,
+                                timeout=10) for _ in range(2)]  # the second: an orphan's
+        admin(running, "/hermes/replies", {"replies": [{"text": "a b c", "delay_ms": 10000}]})
+        streams.append(requests.post(f"{running.url}/v1/chat/completions", stream=True,
+                                     timeout=10, json={"model": "hermes-agent", "stream": True,
+                                                       "messages": [{"role": "user",
+                                                                     "content": "hi"}]}))
+        assert [stream.status_code for stream in streams] == [200, 200, 200]
+        started = time.monotonic()
+    assert time.monotonic() - started < 3
+    for stream in streams:
+        stream.content  # noqa: B018 (read to its end: no error, no timeout)

@@ -8,7 +8,7 @@ import time
 import pytest
 import requests
 
-from emulators.runtime import serve
+from emulators.runtime import pauser, serve
 from emulators.runtime.server import Listener
 from tests.emulators.runtime.conftest import run_main
 from testkit.counter_service import service
@@ -136,11 +136,34 @@ def test_close_waits_for_a_request_thread_that_is_still_finishing():
     assert not [t for t in threading.enumerate() if "process_request_thread" in t.name]
 
 
+def test_close_ends_a_stream_that_waits_through_pauser_at_once():
+    """A stream waiting 30 s between writes (as a Hermes run stream idles) ends as soon as
+    close() begins, so close() takes a moment, not the wait; its client sees the end."""
+    def app(environ, start_response):
+        pause = pauser(environ)
+        start_response("200 OK", [("Content-Type", "text/event-stream")])
+
+        def frames():
+            yield b": open\n\n"
+            while not pause(30):
+                yield b": keepalive\n\n"
+        return frames()
+
+    listener = Listener(app)
+    stream = requests.get(listener.url, stream=True, timeout=10)
+    lines = stream.iter_lines(chunk_size=1)
+    assert next(lines) == b": open"
+    started = time.monotonic()
+    listener.close()
+    assert time.monotonic() - started < 2
+    assert list(lines) == [b""]  # the blank line after the first frame, then a clean end
+
+
 CLOSE_CYCLES = """
 import threading
 import requests
 from emulators import load
-from emulators.runtime import serve
+from emulators.runtime import pauser, serve
 from emulators.runtime.server import Listener
 from testkit.webhook_receiver import Receiver
 
