@@ -192,7 +192,7 @@ def test_runtime_layers_point_down():
              "admin.credentials", "admin.webhooks", "admin.ui", "emulator", "webhooks",
              "instance", "settings", "bodies", "openapi", "service",
              "state.journal", "state.segments", "state.timeline", "state.faults", "state.clock",
-             "state.credentials", "state.db", "state.writer", "state.records", "state.objects",
+             "state.credentials", "state.quotas", "state.db", "state.writer", "state.records", "state.objects",
              "state.rng", "state.shapes", "names", "mount", "requestlog", "intercept", "errors",
              "stopping"]
     assert_layers_point_down("emulators/runtime", order)

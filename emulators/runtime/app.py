@@ -65,6 +65,7 @@ class Runtime:
         self._reads = frozenset(getattr(service, "read_operations", ()))
         self._own = frozenset(getattr(service, "own_transactions", ()))
         self._limits = dict(getattr(service, "body_limits", None) or {})
+        self._request_id = getattr(service, "request_id_header", None)
         self.admin = Admin(emulator)
         self._locate = emulator.locate  # once per request: one attribute lookup saved
         self._operation = emulator.operation
@@ -226,10 +227,23 @@ class Runtime:
             entry["faultId"] = fault
         elif entry["status"] >= 400:
             entry["request"] = _request_meta(environ)
-        self._log(entry, started)
-        start_response(status, [*headers, ("content-length", str(len(body))), *echo,
-                                ("x-mockingbird", self.stamp(entry["namespace"]))])
+        seq = []
+        self._log(entry, started, numbered=seq.append)
+        headers = [*headers, ("content-length", str(len(body))), *echo]
+        self._respond(start_response, status, headers, seq, entry["namespace"])
         return [] if entry["method"] == "HEAD" else [body]
+
+    def _respond(self, start_response, status, headers, seq, namespace):
+        """Start the answer once the request's journal entry is numbered (`seq` holds its
+        number then): after the commit of a mutation's transaction, at once for anything else.
+        The service's `request_id_header` carries the number, so a client's log finds the
+        entry in the journal."""
+        def respond():
+            if self._request_id is not None and seq:
+                headers.append((self._request_id, str(seq[0])))
+            headers.append(("x-mockingbird", self.stamp(namespace)))
+            start_response(status, headers)
+        self.db.after_transaction(respond)
 
     def _dispatch(self, call, instance, scratch, head=None):
         """Call the provider on `instance`; checkpoint, journal and stamp its answer.
@@ -284,11 +298,11 @@ class Runtime:
                 version = known = None
             elif moves != self.timeline.moves:
                 known = None
-        checkpoint = self._log(entry, started, commit, version, known)
+        seq = []
+        checkpoint = self._log(entry, started, commit, version, known, numbered=seq.append)
         if checkpoint:
             headers.append(("x-mockingbird-checkpoint", checkpoint))
-        start_response(status, [*headers, *echo, ("x-mockingbird",
-                                                  self.stamp(instance.namespace))])
+        self._respond(start_response, status, [*headers, *echo], seq, instance.namespace)
         if scratch is None and isinstance(result, list):
             return [*early, *result] if early else result
         return self._stream(result, environ, entry, scratch, early)
@@ -303,9 +317,10 @@ class Runtime:
             entry["accepted"] = True
             entry["checkpoint"] = instance.accepted
 
-    def _log(self, entry, started, commit=None, version=None, head=None):
+    def _log(self, entry, started, commit=None, version=None, head=None, numbered=None):
         """Journal the request; commit a checkpoint of branch `commit` inside the mutation's
-        transaction. Return the checkpoint id or None.
+        transaction. Return the checkpoint id or None; `numbered(seq)` gets the entry's number
+        once it is journaled.
 
         The entry goes to the journal segment (state/journal.py) once the transaction has committed
         (at once when none is open), before the answer leaves: a read writes no SQLite row.
@@ -333,7 +348,10 @@ class Runtime:
             else:
                 checkpoint = checkpoint_id(done[0])
         db = self.db
-        db.after_transaction(lambda: self.journal.record(entry, now))
+        if numbered is None:
+            db.after_transaction(lambda: self.journal.record(entry, now))
+        else:
+            db.after_transaction(lambda: numbered(self.journal.record(entry, now)))
         if self._on_log is not None:  # after the commit: a slow sink never holds the lock
             db.after_transaction(lambda: self._on_log(entry))
         return checkpoint

@@ -42,12 +42,15 @@ class Service:
     own_transactions = frozenset()
     # {operationId: bytes}: a larger body limit than Settings.max_body for these operations
     body_limits = {}
+    # The header that carries each provider answer's journal number (`seq`), so a client's
+    # log leads to the journal entry (github: `X-GitHub-Request-Id`); None sends none.
+    request_id_header = None
 
     def __init__(self, *, name, version="0.0.0-development", default_port=0, openapi=None,
                  provider_app=None, presets=None, admin_routes=(), describe=None, reset=None,
                  credential=None, webhooks=False, webhook_ping=None, webhook_headers=None,
                  webhook_user_agent=None, read_operations=(), own_transactions=(),
-                 body_limits=None, operation_path=None):
+                 body_limits=None, operation_path=None, request_id_header=None):
         self.name = name
         self.version = version
         self.default_port = default_port
@@ -72,6 +75,8 @@ class Service:
         self.read_operations = frozenset(read_operations)
         self.own_transactions = frozenset(own_transactions)
         self.body_limits = dict(body_limits or {})
+        if request_id_header is not None:
+            self.request_id_header = request_id_header
 
     def provider_app(self):
         """Return a falcon.App with the provider routes at the root."""
