@@ -14,6 +14,9 @@ from . import admin, context, errors, events, media, resources, smart_http
 from .lifecycle.resources import ROUTES as LIFECYCLE_ROUTES, CommitPaths
 from .openapi import DOCUMENT
 from .presets import PRESETS
+from .ratelimits.admin import ROUTES as RATE_LIMIT_ADMIN_ROUTES
+from .ratelimits.middleware import Conditional, RateLimits
+from .ratelimits.resources import RateLimit
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +52,11 @@ ROUTES = (  # path, resource class
     ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack),
     ("/{owner}/{repo}/raw/{tail:path}", resources.Raw),  # where download_url points
     *LIFECYCLE_ROUTES,  # a pull request's life: CI results, conversation, review, merge
+    ("/rate_limit", RateLimit),  # the caller's windows (ratelimits/)
 )
+# git's smart HTTP routes and `raw` are not the REST API: no rate limit, no ETag
+OUTSIDE_API = (smart_http.InfoRefs, smart_http.UploadPack, smart_http.ReceivePack,
+               resources.Raw)
 
 
 class ApiVersion:
@@ -110,7 +117,10 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
-    app = add_fallback_handlers(falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()]))
+    # RateLimits first: its answer headers are the last made, over the final status
+    app = add_fallback_handlers(falcon.App(middleware=[
+        RateLimits(OUTSIDE_API), Conditional(OUTSIDE_API), ApiVersion(), MediaType(),
+        EmptySegments()]))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in ROUTES:
         app.add_route(path, resource())
@@ -132,11 +142,13 @@ def create_service(settings=None):
                    webhooks=True, webhook_ping=admin.webhook_ping,
                    webhook_headers=events.delivery_headers,
                    webhook_user_agent="GitHub-Hookshot/mockingbird",
-                   admin_routes=admin.ROUTES,
+                   admin_routes=admin.ROUTES + RATE_LIMIT_ADMIN_ROUTES,
                    # REST and git alike: a token routes through the credential map
                    credential=context.credential,
                    read_operations={"git/upload-pack"}, own_transactions={"git/receive-pack"},
-                   body_limits={"git/receive-pack": smart_http.MAX_PUSH})
+                   body_limits={"git/receive-pack": smart_http.MAX_PUSH},
+                   # each answer names its journal entry, as GitHub names a request
+                   request_id_header="X-GitHub-Request-Id")
 
 
 def from_env(environ):

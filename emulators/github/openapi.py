@@ -6,6 +6,7 @@ so fault rules by operationId match nested refs too.
 """
 from .errors import API_VERSION
 from .lifecycle.openapi import PATHS as LIFECYCLE_PATHS
+from .ratelimits.openapi import PATHS as RATE_LIMIT_PATHS
 
 _OWNER_REPO = [
     {"name": "owner", "in": "path", "required": True, "schema": {"type": "string"}},
@@ -250,3 +251,4 @@ DOCUMENT["paths"]["/{owner}/{repo}/raw/{tail}"] = {"get": {
     "x-mockingbird-git": True, "parameters": [*_OWNER_REPO, _slash("tail")],
     "responses": {"200": {"description": "the file"}, "404": {"description": "Not Found"}}}}
 DOCUMENT["paths"].update(LIFECYCLE_PATHS)  # a pull request's life
+DOCUMENT["paths"].update(RATE_LIMIT_PATHS)  # `GET /rate_limit`

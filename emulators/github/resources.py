@@ -13,6 +13,7 @@ from emulators.runtime import instance_of
 from . import actors, context, errors, media, schemas
 from .models import GitHubBackend
 from .presets import ACCEPTED_DROP, MERGEABILITY_PENDING
+from .ratelimits.conditional import digest
 
 
 def backend_for(instance, environ=None):
@@ -50,14 +51,16 @@ def _media(req, resp):
 def _answer_cached(req, resp, token, build):
     """Answer 200 with a read's body built once per change of the namespace's records
     (`Instance.cached`, `token` naming the request). `build()` returns (body, extra): the
-    body is encoded once, as falcon's JSON handler does; `extra` is returned."""
+    body is encoded once, as falcon's JSON handler does, and digested once for its ETag
+    (ratelimits/); `extra` is returned."""
     instance = instance_of(req)
 
     def encoded():
         body, extra = build()
-        return body, json.dumps(body, ensure_ascii=False).encode(), extra
-    body, data, extra = instance.cached((*token, instance.base_url), encoded,
-                                        size=lambda value: len(value[1]))
+        data = json.dumps(body, ensure_ascii=False).encode()
+        return body, data, extra, digest(data)
+    body, data, extra, resp.context["digest"] = instance.cached(
+        (*token, instance.base_url), encoded, size=lambda value: len(value[1]))
     resp.status = 200
     resp.media = body  # what middleware reads; falcon sends `data`, the same bytes
     resp.data = data

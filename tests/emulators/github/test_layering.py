@@ -4,12 +4,16 @@ from pathlib import Path
 from tests.test_layering import assert_layers_point_down, imports_of
 
 FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
-ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "context", "models",
+ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "ratelimits.resources",
+         "ratelimits.middleware", "ratelimits.admin", "ratelimits.schemas", "ratelimits.quotas",
+         "ratelimits.conditional", "context", "models",
          "lifecycle.merges", "lifecycle.protection", "lifecycle.reviews", "lifecycle.issues",
          "lifecycle.checks", "lifecycle.statuses", "refs", "pulls", "database", "contents",
          "commits", "transport", "shallow", "events", "media", "schemas", "shapes", "store", "objects",
-         "git", "ids", "times", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
-HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources")
+         "git", "ids", "times", "actors", "openapi", "lifecycle.openapi", "ratelimits.openapi",
+         "presets", "errors"]
+HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources", "ratelimits.resources",
+              "ratelimits.middleware", "ratelimits.schemas")
 
 
 def modules():

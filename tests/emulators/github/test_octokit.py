@@ -16,7 +16,7 @@ from .test_pygithub import served  # noqa: F401  (the same served emulators)
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 FOLDER = REPO / "var" / "octokit"
-PACKAGE = "@octokit/rest@22.0.1"
+PACKAGES = ("@octokit/rest@22.0.1", "@octokit/plugin-throttling@11.0.5")
 
 
 @pytest.fixture(scope="session")
@@ -25,18 +25,21 @@ def octokit_folder():
         pytest.skip("node and npm are not on this machine")
     FOLDER.mkdir(parents=True, exist_ok=True)
     with FileLock(FOLDER.with_name("octokit.lock")):
-        if not (FOLDER / "node_modules" / "@octokit" / "rest").is_dir():
+        missing = [package for package in PACKAGES if not (
+            FOLDER / "node_modules" / package.rsplit("@", 1)[0]).is_dir()]
+        if missing:
             if not (FOLDER / "package.json").exists():
                 (FOLDER / "package.json").write_text('{"name":"octokit-consumer","private":true}\n')
             try:
-                done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", PACKAGE],
+                done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", *missing],
                                       cwd=FOLDER, capture_output=True, text=True, timeout=120)
             except subprocess.TimeoutExpired:
-                pytest.skip(f"npm install {PACKAGE} timed out")
+                pytest.skip(f"npm install {' '.join(missing)} timed out")
             if done.returncode:
-                pytest.skip(f"npm install {PACKAGE} failed: {done.stderr[-500:]}")
-        # ESM resolves packages from the script's folder, so the script runs from there
-        shutil.copy(HERE / "octokit_flow.mjs", FOLDER / "octokit_flow.mjs")
+                pytest.skip(f"npm install {' '.join(missing)} failed: {done.stderr[-500:]}")
+        # ESM resolves packages from the script's folder, so the scripts run from there
+        for script in ("octokit_flow.mjs", "octokit_throttling.mjs"):
+            shutil.copy(HERE / script, FOLDER / script)
     return FOLDER
 
 

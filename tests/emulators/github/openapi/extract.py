@@ -28,6 +28,7 @@ OPERATIONS = [  # beyond those already extracted: the pull request's life (CI, c
     "repos/get-branch", "repos/list-branches", "repos/get-branch-protection",
     "repos/update-branch-protection",
     "repos/delete-branch-protection", "pulls/merge", "pulls/check-if-merged", "repos/merge",
+    "rate-limit/get",
 ]
 WEBHOOKS = [
     "status", "check-run-created", "check-run-completed", "check-run-rerequested",
