@@ -55,14 +55,12 @@ def test_the_pull_request_life_example_runs():
         "clean True"]
 
 
-RATE_LIMITS = "emulators/github/ratelimits/README.md"
-
 
 @pytest.mark.skipif(not shutil.which("curl"), reason="curl is not on this machine")
 def test_the_rate_limits_shell_block_runs_as_a_user_runs_it(tmp_path):
     """The 304 before the window fills, the 403 once it is full, the clock moving past it."""
-    done = run_as_user("\n".join(sh_blocks(RATE_LIMITS)), user_env(TMPDIR=str(tmp_path)),
-                       {8828: unused_port()})
+    done = run_as_user("\n".join(sh_blocks("emulators/github/ratelimits/README.md")),
+                       user_env(TMPDIR=str(tmp_path)), {8828: unused_port()})
     assert done.returncode == 0, done.stdout + done.stderr
     lines = [line for line in done.stdout.splitlines() if not line.startswith("github ")]
     assert json.loads(lines[0]) == {"core": 2, "search": None, "graphql": None}
