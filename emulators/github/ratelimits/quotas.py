@@ -78,6 +78,12 @@ def settings(records):
     return {resource: stored.get(resource) for resource in SETTABLE}
 
 
+def settings_of(instance):
+    """The settings as a request sees them: read once per change of the namespace's records
+    (`Instance.cached`), as every request reads them. Not to be changed by the caller."""
+    return instance.cached(SETTINGS, lambda: settings(instance.records), size=lambda _: 64)
+
+
 def limit(caller_kind, resource, stored):
     """The limit of `resource` for a caller of `caller_kind`, under the settings `stored`."""
     if stored.get(resource) is not None:
@@ -111,7 +117,7 @@ class Metered(NamedTuple):
 def meter(instance, who, resource, *, count=True):
     """Count a request of `who` against `resource` (or only look, `count=False`: a 304, `GET
     /rate_limit`); return how it was metered. Raise RateLimitExceeded when the window is full."""
-    most = limit(who.kind, resource, settings(instance.records))
+    most = limit(who.kind, resource, settings_of(instance))
     if count:
         window = instance.quotas.take(who.key, resource, most, WINDOWS[resource])
     else:

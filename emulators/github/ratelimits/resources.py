@@ -13,7 +13,7 @@ class RateLimit:
         instance = instance_of(req)
         who = caller(req)
         windows = instance.quotas.windows(who.key, quotas.WINDOWS)
-        body = quotas.overview(windows, who.kind, quotas.settings(instance.records))
+        body = quotas.overview(windows, who.kind, quotas.settings_of(instance))
         resp.media = body
         resp.context["quota"] = quotas.Metered(who, "core", body["rate"]["limit"],
                                                windows["core"])

@@ -31,7 +31,8 @@ _TAKE = (
     f" DO UPDATE SET used = CASE WHEN {_FRESH} THEN 1 ELSE used + 1 END,"
     f" reset_ms = CASE WHEN {_FRESH} THEN :reset ELSE reset_ms END"
     f" WHERE {_FRESH} OR used < :limit RETURNING used, reset_ms")
-_PEEK = ("SELECT resource, used, reset_ms FROM quotas WHERE service=? AND namespace=? AND who=?")
+_WINDOWS = "SELECT resource, used, reset_ms FROM quotas WHERE service=? AND namespace=? AND who=?"
+_WINDOW = _WINDOWS.replace("resource, ", "") + " AND resource=?"
 
 
 def window_end(now_ms, window_ms):
@@ -64,26 +65,30 @@ class Quotas:
 
     def peek(self, namespace, who, resource, window_ms, now_ms):
         """The window of `who` for `resource` as it stands, counting nothing."""
-        return self.windows(namespace, who, now_ms, {resource: window_ms})[resource]
+        row = self._db.one(_WINDOW, (self._service, namespace, who, resource))
+        return _as_of(row, now_ms, window_ms)
 
     def windows(self, namespace, who, now_ms, lengths):
         """`{resource: Window}` of `who` for each resource of `lengths` (`{resource:
         window_ms}`), counting nothing: a window not begun, or over, is empty and would end a
         whole window from now."""
         stored = {resource: (used, reset_ms) for resource, used, reset_ms in self._db.all(
-            _PEEK, (self._service, namespace, who))}
-        out = {}
-        for resource, window_ms in lengths.items():
-            reset = window_end(now_ms, window_ms)
-            used, reset_ms = stored.get(resource, (0, reset))
-            if reset_ms <= now_ms or reset_ms > reset:
-                used, reset_ms = 0, reset
-            out[resource] = Window(used, reset_ms)
-        return out
+            _WINDOWS, (self._service, namespace, who))}
+        return {resource: _as_of(stored.get(resource), now_ms, window_ms)
+                for resource, window_ms in lengths.items()}
 
     def reset(self, namespace=None):
         """Forget the windows of one namespace (or of every namespace of the service)."""
         delete_scoped(self._db.execute, "quotas", self._service, namespace=namespace)
+
+
+def _as_of(row, now_ms, window_ms):
+    """A stored `(used, reset_ms)` (or None) as the window stands at `now_ms`: empty and a
+    whole window from now when there is none, or it is over, or it starts after the clock."""
+    reset = window_end(now_ms, window_ms)
+    if row is None or row[1] <= now_ms or row[1] > reset:
+        return Window(0, reset)
+    return Window(*row)
 
 
 class NamespaceQuotas:
