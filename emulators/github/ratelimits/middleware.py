@@ -123,8 +123,8 @@ class Conditional:
         body_digest = resp.context.get("digest")  # made with a cached answer (resources.py)
         if body_digest is None:
             body_digest = conditional.digest(resp.render_body() or b"")
-        token = caller(req).token
-        tag = conditional.etag(body_digest, req.get_header("Accept"), token)
+        token, environ = caller(req).token, req.env
+        tag = conditional.etag(body_digest, environ.get("HTTP_ACCEPT"), token)
         resp.set_header("ETag", tag)
         resp.set_header("Cache-Control", CACHE_CONTROL[token is not None])
         resp.set_header("Vary", VARY[token is not None])
@@ -133,11 +133,11 @@ class Conditional:
         modified = conditional.last_modified(resp.media)
         if modified is not None:
             resp.set_header("Last-Modified", modified)
-        if_none_match = req.get_header("If-None-Match")
+        if_none_match = environ.get("HTTP_IF_NONE_MATCH")
         if if_none_match is not None:
             unchanged = conditional.matches(if_none_match, tag)
         else:  # If-Modified-Since counts only without If-None-Match (RFC 9110)
-            since = req.get_header("If-Modified-Since")
+            since = environ.get("HTTP_IF_MODIFIED_SINCE")
             unchanged = since is not None and modified is not None and \
                 conditional.unmodified_since(since, modified)
         if unchanged:
