@@ -7,9 +7,9 @@ import sys
 from .. import errors
 from ..service import ChatService
 from ..settings import Settings, SettingsError
+from .cron import RelayBusy, cron_tick
 from .daemon import watch
 from .hermes_client import HermesClient
-from .passes import RelayBusy, cron_tick
 
 EPILOG = """Each run: sweep retention (30 days, newest 200 messages; emptied threads, stale
 temporary files and idle rate windows are deleted), then, when HERMES_API_URL is set, poll the
