@@ -384,9 +384,10 @@ class Access:
 
     def _load(self):
         """The state in the file (empty when there is none), read through its schema."""
-        try:
-            with open(self.path, "rb") as file:
-                self._narrow(os.fstat(file.fileno()), file.fileno())
+        try:  # never through a link: a narrowed mode must be the state's own
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with open(fd, "rb") as file:
+                self._narrow(os.fstat(fd), fd)
                 raw = file.read()
         except FileNotFoundError:
             return AccessState()
