@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from spaces.newos4.relay.lost_runs import FOUND_RUN
+from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY
 from testkit.hermes.proxy import FlakyProxy
 
@@ -109,6 +110,14 @@ def test_a_submission_that_never_reached_hermes_is_submitted_once_after_the_grac
     assert chat.logs().count(" submitted run=") == 1
 
 
+def recorded(chat, question):
+    """Whether Hermes' transcript holds `question` yet (no session yet: not)."""
+    session = chat.http.get(f"{chat.hermes_url}/api/sessions/newos4-{thread_of(chat.token)}"
+                            "/messages", headers={"Authorization": f"Bearer {chat.key}"},
+                            timeout=10)
+    return session.status_code == 200 and chat.runs_of(question) > 0
+
+
 def lose_the_state(chat, how):
     """The relay's memory of its submissions goes: the file removed, or cut short."""
     path = Path(chat.site["data"]) / "relay" / "state.json"
@@ -157,7 +166,7 @@ def test_the_real_hermes_runs_a_question_once_when_the_relay_state_is_lost(chat,
     chat.cron()
     assert " submitted run=" in chat.cron_out, chat.logs()
     deadline = time.monotonic() + 30
-    while chat.runs_of(question) == 0:
+    while not recorded(chat, question):
         assert time.monotonic() < deadline, "the run's input never reached the transcript"
         time.sleep(0.1)
     said = lose_the_state(chat, how)
