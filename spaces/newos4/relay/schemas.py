@@ -122,10 +122,12 @@ class Strict(Schema):
         unknown = RAISE
 
     error_messages = {"unknown": "unknown field", "type": "not an object"}
+    written_when_null = ()  # the fields a dump writes even when null (readers expect them)
 
     @post_dump
     def _without_nulls(self, data, **kwargs):
-        return {name: value for name, value in data.items() if value is not None}
+        return {name: value for name, value in data.items()
+                if value is not None or name in self.written_when_null}
 
 
 # -- relay/state.json --------------------------------------------------------------------------
@@ -142,6 +144,8 @@ class HostSchema(Strict):
 
 class RecordSchema(Strict):
     """One thread's relay record (records.RelayRecord)."""
+
+    written_when_null = ("run_id", "submitted_ms")
 
     question = Text(required=True)
     generation = Count(required=True)
