@@ -136,6 +136,42 @@ def test_a_pushed_branch_becomes_a_pull_request_that_ci_fetches_and_a_push_moves
     assert refused.returncode != 0 and "deny updating a hidden ref" in refused.stderr
 
 
+def test_a_git_made_commit_message_is_shown_without_the_newline_git_ends_it_with(emu):
+    # GitHub shows `git commit -m first` as "first" (git stores "first\n"), in REST answers
+    # and push payloads alike; a body keeps its inner newlines
+    receiver = Receiver(secret="s")
+    try:
+        emu.seed()
+        requests.put(f"{emu.server.admin_url}/webhook-endpoints", timeout=5, json=[
+            {"url": receiver.url, "secret": "s", "events": ["push"]}]).raise_for_status()
+        work = emu.work()
+        emu.git("push", emu.url(), "main", cwd=work)
+        emu.git("checkout", "-qb", "topic", cwd=work)
+        first = emu.commit(work, "a.txt", "a\n", "first")
+        second = emu.commit(work, "b.txt", "b\n", "Second\n\nWith a body\nof two lines.")
+        assert emu.git("cat-file", "commit", first, cwd=work).stdout.endswith("\n\nfirst\n")
+        emu.git("push", emu.url(), "topic", cwd=work)
+        shown = {first: "first", second: "Second\n\nWith a body\nof two lines."}
+        pull = requests.post(f"{emu.server.url}/repos/octo/demo/pulls", timeout=5, json={
+            "title": "t", "head": "topic", "base": "main"}).json()
+        assert {c["sha"]: c["commit"]["message"]
+                for c in requests.get(pull["commits_url"], timeout=5).json()} == shown
+        for sha, message in shown.items():
+            assert emu.rest(f"/commits/{sha}").json()["commit"]["message"] == message
+            assert emu.rest(f"/git/commits/{sha}").json()["message"] == message
+        listed = emu.rest("/commits?sha=topic").json()
+        assert [c["commit"]["message"] for c in listed[:2]] == [shown[second], shown[first]]
+        compared = emu.rest("/compare/main...topic").json()
+        assert [c["commit"]["message"] for c in compared["commits"]] == list(shown.values())
+        requests.post(f"{emu.server.admin_url}/webhooks/flush", timeout=10).raise_for_status()
+        receiver.wait_for(3)
+        push = [p for _h, p in receiver.received if p.get("after") == second][0]
+        assert [c["message"] for c in push["commits"]][-2:] == list(shown.values())
+        assert push["head_commit"]["message"] == shown[second]
+    finally:
+        receiver.close()
+
+
 def test_a_non_fast_forward_push_is_refused_and_accepted_with_force(emu):
     emu.seed()
     work = emu.work()
@@ -262,7 +298,7 @@ def test_a_push_sends_real_commits_and_synchronize_and_a_deletion_closes_the_pr(
             ("push", None), ("pull_request", "synchronize"), ("push", None),
             ("pull_request", "closed")]
         push = [p for _h, p in receiver.received if p.get("after") == sha][0]
-        assert [c["message"] for c in push["commits"]] == ["Add y\n\nWith a body.\n"]
+        assert [c["message"] for c in push["commits"]] == ["Add y\n\nWith a body."]
         assert push["commits"][0]["added"] == ["y.txt"]
         assert push["commits"][0]["author"]["email"] == "ada@example.com"
         assert push["head_commit"]["id"] == sha
