@@ -5,7 +5,9 @@ shallow.c): the client's new shallow boundary and the commits that stop being sh
 
 dulwich reads only `deepen <n>`, and a request carrying `shallow` lines without a deepen (a
 plain fetch into a shallow clone) fails in it, so transport.py takes every shallow request
-out of the body dulwich sees and answers it here. No HTTP, no storage of its own.
+out of the body dulwich sees and answers it here. A push from a shallow clone names its
+shallow commits too; `refused_updates` is receive-pack's rule for it. No HTTP, no storage of
+its own.
 """
 from dulwich.errors import GitProtocolError
 from dulwich.object_store import find_shallow
@@ -14,6 +16,46 @@ from dulwich.objects import Commit, Tag, valid_hexsha
 # git's ref_rev_parse_rules, how upload-pack expands a `deepen-not` name
 _DWIM = ("%s", "refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remotes/%s",
          "refs/remotes/%s/HEAD")
+
+
+REFUSED = "shallow update not allowed"  # receive-pack's reason (receive.shallowUpdate off)
+
+
+def refused_updates(store, refs, client, updates):
+    """The refs of a push from a shallow clone that git's receive-pack refuses: those whose
+    new history reaches one of the client's shallow commits (`client`) that the repository's
+    refs (`refs`, before the push) do not reach, as taking them would leave the repository
+    shallow. `updates` are the push's `(new, ref)`, deletions aside.
+
+    receive-pack.c (update_shallow_info) walks down from each new tip and stops at shallow
+    commits and at commits its refs reach; a fast-forward from a `--depth 1` clone stops at
+    the branch's old tip at once."""
+    if not client:
+        return set()
+    tips, reached = set(refs), {}
+    for new, ref in updates:
+        for sha in _down_to(store, new, client, tips):
+            reached.setdefault(sha, set()).add(ref)
+    known = _reached(store, tips, set(reached)) if reached else set()
+    return {ref for sha, names in reached.items() if sha not in known for ref in names}
+
+
+def _down_to(store, tip, bottoms, tips):
+    """The commits of `bottoms` that history from `tip` reaches without passing one of them
+    or one of `tips` (git's shortcut: history under a ref is the server's own)."""
+    seen, found = set(), set()
+    todo = [c.id for c in (_commit(store, tip),) if c]
+    while todo:
+        sha = todo.pop()
+        if sha in seen or sha in tips:
+            continue
+        seen.add(sha)
+        if sha in bottoms:
+            found.add(sha)
+            continue
+        commit = _commit(store, sha)
+        todo.extend(commit.parents if commit else ())
+    return found
 
 
 class Request:

@@ -5,6 +5,7 @@ One server for the module (each test resets it); git runs with no user config, n
 """
 import base64
 import os
+import re
 import subprocess
 
 import pytest
@@ -413,6 +414,65 @@ def test_deepen_shallow_since_and_exclude_answer_as_git_upload_pack_does(emu):
     shallow = emu.folder / "by-emulator"
     emu.git("fetch", "-q", "origin", cwd=shallow)
     assert emu.rev(shallow, "origin/main") == emu.rev(work)
+
+
+def _shallow_pushes(emu, url, name):
+    """Pushes from `--depth 1` clones while another clone moves the branches under them: for
+    each, git's exit code and its ref lines (ids aside); then the refs left."""
+    full, seen = emu.folder / f"{name}-full", []
+
+    def push(path, *args):
+        done = emu.git("push", *args, cwd=path, ok=False)
+        lines = [re.sub(r"[0-9a-f]{7,40}", "X", line) for line in done.stderr.splitlines()
+                 if "->" in line or "[deleted]" in line]
+        seen.append((args, done.returncode, lines))
+
+    emu.git("init", "-q", "-b", "main", str(full))
+    for n in range(3):
+        emu.commit(full, "f.txt", f"{n}\n", f"Base {n}")
+    emu.git("push", "-q", url, "main", cwd=full)
+    shallow = emu.folder / f"{name}-shallow"
+    emu.git("clone", "-q", "--depth", "1", url, str(shallow))
+    emu.commit(shallow, "s.txt", "1\n", "From CI")
+    push(shallow, "origin", "main")  # lands: a fast-forward
+    emu.git("pull", "-q", url, "main", cwd=full)
+    emu.commit(full, "f.txt", "moved\n", "Moved on")
+    emu.git("push", "-q", url, "main", cwd=full)
+    emu.commit(shallow, "s.txt", "2\n", "From CI again")
+    push(shallow, "origin", "main")  # git refuses: the remote has work it does not have
+    emu.git("fetch", "-q", "origin", cwd=shallow)
+    push(shallow, "origin", "main")  # now it knows it: a non-fast-forward
+    push(shallow, "--force", "origin", "main")
+
+    emu.git("checkout", "-qb", "side", cwd=full)
+    emu.commit(full, "side.txt", "side\n", "Side")
+    emu.git("push", "-q", url, "side", "main:gone", cwd=full)
+    ci = emu.folder / f"{name}-side"
+    emu.git("clone", "-q", "--depth", "1", "--branch", "side", url, str(ci))
+    emu.commit(ci, "ci.txt", "ci\n", "On side")
+    emu.git("push", "-q", url, ":side", cwd=full)  # its shallow commit is no ref's any more
+    push(ci, "origin", "side")
+    push(ci, "--atomic", "origin", "side:other", ":gone")
+    refs = [line.split("\t")[1] for line in emu.git("ls-remote", url).stdout.splitlines()]
+    return seen, refs
+
+
+def test_a_push_from_a_shallow_clone_is_taken_as_git_receive_pack_takes_it(emu):
+    emu.seed()
+    bare = emu.folder / "bare.git"
+    emu.git("init", "-q", "--bare", "-b", "main", str(bare))
+    # git's own receive-pack (file://) is the reference, GitHub runs it too
+    expected = _shallow_pushes(emu, f"file://{bare}", "by-git")
+    assert _shallow_pushes(emu, emu.url(), "by-emulator") == expected
+    seen, refs = expected
+    assert [(code, lines[0].split("main -> main")[-1]) for _args, code, lines in seen[:4]] == [
+        (0, ""), (1, " (fetch first)"), (1, " (non-fast-forward)"), (0, " (forced update)")]
+    assert seen[4][1:] == (1, [" ! [remote rejected] side -> side (shallow update not allowed)"])
+    # the atomic push keeps its deletion, as git's receive-pack does
+    assert seen[5][1:] == (1, [" - [deleted]         gone",
+                               " ! [remote rejected] side -> other (shallow update not allowed)"])
+    assert refs == ["HEAD", "refs/heads/main"]
+    assert emu.rest("/commits/main").json()["commit"]["message"] == "From CI again"
 
 
 def _pkt(line):
