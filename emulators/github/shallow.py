@@ -9,13 +9,17 @@ out of the body dulwich sees and answers it here. A push from a shallow clone na
 shallow commits too; `refused_updates` is receive-pack's rule for it. No HTTP, no storage of
 its own.
 """
-from dulwich.errors import GitProtocolError
 from dulwich.object_store import find_shallow
 from dulwich.objects import Commit, Tag, valid_hexsha
 
 # git's ref_rev_parse_rules, how upload-pack expands a `deepen-not` name
 _DWIM = ("%s", "refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remotes/%s",
          "refs/remotes/%s/HEAD")
+
+
+class Refused(Exception):
+    """A request git's upload-pack refuses, in git's own words (transport.py sends them as an
+    ERR pkt-line, which git prints as `fatal: remote error: <words>`)."""
 
 
 REFUSED = "shallow update not allowed"  # receive-pack's reason (receive.shallowUpdate off)
@@ -69,20 +73,21 @@ class Request:
         self.client, self.depth, self.relative = set(), 0, relative
         self.since, self.exclude = None, []
         for line in lines:
-            command, _, value = line.rstrip(b"\n").partition(b" ")
+            line = line.rstrip(b"\n")
+            command, _, value = line.partition(b" ")
             if command == b"shallow":
                 if not valid_hexsha(value):
-                    raise GitProtocolError(f"invalid shallow line: {line!r}")
+                    raise Refused(f"invalid shallow line: {line.decode(errors='replace')}")
                 self.client.add(value)
             elif command == b"deepen":
-                self.depth = _number(line, value)
+                self.depth = _number(line, value, minimum=1)
             elif command == b"deepen-since":
-                self.since = _number(line, value)
+                self.since = _number(line, value, minimum=0)
             else:
                 self.exclude.append(value)
         if self.depth and (self.since is not None or self.exclude):
-            raise GitProtocolError("git upload-pack: deepen and deepen-since (or deepen-not)"
-                                   " cannot be used together")
+            raise Refused("git upload-pack: deepen and deepen-since (or deepen-not)"
+                          " cannot be used together")
 
     @property
     def deepens(self):
@@ -123,16 +128,21 @@ class Request:
             listed.add(sha)
             todo.extend(commit.parents)
         if not listed:
-            raise GitProtocolError("no commits selected for shallow requests")
+            raise Refused("no commits selected for shallow requests")
         border = {sha for sha in listed if any(p not in listed for p in store[sha].parents)}
         return listed - border, border
 
 
-def _number(line, value):
+def _number(line, value, *, minimum):
+    """A deepen's number; git's words for one it cannot read (`Invalid deepen: deepen x`)."""
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise GitProtocolError(f"invalid shallow line: {line!r}") from None
+        number = None
+    if number is None or number < minimum:
+        command = line.partition(b" ")[0].decode()
+        raise Refused(f"Invalid {command}: {line.decode(errors='replace')}")
+    return number
 
 
 def _commit(store, sha):
@@ -149,8 +159,8 @@ def _expand(refs, name):
     """The commit a `deepen-not` name means, expanded as git expands it (exactly one ref)."""
     found = [refs[rule.encode() % name] for rule in _DWIM if rule.encode() % name in refs]
     if len(found) != 1:
-        raise GitProtocolError(f"git upload-pack: ambiguous deepen-not: deepen-not"
-                               f" {name.decode(errors='replace')}")
+        raise Refused(f"git upload-pack: ambiguous deepen-not: deepen-not"
+                      f" {name.decode(errors='replace')}")
     return found[0]
 
 

@@ -24,7 +24,7 @@ from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_NO_DONE, CAPABILITY_
 from dulwich.server import (DictBackend, ReceivePackHandler, UploadPackHandler,
                             _ProtocolGraphWalker)
 
-from .shallow import REFUSED, refused_updates
+from .shallow import REFUSED, Refused, refused_updates
 from .shallow import Request as ShallowRequest
 
 UPLOAD, RECEIVE = "git-upload-pack", "git-receive-pack"
@@ -77,6 +77,9 @@ class _UploadPack(UploadPackHandler):
 
         def wants_wrapper(refs, depth=None):
             tips = set(refs.values())
+            for sha in self.wanted:  # git answers the first id it does not hold so
+                if valid_hexsha(sha) and sha not in tips and sha not in store:
+                    raise Refused(f"upload-pack: not our ref {sha.decode()}")
             extra = [sha for sha in self.wanted if sha not in tips and sha in store]
             refs = {**refs, **{b"refs/mockingbird/wanted/%d" % n: sha
                                for n, sha in enumerate(extra)}}
@@ -226,7 +229,8 @@ def stream(view, read):
     """Run an upload-pack request in a thread of its own and yield its body as it is written
     (a clone's pack is never whole in memory; a slow reader holds back the writer).
 
-    Negotiation errors are raised here, before the first chunk, as ProtocolError."""
+    A request upload-pack refuses is answered with git's ERR pkt-line; one that is not git's
+    protocol raises ProtocolError here, before the first chunk."""
     chunks = queue.Queue(maxsize=_QUEUED)
     cancelled = threading.Event()
 
@@ -250,7 +254,10 @@ def stream(view, read):
             handler = _handler(UPLOAD, view, proto)
             handler.wanted = wanted
             handler.shallow = shallow or None
-            handler.handle()
+            try:
+                handler.handle()
+            except Refused as exc:  # git's upload-pack says why in an ERR pkt-line (HTTP 200)
+                proto.write_pkt_line(f"ERR {exc}".encode())
             put(_DONE)
         except BaseException as exc:  # handed to the reader, which raises it
             try:

@@ -475,6 +475,34 @@ def test_a_push_from_a_shallow_clone_is_taken_as_git_receive_pack_takes_it(emu):
     assert emu.rest("/commits/main").json()["commit"]["message"] == "From CI again"
 
 
+def test_refused_fetches_show_git_upload_pack_own_remote_error(emu):
+    emu.seed(files={"main": {"README.md": "# Demo\n"}})
+    bare = emu.folder / "bare.git"
+    emu.git("clone", "-q", "--bare", emu.url(), str(bare))
+    said = []
+    for n, args in enumerate([["origin", "f" * 40], ["--shallow-exclude=main", "origin", "main"],
+                              ["--shallow-exclude=nope", "origin", "main"]]):
+        done = []
+        for url in (f"file://{bare}", emu.url()):  # git's own upload-pack, then the emulator
+            path = emu.folder / f"fetch-{n}-{len(done)}"
+            emu.git("init", "-q", str(path))
+            emu.git("remote", "add", "origin", url, cwd=path)
+            done.append(emu.git("fetch", *args, cwd=path, ok=False))
+        by_git, by_emulator = done
+        assert by_emulator.returncode == by_git.returncode == 128
+        remote = [line.removeprefix("fatal: remote error: ")
+                  for line in by_emulator.stderr.splitlines()
+                  if line.startswith("fatal: remote error: ")]
+        assert len(remote) == 1 and remote[0] in by_git.stderr, (by_git.stderr, remote)
+        said.append(remote[0])
+    assert said == [f"upload-pack: not our ref {'f' * 40}",
+                    "no commits selected for shallow requests",
+                    "git upload-pack: ambiguous deepen-not: deepen-not nope"]
+    journal = requests.get(f"{emu.server.admin_url}/requests?operationId=git/upload-pack",
+                           timeout=5).json()["requests"]
+    assert {e["status"] for e in journal} == {200}  # as git http-backend answers them
+
+
 def _pkt(line):
     return b"%04x" % (len(line) + 4) + line
 
@@ -488,11 +516,22 @@ def test_garbage_and_broken_packs_are_refused_without_a_crash(emu):
         return requests.post(f"{url}/{service}", data=body, timeout=10, headers={
             **auth, "Content-Type": content_type or f"application/x-{service}-request"})
     assert post("git-upload-pack", b"garbage").status_code == 400
-    assert post("git-upload-pack", _pkt(b"want " + b"f" * 40 + b"\n") + b"00000009done\n"
-                ).status_code == 400  # not an object of this repository
-    want = _pkt(f"want {head}\n".encode())
-    for shallow in (b"shallow nope\n", b"deepen x\n", b"deepen-not refs/heads/absent\n"):
-        assert post("git-upload-pack", want + _pkt(shallow) + b"0000").status_code == 400
+    # a request upload-pack refuses is answered 200 with an ERR pkt-line in git's own words
+    bare = emu.folder / "bare.git"
+    emu.git("clone", "-q", "--bare", emu.url(), str(bare))
+    caps = " multi_ack_detailed side-band-64k thin-pack ofs-delta"  # what git asks for
+    want = _pkt(f"want {head}{caps}\n".encode())
+    for request in [_pkt(f"want {'f' * 40}{caps}\n".encode()) + b"00000009done\n",
+                    *(want + _pkt(line) + b"0000" for line in (
+                        b"shallow nope\n", b"deepen x\n", b"deepen 0\n", b"deepen-since x\n",
+                        b"deepen-not refs/heads/absent\n", b"deepen-not main\n"))]:
+        by_git = subprocess.run(["git", "upload-pack", "--stateless-rpc", str(bare)],
+                                input=request, capture_output=True, env=emu.env)
+        # git's ERR line where it sends one, else the words it dies with
+        expected = by_git.stdout or _pkt(b"ERR " + by_git.stderr.strip()[len(b"fatal: "):])
+        refused = post("git-upload-pack", request)
+        assert (refused.status_code, refused.content) == (200, expected)
+    assert by_git.stderr.decode().strip() == "fatal: no commits selected for shallow requests"
     assert post("git-upload-pack", b"0000", "text/plain").status_code == 415
     command = f"{head} {'1' * 40} refs/heads/main\0report-status\n".encode()
     broken = post("git-receive-pack", _pkt(command) + b"0000" + b"PACK\0\0\0\2\0\0\0\1junk")
