@@ -80,8 +80,8 @@ def test_chat_layers_point_down():
              "relay.passes", "relay.approvals",
              "relay.lost_runs", "relay.outcomes", "relay.polling", "relay.answers",
              "relay.run_events", "relay.state", "relay.hermes_client", "relay.access",
-             "relay.schemas", "relay.records", "service", "ratelimit", "store", "files", "errors",
-             "settings", "clock"]
+             "relay.modes", "relay.schemas", "relay.records", "service", "ratelimit", "store",
+             "files", "errors", "settings", "clock"]
     assert_layers_point_down("spaces/newos4", order)
     modules = {".".join(p.relative_to(REPO / "spaces/newos4").with_suffix("").parts)
                for p in python_files("spaces/newos4") if p.name != "__init__.py"}

@@ -13,8 +13,8 @@ import pytest
 
 from spaces.newos4.clock import SystemClock
 from spaces.newos4.files import Locks
-from spaces.newos4.relay.access import (ALPHABET, CRON_LIVE_MS, NOTICE_MARKER, Access,
-                                        AccessRefused, new_code)
+from spaces.newos4.relay.access import ALPHABET, NOTICE_MARKER, Access, AccessRefused, new_code
+from spaces.newos4.relay.modes import CRON_LIVE_MS
 from spaces.newos4.relay.passes import Relay
 from spaces.newos4.service import ChatService
 

@@ -59,7 +59,7 @@ ACCESS_EDITS = {
     "truncated": (on_bytes(cut), "not JSON, or cut short"),
     "not_json": (on_bytes(lambda raw: b"let everyone in"), "not JSON, or cut short"),
     "empty": (on_bytes(lambda raw: b""), "empty (0 bytes)"),
-    "folder": (None, "cannot be read: Is a directory"),
+    "folder": (None, "cannot be read: it is a folder, not a file"),
 }
 STATE_EDITS = {
     "wrong_type": (lambda doc: _record(doc, attempts="many"),

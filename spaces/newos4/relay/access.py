@@ -6,8 +6,7 @@ in with `scripts/chat.py pairing ...`. Pairing is as strong as Hermes' own DM pa
 characters from an unambiguous alphabet, drawn with `secrets`, valid for an hour and used once;
 at most 3 pending; 5 wrong codes in a row lock approval for an hour; once the thread shows its
 code only a salted hash of it is kept, in `relay/access.json` (mode 0600, replaced atomically
-under its lock); no code is ever logged. Cron and the watcher must relay with the same policy:
-each records the one it uses in `relay/modes.json`, and while they disagree neither relays.
+under its lock); no code is ever logged.
 """
 import contextlib
 import dataclasses
@@ -20,11 +19,10 @@ import stat
 import time
 from pathlib import Path
 
-from ..files import (LockTimeout, Locks, atomic_write, discard, fsync_dir, keep_aside, replace,
-                     write_tmp)
+from ..files import LockTimeout, Locks, discard, fsync_dir, replace, write_tmp
 from ..store import is_thread_name
-from .records import ALPHABET, CODE_LENGTH, AccessState, LetIn, ModeRecord, PendingCode
-from .schemas import Unfit, dump_access, dump_modes, load_access, load_modes
+from .records import ALPHABET, CODE_LENGTH, AccessState, LetIn, PendingCode
+from .schemas import Unfit, dump_access, load_access
 
 CODE_RE = re.compile(rf"\A[{ALPHABET}]{{{CODE_LENGTH}}}\Z")
 CODE_TTL_MS = 3_600_000
@@ -39,69 +37,11 @@ LOCK_WAIT_S = 10
 NOTICE_MARKER = "This conversation cannot reach Hermes yet."
 APPROVE_COMMAND = "scripts/chat.py pairing approve"
 ALLOW_COMMAND = "scripts/chat.py pairing allow"
-# Cron relays every minute (a pass lasts at most about its budget): a cron record older than
-# this is no cron's any more (its crontab line went, or became --sweep-only).
-CRON_LIVE_MS = 5 * 60_000
 BAD_THREAD = "THREAD must be 16 lowercase hex digits (the page shows it: \"Conversation …\")"
 # How the host repairs an access state that cannot be read: its content, or the file itself.
 START_OVER = "or remove the file to start over (every conversation must then be let in again)"
 FIX_FIELD = f"fix that field as the relay's user, {START_OVER}"
 FIX_FILE = f"make it a file the relay's user can read and write, {START_OVER}"
-
-
-def mode_conflict(path, kind, mode, *, now_ms, watcher_alive):
-    """Record that the relay `kind` ("cron" or "watch") relays with `mode` in `path`
-    (relay/modes.json; the caller holds the state lock, as every pass does), and say why it must
-    not relay when the other kind, still running, relays with another mode; else None.
-
-    Two policies at once are the looser one: a stranger the watcher keeps out would reach
-    Hermes through cron, and cron would stop runs the watcher starts. So both refuse, and each
-    says how to fix it. The watcher is running while it holds its lock (`watcher_alive()`, asked
-    only on a disagreement: trying its lock could turn a watcher starting then away); cron,
-    while its record is younger than CRON_LIVE_MS.
-    """
-    try:
-        records = load_modes(path.read_bytes())
-    except FileNotFoundError:
-        records = {}
-    except (OSError, Unfit) as exc:
-        return _modes_unreadable(path, kind, mode, now_ms, exc)
-    mine = records.get(kind)
-    if kind == "cron" or mine is None or mine.mode != mode:
-        # The watcher writes only a change (its writes would wake it); no fsync: a record lost
-        # in a crash is written again by the next pass of its kind.
-        records[kind] = ModeRecord(mode, now_ms)
-        atomic_write(path, dump_modes(records), durable=False)
-    other = records.get("watch" if kind == "cron" else "cron")
-    if other is None or other.mode == mode:
-        return None
-    if kind == "cron":
-        if not watcher_alive():
-            return None
-        them = f"the running watcher relays with NEWOS4_RELAY_ACCESS={other.mode}"
-    else:
-        if now_ms - other.ms >= CRON_LIVE_MS:
-            return None
-        them = f"cron relays with NEWOS4_RELAY_ACCESS={other.mode} (its last run is in " \
-               "relay/modes.json)"
-    return (f"NEWOS4_RELAY_ACCESS={mode} here, but {them}: cron and the watcher must use the "
-            "same value (set it in both the crontab and the watcher's environment, or in "
-            "neither); nothing is relayed until they agree")
-
-
-def _modes_unreadable(path, kind, mode, now_ms, exc):
-    """Why a pass must not relay when relay/modes.json cannot be read: the other relay's mode
-    is unknown. Content that does not fit is kept aside and this pass's record written in its
-    place, so the next passes of both kinds compare again."""
-    if isinstance(exc, OSError):
-        return (f"relay modes {path} cannot be read ({exc.strerror or exc}): nothing is "
-                "relayed until it is repaired: it must be a file the relay's user can read and "
-                "write (removing it is safe: each pass records its NEWOS4_RELAY_ACCESS again)")
-    aside = keep_aside(path, now_ms)
-    atomic_write(path, dump_modes({kind: ModeRecord(mode, now_ms)}), durable=False)
-    return (f"relay modes {path} cannot be read: {exc}; kept as {aside}; nothing is relayed "
-            "this pass (the other relay's NEWOS4_RELAY_ACCESS is unknown until it records it "
-            "again)")
 
 
 class AccessRefused(Exception):
@@ -386,13 +326,18 @@ class Access:
         """The state in the file (empty when there is none), read through its schema."""
         try:  # never through a link: a narrowed mode must be the state's own
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            with open(fd, "rb") as file:
-                self._narrow(os.fstat(fd), fd)
-                raw = file.read()
         except FileNotFoundError:
             return AccessState()
         except OSError as exc:
             raise self._unreadable(exc.strerror or exc, FIX_FILE)
+        try:
+            self._narrow(os.fstat(fd), fd)
+            with open(fd, "rb", closefd=False) as file:
+                raw = file.read()
+        except OSError as exc:
+            raise self._unreadable(exc.strerror or exc, FIX_FILE)
+        finally:
+            os.close(fd)
         try:
             return load_access(raw)
         except Unfit as exc:
@@ -402,7 +347,8 @@ class Access:
         """The README promises 0600: a state other users may read (pending codes' hashes) or
         change (who is let in) is narrowed to the owner's bits, never widened, and said."""
         if not stat.S_ISREG(status.st_mode):
-            raise self._unreadable("it is not a file", FIX_FILE)
+            raise self._unreadable("it is a folder, not a file" if stat.S_ISDIR(status.st_mode)
+                                   else "it is not a regular file", FIX_FILE)
         mode = stat.S_IMODE(status.st_mode)
         if not mode & ~0o600:
             return

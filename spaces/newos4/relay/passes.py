@@ -16,11 +16,12 @@ import time
 
 from .. import errors
 from ..files import LockTimeout, lock
-from .access import Access, is_notice, mode_conflict
+from .access import Access, is_notice
 from .answers import repair_unicode, split_text
 from .approvals import Approvals, watcher_alive
 from .hermes_client import HermesUnreachable
 from .lost_runs import LostSubmissions
+from .modes import mode_conflict
 from .outcomes import Deliver, Drop, Resubmit, Tell, Unreachable
 from .polling import RunPoller
 from .records import RelayRecord
