@@ -10,7 +10,7 @@ from gunicorn.http import wsgi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spaces.lean import LeanReader, Response, http_date
+from spaces.serving.lean import LeanReader, Response, http_date
 
 PEER, SERVER = ("127.0.0.1", 41234), ("127.0.0.1", 8000)
 # Set by the worker itself, objects compared apart (the input by what it reads).

@@ -27,8 +27,8 @@ _SPOOL = 16 * 1024 * 1024  # a received pack larger than this spills to a tempor
 _BATCH = 2000  # objects inserted per statement batch while a pack is unpacked
 DEFAULT_PERSON = {"name": "mockingbird-user", "email": "mockingbird-user@users.noreply.example"}
 # zlib level of stored objects: 0 keeps them in zlib's "stored" blocks, which a pack carries as
-# well as any other, so neither a push nor a clone spends time compressing (bench/git.py: about
-# 2x faster both ways than level 1; the deltas a push brings keep the size near git's)
+# well as any other, so neither a push nor a clone spends time compressing (bench/git.py
+# measures both; the deltas a push brings keep the size near git's)
 _LEVEL = 0
 _CACHE_BYTES = 64 * 1024 * 1024  # resolved objects a store keeps (a delta chain's bases)
 
