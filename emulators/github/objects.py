@@ -14,9 +14,8 @@ import zlib
 from collections import OrderedDict
 from tempfile import SpooledTemporaryFile
 
-from dulwich._objects import parse_tree
 from dulwich.object_store import MemoryObjectStore
-from dulwich.objects import Blob, Commit, Tree, ShaFile
+from dulwich.objects import Blob, Commit, Tree, ShaFile, parse_tree, sha_to_hex
 from dulwich.pack import OFS_DELTA, REF_DELTA, PackData, UnpackedObjectIterator, apply_delta
 
 BLOB, TREE, COMMIT, TAG = Blob.type_num, Tree.type_num, Commit.type_num, 4
@@ -87,7 +86,13 @@ class ObjectStore(MemoryObjectStore):
         self._graph = None
 
     def _hex(self, sha):
-        return self._to_hexsha(sha).decode() if isinstance(sha, bytes) else sha
+        if isinstance(sha, str):
+            return sha
+        if len(sha) == 20:
+            return sha_to_hex(sha).decode()
+        if len(sha) != 40:
+            raise ValueError(f"Invalid sha {sha!r}")
+        return sha.decode()
 
     def contains_loose(self, sha):
         sha = self._hex(sha)
