@@ -37,7 +37,7 @@ def bound_venv(folder, package, end):
     """A venv in `folder` whose own site-packages holds only `package` at one end of what
     setup.cfg allows (`end`: "lowest" or "newest", installed from the package index); the
     project's other dependencies come from the running interpreter's, after it. Returns its
-    python and the version installed."""
+    python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
     python = folder / "bin" / "python"
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
@@ -55,7 +55,7 @@ def bound_venv(folder, package, end):
         assert Version(found) == Version(lowest(package)), found
     else:
         assert Version(found) in declared(package).specifier, found
-    return python, found
+    return python
 
 
 def resolve(*requirements):

@@ -9,7 +9,8 @@ import pytest
 from gunicorn.config import Config
 
 from spaces.serving.reader import CLOSED, HANDOVER, PARTIAL, REQUEST_BUFFER, WHOLE, Incoming
-from spaces.serving.worker import AcceptingThreadsWorker, ClientConnection, SettledConfig, choose_cpu
+from spaces.serving.worker import (AcceptingThreadsWorker, ClientConnection, SettledConfig,
+                                    choose_cpu)
 
 
 class Recording:

@@ -12,9 +12,8 @@ pytestmark = pytest.mark.timeout(300)
 
 @pytest.fixture(scope="module", params=["lowest", "newest"])
 def bound_python(request, tmp_path_factory):
-    python, _version = bound_venv(tmp_path_factory.mktemp(f"dulwich-{request.param}"),
-                                  "dulwich", request.param)
-    return python
+    folder = tmp_path_factory.mktemp(f"dulwich-{request.param}")
+    return bound_venv(folder, "dulwich", request.param)
 
 
 def test_git_over_the_emulator_and_the_private_names_it_uses_hold_on_the_bounds(bound_python):

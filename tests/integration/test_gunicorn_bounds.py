@@ -21,9 +21,8 @@ POST_PATH = "/spaces/newos4/api/chat/post.php"
 
 @pytest.fixture(scope="module", params=["lowest", "newest"])
 def bound_python(request, tmp_path_factory):
-    python, _version = bound_venv(tmp_path_factory.mktemp(f"gunicorn-{request.param}"),
-                                  "gunicorn", request.param)
-    return python
+    folder = tmp_path_factory.mktemp(f"gunicorn-{request.param}")
+    return bound_venv(folder, "gunicorn", request.param)
 
 
 def test_the_worker_and_the_private_names_it_uses_hold_on_the_bounds(bound_python):
