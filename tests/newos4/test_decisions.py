@@ -79,11 +79,16 @@ def test_a_word_written_before_hermes_asked_is_an_ordinary_message(
     assert hermes.submits[-1][0]["input"] == "once" and len(hermes.submits) == 2
 
 
-def approve(settings, *argv):
+def chat_py(settings, *argv):
+    """(exit status, stdout, stderr) of `scripts/chat.py ARGV` on the test's data."""
     out, err = io.StringIO(), io.StringIO()
-    status = cli.main(["approve", *argv], stdout=out, stderr=err,
+    status = cli.main(list(argv), stdout=out, stderr=err,
                       environ={"NEWOS4_DATA_DIR": str(settings.data_dir)})
     return status, out.getvalue(), err.getvalue()
+
+
+def approve(settings, *argv):
+    return chat_py(settings, "approve", *argv)
 
 
 def test_the_host_approves_with_always_and_the_thread_is_told_once(
@@ -213,10 +218,7 @@ def test_a_malformed_host_record_decides_nothing_and_stops_no_pass(
 
 
 def runs(settings, *argv):
-    out, err = io.StringIO(), io.StringIO()
-    status = cli.main(["runs", *argv], stdout=out, stderr=err,
-                      environ={"NEWOS4_DATA_DIR": str(settings.data_dir)})
-    return status, out.getvalue(), err.getvalue()
+    return chat_py(settings, "runs", *argv)
 
 
 def test_runs_lists_each_run_in_flight_newest_first_with_what_it_waits_for(
