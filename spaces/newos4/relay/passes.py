@@ -149,10 +149,10 @@ class Relay:
         way), and the row is for its newest message before that line, answered after the line.
         None when it holds no such question (then the access state stops offering it, unless
         a run of it is in flight)."""
-        messages = self._history_or_none(thread)
+        messages = self._history_or_empty(thread)
         if _waits_behind_notice(messages):
             self.service.announce(thread, messages[-1]["id"], LET_IN_LINE)
-            messages = self._history_or_none(thread)  # what was written meanwhile counts too
+            messages = self._history_or_empty(thread)  # what was written meanwhile counts too
         asked = [m for m in messages[:-1] if m["author"] != "hermes"]
         if messages and is_let_in(messages[-1]) and asked:
             return {"thread": thread, "last_id": messages[-1]["id"], "input": asked[-1]["id"],
@@ -161,7 +161,7 @@ class Relay:
             self.access.released(thread)
         return None
 
-    def _history_or_none(self, thread):
+    def _history_or_empty(self, thread):
         try:
             return self.service.history(thread)
         except errors.ThreadNotFound:
