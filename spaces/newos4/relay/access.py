@@ -35,6 +35,9 @@ LOCK_WAIT_S = 10
 # Every message a thread not let in gets starts so: how the relay knows the question before it
 # still waits (only the host writes `hermes` messages, so a browser cannot forge one).
 NOTICE_MARKER = "This conversation cannot reach Hermes yet."
+# The one line a thread told so gets when the host lets it in: the page shows from it that an
+# answer is on its way. Like the notice it is the relay's, never Hermes' to see (passes.py).
+LET_IN_LINE = "The host let this conversation in: your message is on its way to Hermes."
 APPROVE_COMMAND = "scripts/chat.py pairing approve"
 ALLOW_COMMAND = "scripts/chat.py pairing allow"
 BAD_THREAD = "THREAD must be 16 lowercase hex digits (the page shows it: \"Conversation …\")"
@@ -60,6 +63,23 @@ def new_code():
 def is_notice(message):
     """True for the message a thread not let in was told (see NOTICE_MARKER)."""
     return message["author"] == "hermes" and message["text"].startswith(NOTICE_MARKER)
+
+
+def is_let_in(message):
+    """True for the line the relay wrote when the host let a told thread in (LET_IN_LINE)."""
+    return message["author"] == "hermes" and message["text"] == LET_IN_LINE
+
+
+def waits_behind_notice(messages):
+    """True when the thread's newest notice (access.py) ends it, right after a question, or is
+    followed by questions only: what it asked waits for the line saying it is let in."""
+    told = [i for i, m in enumerate(messages) if is_notice(m)]
+    if not told:
+        return False
+    after = messages[told[-1] + 1:]
+    if after:
+        return all(m["author"] != "hermes" for m in after)
+    return told[-1] > 0 and messages[told[-1] - 1]["author"] != "hermes"
 
 
 def _digest(code, salt_hex):

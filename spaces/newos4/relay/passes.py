@@ -16,8 +16,8 @@ import time
 
 from .. import errors
 from ..files import LockTimeout, lock
-from .access import Access, is_notice
-from .answers import repair_unicode, split_text
+from .access import LET_IN_LINE, Access, is_let_in, waits_behind_notice
+from .answers import repair_unicode, run_request, split_text
 from .approvals import Approvals, watcher_alive
 from .hermes_client import HermesUnreachable
 from .lost_runs import LostSubmissions
@@ -155,20 +155,28 @@ class Relay:
         return rows + [row for row in released if row]
 
     def _released(self, thread):
-        """A thread just let in whose question waits behind the notice it was told: a row
-        for that question, answered after the notice. None when it holds no such question
-        (then the access state stops offering it, unless a run of it is in flight)."""
-        try:
-            messages = self.service.history(thread)
-        except errors.ThreadNotFound:
-            messages = []
-        if len(messages) >= 2 and is_notice(messages[-1]) \
-                and messages[-2]["author"] != "hermes":
-            return {"thread": thread, "last_id": messages[-1]["id"],
-                    "input": messages[-2]["id"], "last_epoch": messages[-1]["epoch"]}
+        """A thread just let in whose question waits behind the notice it was told: it is told
+        once that it is let in (LET_IN_LINE: the page shows from it that an answer is on its
+        way), and the row is for its newest message before that line, answered after the line.
+        None when it holds no such question (then the access state stops offering it, unless
+        a run of it is in flight)."""
+        messages = self._history_or_empty(thread)
+        if waits_behind_notice(messages):
+            self.service.announce(thread, messages[-1]["id"], LET_IN_LINE)
+            messages = self._history_or_empty(thread)  # what was written meanwhile counts too
+        asked = [m for m in messages[:-1] if m["author"] != "hermes"]
+        if messages and is_let_in(messages[-1]) and asked:
+            return {"thread": thread, "last_id": messages[-1]["id"], "input": asked[-1]["id"],
+                    "last_epoch": messages[-1]["epoch"]}
         if thread not in self.state.threads:
             self.access.released(thread)
         return None
+
+    def _history_or_empty(self, thread):
+        try:
+            return self.service.history(thread)
+        except errors.ThreadNotFound:
+            return []
 
     def _isolated(self, thread, step, *args):
         """Run one thread's step; a fault in it is that thread's problem, not the run's."""
@@ -379,26 +387,9 @@ class Relay:
         return None
 
     def _question(self, thread, question_id):
-        """(the run request, when the question was written): the question as input, earlier
-        messages as history; None when the thread or the question is gone."""
-        try:
-            messages = self.service.history(thread)
-        except errors.ThreadNotFound:
-            return None
-        ids = [m["id"] for m in messages]
-        if question_id not in ids:
-            return None
-        at = ids.index(question_id)
-        earlier = messages[max(0, at - self.settings.relay_history):at] \
-            if self.settings.relay_history else []
-        earlier = [m for m in earlier if not is_notice(m)]  # how it got in is not Hermes' to see
-        return {
-            "input": messages[at]["text"],
-            "conversation_history": [
-                {"role": "assistant" if m["author"] == "hermes" else "user",
-                 "content": m["text"]} for m in earlier],
-            "session_id": f"newos4-{thread}",
-        }, messages[at]["epoch"]
+        """(the run request, when the question was written); None when it is gone."""
+        return run_request(thread, self._history_or_empty(thread), question_id,
+                           self.settings.relay_history)
 
     def _forgotten(self, thread, entry, key, asked_ms):
         """A question waiting from before the state's memory began (state.py) has no record:
