@@ -36,6 +36,9 @@ SETTINGS = ("rate_limits", "limits")  # the record (collection, id) that holds t
 DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
 ANONYMOUS, USER = "anonymous", "user"
 GRAPHQL_PATHS = ("/graphql", "/api/graphql")  # api.github.com's, GitHub Enterprise Server's
+# Resources GitHub serves only with a token: a request without one is refused as
+# unauthenticated (401) before any window, so it is not metered
+TOKEN_ONLY = ("graphql",)
 ENTERPRISE = "/api/v3"  # GitHub Enterprise Server's REST prefix
 
 
@@ -118,6 +121,9 @@ def meter(instance, who, resource, *, count=True):
     """Count a request of `who` against `resource` (or only look, `count=False`: a 304, `GET
     /rate_limit`); return how it was metered. Raise RateLimitExceeded when the window is full."""
     most = limit(who.kind, resource, settings_of(instance))
+    if who.kind == ANONYMOUS and resource in TOKEN_ONLY:
+        return Metered(who, resource, most, instance.quotas.peek(who.key, resource,
+                                                                 WINDOWS[resource]))
     if count:
         window = instance.quotas.take(who.key, resource, most, WINDOWS[resource])
     else:

@@ -101,6 +101,14 @@ def test_search_and_graphql_count_in_windows_of_their_own(seeded):
     assert rate(seeded.get(REPO))[3] == "1"  # core counted none of them
 
 
+def test_graphql_without_a_token_is_left_to_its_route_uncounted(seeded):
+    """GitHub refuses GraphQL without a token as unauthenticated, not as over a limit of 0."""
+    for _ in range(2):
+        answer = seeded.post("/graphql", {"query": "{viewer{login}}"})
+        assert answer.status_int != 403
+        assert rate(answer) == ("0", "0", str(RESET), "0", "graphql")
+
+
 def test_rate_limit_answers_githubs_shape_uncounted_and_uncached(seeded):
     seeded.get(REPO)
     seeded.get(REPO)
