@@ -11,13 +11,13 @@ from .resources import backend_for
 
 def seed_repository(call):
     """`POST /__admin/github/repositories`: seed one synthetic repository (runtime checkpoints)."""
-    repository = backend_for(call.instance).seed(call.body)
+    repository = backend_for(call.instance).seeding.seed(call.body)
     return 201, {"repository": repository, "simulated": True}
 
 
 def move_ref(call):
     """`POST /__admin/github/refs/move`: an intervening actor fast-forwards a branch."""
-    reference = backend_for(call.instance).move_ref(call.body)
+    reference = backend_for(call.instance).refs.move_ref(call.body)
     return 200, {"reference": reference, "checkpoint": context.checkpoint(call.instance),
                  "simulated": True}
 

@@ -11,7 +11,7 @@ import falcon
 from emulators.runtime import instance_of
 
 from . import actors, context, errors, media, schemas
-from .models import GitHubBackend
+from .models.backend import GitHubBackend
 from .presets import ACCEPTED_DROP, MERGEABILITY_PENDING
 
 
@@ -90,28 +90,29 @@ class Repository:
     def on_get(self, req, resp, owner, repo):
         backend = backend_of(req)
         _answer_cached(req, resp, ("repos/get", owner, repo),
-                       lambda: (backend.get_repo(owner, repo), None))
+                       lambda: (backend.repos.json(backend.repos.find(owner, repo, "repos/get")),
+                                None))
 
 
 class Ref:
     """`GET /repos/{owner}/{repo}/git/ref/{ref}`: one reference by its exact name."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        _answer(resp, 200, backend_of(req).get_ref(owner, repo, ref))
+        _answer(resp, 200, backend_of(req).refs.get_ref(owner, repo, ref))
 
 
 class MatchingRefs:
     """`GET /repos/{owner}/{repo}/git/matching-refs/{ref}`: refs whose name starts with the tail."""
 
     def on_get(self, req, resp, owner, repo, ref=""):
-        _answer(resp, 200, backend_of(req).matching_refs(owner, repo, ref))
+        _answer(resp, 200, backend_of(req).refs.matching_refs(owner, repo, ref))
 
 
 def _ref_listing(req, resp, owner, repo, tail):
     """Answer the `git/refs[/{prefix}]` listing: one exact ref, or a page of refs with `Link`."""
     instance = instance_of(req)
     pairs = parse_qsl(req.query_string, keep_blank_values=True)
-    answer, page, last = backend_for(instance, req.env).list_refs(owner, repo, tail, pairs)
+    answer, page, last = backend_for(instance, req.env).refs.list_refs(owner, repo, tail, pairs)
     header = context.link_header(instance, req, pairs, page, last)
     if header:
         resp.set_header("Link", header)
@@ -127,7 +128,7 @@ class Refs:
     def on_post(self, req, resp, owner, repo):
         instance = instance_of(req)
         body = schemas.json_object_or_empty(_body(req))
-        ref = backend_for(instance, req.env).create_ref(owner, repo, body)
+        ref = backend_for(instance, req.env).refs.create_ref(owner, repo, body)
         _accepted(instance, ref=ref["ref"])
         _answer(resp, 201, ref)
 
@@ -141,14 +142,14 @@ class RefItem:
 
     def on_delete(self, req, resp, owner, repo, ref):
         instance = instance_of(req)
-        deleted = backend_for(instance, req.env).delete_ref(owner, repo, ref)
+        deleted = backend_for(instance, req.env).refs.delete_ref(owner, repo, ref)
         _accepted(instance, ref=deleted["ref"])
         resp.status = 204
 
     def on_patch(self, req, resp, owner, repo, ref):
         instance = instance_of(req)
         body = schemas.json_object_or_empty(_body(req))
-        answer = backend_for(instance, req.env).update_ref(owner, repo, ref, body)
+        answer = backend_for(instance, req.env).refs.update_ref(owner, repo, ref, body)
         _accepted(instance, ref=answer["ref"])
         _answer(resp, 200, answer)
 
@@ -162,7 +163,7 @@ class Pulls:
         pairs = parse_qsl(req.query_string, keep_blank_values=True)
 
         def build():
-            items, page, last = backend_for(instance, req.env).list_pulls(owner, repo, pairs)
+            items, page, last = backend_for(instance, req.env).pulls.list_pulls(owner, repo, pairs)
             return [media.with_bodies(pull, param) for pull in items], (page, last)
         page, last = _answer_cached(req, resp, ("pulls/list", owner, repo, req.query_string,
                                                 param), build)
@@ -173,7 +174,7 @@ class Pulls:
     def on_post(self, req, resp, owner, repo):
         param = _media(req, resp)
         instance = instance_of(req)
-        pull = backend_for(instance, req.env).create_pull(owner, repo, _body(req))
+        pull = backend_for(instance, req.env).pulls.create_pull(owner, repo, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
         _answer_pulls(resp, 201, pull, param)
 
@@ -187,13 +188,13 @@ class Pull:
         # under the preset, GitHub is still computing mergeability (a fault hit is not cached)
         computing = instance_of(req).fault_effect(MERGEABILITY_PENDING) is not None
         _answer_cached(req, resp, ("pulls/get", owner, repo, pull_number, param), lambda: (
-            media.with_bodies(backend.get_pull(owner, repo, pull_number, computing=computing),
+            media.with_bodies(backend.pulls.get_pull(owner, repo, pull_number, computing=computing),
                               param), None))
 
     def on_patch(self, req, resp, owner, repo, pull_number):
         param = _media(req, resp)
         instance = instance_of(req)
-        pull = backend_for(instance, req.env).update_pull(owner, repo, pull_number, _body(req))
+        pull = backend_for(instance, req.env).pulls.update_pull(owner, repo, pull_number, _body(req))
         _accepted(instance, pullNumber=str(pull["number"]))
         _answer_pulls(resp, 200, pull, param)
 
@@ -241,20 +242,20 @@ class Contents:
     `?ref=`; write or delete a file as a commit."""
 
     def on_get(self, req, resp, owner, repo, path=""):
-        shape, raw = backend_of(req).get_content(owner, repo, path, _pairs(req))
+        shape, raw = backend_of(req).contents.get_content(owner, repo, path, _pairs(req))
         _content_answer(req, resp, shape, raw)
 
     def on_put(self, req, resp, owner, repo, path=""):
         instance = instance_of(req)
         op = "repos/create-or-update-file-contents"
-        status, answer = backend_for(instance).put_content(owner, repo, path,
+        status, answer = backend_for(instance).contents.put_content(owner, repo, path,
                                                            _json_body(req, op))
         _accepted(instance, commit=answer["commit"]["sha"])
         _answer(resp, status, answer)
 
     def on_delete(self, req, resp, owner, repo, path=""):
         instance = instance_of(req)
-        answer = backend_for(instance).delete_file(owner, repo, path,
+        answer = backend_for(instance).contents.delete_file(owner, repo, path,
                                                    _json_body(req, "repos/delete-file"))
         _accepted(instance, commit=answer["commit"]["sha"])
         _answer(resp, 200, answer)
@@ -264,7 +265,7 @@ class Readme:
     """`GET /repos/{owner}/{repo}/readme`."""
 
     def on_get(self, req, resp, owner, repo):
-        shape, raw = backend_of(req).get_readme(owner, repo, _pairs(req))
+        shape, raw = backend_of(req).contents.get_readme(owner, repo, _pairs(req))
         _content_answer(req, resp, shape, raw)
 
 
@@ -276,7 +277,7 @@ class _GitObjects:
 
     def on_post(self, req, resp, owner, repo):
         instance = instance_of(req)
-        answer = getattr(backend_for(instance), self.create)(
+        answer = getattr(backend_for(instance).git_data, self.create)(
             owner, repo, _json_body(req, self.operation))
         _accepted(instance, sha=answer["sha"])
         _answer(resp, 201, answer)
@@ -292,7 +293,7 @@ class Blob:
     """`GET /repos/{owner}/{repo}/git/blobs/{file_sha}`."""
 
     def on_get(self, req, resp, owner, repo, file_sha):
-        _answer(resp, 200, backend_of(req).get_blob(owner, repo, file_sha))
+        _answer(resp, 200, backend_of(req).git_data.get_blob(owner, repo, file_sha))
 
 
 class Trees(_GitObjects):
@@ -306,7 +307,7 @@ class Tree:
 
     def on_get(self, req, resp, owner, repo, tree_sha):
         recursive = any(name == "recursive" for name, _value in _pairs(req))
-        _answer(resp, 200, backend_of(req).get_tree(owner, repo, tree_sha, recursive))
+        _answer(resp, 200, backend_of(req).git_data.get_tree(owner, repo, tree_sha, recursive))
 
 
 class GitCommits(_GitObjects):
@@ -319,49 +320,49 @@ class GitCommit:
     """`GET /repos/{owner}/{repo}/git/commits/{commit_sha}`."""
 
     def on_get(self, req, resp, owner, repo, commit_sha):
-        _answer(resp, 200, backend_of(req).get_git_commit(owner, repo, commit_sha))
+        _answer(resp, 200, backend_of(req).git_data.get_git_commit(owner, repo, commit_sha))
 
 
 class Commits:
     """`GET /repos/{owner}/{repo}/commits?sha&path&page&per_page`."""
 
     def on_get(self, req, resp, owner, repo):
-        _paged(req, resp, *backend_of(req).list_commits(owner, repo, _pairs(req)))
+        _paged(req, resp, *backend_of(req).commits.list_commits(owner, repo, _pairs(req)))
 
 
 class Commit:
     """`GET /repos/{owner}/{repo}/commits/{ref}`: one commit with its files."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        _answer(resp, 200, backend_of(req).get_commit(owner, repo, ref))
+        _answer(resp, 200, backend_of(req).commits.get_commit(owner, repo, ref))
 
 
 class Compare:
     """`GET /repos/{owner}/{repo}/compare/{base}...{head}`."""
 
     def on_get(self, req, resp, owner, repo, basehead):
-        _answer(resp, 200, backend_of(req).compare(owner, repo, basehead, _pairs(req)))
+        _answer(resp, 200, backend_of(req).commits.compare(owner, repo, basehead, _pairs(req)))
 
 
 class PullCommits:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/commits`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _paged(req, resp, *backend_of(req).pull_commits(owner, repo, pull_number, _pairs(req)))
+        _paged(req, resp, *backend_of(req).commits.pull_commits(owner, repo, pull_number, _pairs(req)))
 
 
 class PullFiles:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/files`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _paged(req, resp, *backend_of(req).pull_files(owner, repo, pull_number, _pairs(req)))
+        _paged(req, resp, *backend_of(req).commits.pull_files(owner, repo, pull_number, _pairs(req)))
 
 
 class Raw:
     """`GET /{owner}/{repo}/raw/{ref}/{path}`: a file's bytes (`download_url`, `raw_url`)."""
 
     def on_get(self, req, resp, owner, repo, tail):
-        data = backend_of(req).raw_file(owner, repo, tail)
+        data = backend_of(req).contents.raw_file(owner, repo, tail)
         resp.context["unversioned"] = True
         resp.content_type = "text/plain; charset=utf-8"
         if data is None:

@@ -59,8 +59,8 @@ def _open(req, owner, name, service):
         raise GitAnswer(404, "Repository not found.")
     if not has_objects(repo):
         raise GitAnswer(409, errors.SYNTHETIC)
-    objects = backend.git(repo, "git/info-refs")
-    refs = {k.encode(): v.encode() for k, v in backend.advertised_refs(repo).items()}
+    objects = backend.repos.objects(repo, "git/info-refs")
+    refs = {k.encode(): v.encode() for k, v in backend.refs.advertised_refs(repo).items()}
     view = transport.RepoView(objects.store, refs, repo["default_branch"])
     instance.report_ids(repository=f"{owner}/{name}")
     return instance, backend, repo, view
@@ -124,7 +124,7 @@ class ReceivePack(_Service):
         def apply(commands, atomic):
             # one transaction for every ref of the push, its events and its checkpoint
             with instance.transaction():
-                statuses = backend.push(record, commands, atomic)
+                statuses = backend.refs.push(record, commands, atomic)
                 written.extend(ref for ref, status in statuses if status == "ok")
                 if written:
                     instance.accept()

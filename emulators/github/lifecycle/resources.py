@@ -22,7 +22,7 @@ class Statuses:
     """`POST /repos/{owner}/{repo}/statuses/{sha}`."""
 
     def on_post(self, req, resp, owner, repo, sha):
-        status = backend_of(req).create_status(owner, repo, sha, _body(req))
+        status = backend_of(req).statuses.create_status(owner, repo, sha, _body(req))
         _wrote(req, resp, 201, status, statusId=str(status["id"]))
 
 
@@ -30,21 +30,21 @@ class CommitStatuses:
     """`GET /repos/{owner}/{repo}/commits/{ref}/statuses` (newest first)."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        _answer(resp, 200, backend_of(req).list_statuses(owner, repo, ref, _pairs(req)))
+        _answer(resp, 200, backend_of(req).statuses.list_statuses(owner, repo, ref, _pairs(req)))
 
 
 class CombinedStatus:
     """`GET /repos/{owner}/{repo}/commits/{ref}/status`."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        _answer(resp, 200, backend_of(req).combined_status(owner, repo, ref))
+        _answer(resp, 200, backend_of(req).statuses.combined_status(owner, repo, ref))
 
 
 class CheckRuns:
     """`POST /repos/{owner}/{repo}/check-runs`."""
 
     def on_post(self, req, resp, owner, repo):
-        run = backend_of(req).create_check_run(owner, repo, _body(req))
+        run = backend_of(req).checks.create_check_run(owner, repo, _body(req))
         _wrote(req, resp, 201, run, checkRunId=str(run["id"]))
 
 
@@ -53,15 +53,15 @@ class CheckRun:
     effect answers 200 as if the update had been applied, and writes nothing."""
 
     def on_get(self, req, resp, owner, repo, check_run_id):
-        _answer(resp, 200, backend_of(req).get_check_run(owner, repo, check_run_id))
+        _answer(resp, 200, backend_of(req).checks.get_check_run(owner, repo, check_run_id))
 
     def on_patch(self, req, resp, owner, repo, check_run_id):
         backend = backend_of(req)
         if instance_of(req).fault_effect(LOST_UPDATE) is not None:
-            _answer(resp, 200, backend.update_check_run(owner, repo, check_run_id, _body(req),
+            _answer(resp, 200, backend.checks.update_check_run(owner, repo, check_run_id, _body(req),
                                                         lost=True))
             return
-        run = backend.update_check_run(owner, repo, check_run_id, _body(req))
+        run = backend.checks.update_check_run(owner, repo, check_run_id, _body(req))
         _wrote(req, resp, 200, run, checkRunId=str(run["id"]))
 
 
@@ -69,7 +69,7 @@ class CheckRunRerequest:
     """`POST /repos/{owner}/{repo}/check-runs/{check_run_id}/rerequest`."""
 
     def on_post(self, req, resp, owner, repo, check_run_id):
-        answer = backend_of(req).rerequest_check_run(owner, repo, check_run_id)
+        answer = backend_of(req).checks.rerequest_check_run(owner, repo, check_run_id)
         _wrote(req, resp, 201, answer, checkRunId=check_run_id)
 
 
@@ -77,14 +77,14 @@ class CommitCheckRuns:
     """`GET /repos/{owner}/{repo}/commits/{ref}/check-runs`."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        _answer(resp, 200, backend_of(req).list_check_runs(owner, repo, ref, _pairs(req)))
+        _answer(resp, 200, backend_of(req).checks.list_check_runs(owner, repo, ref, _pairs(req)))
 
 
 class CommitCheckSuites:
     """`GET /repos/{owner}/{repo}/commits/{ref}/check-suites`."""
 
     def on_get(self, req, resp, owner, repo, ref):
-        _answer(resp, 200, backend_of(req).list_check_suites(owner, repo, ref, _pairs(req)))
+        _answer(resp, 200, backend_of(req).checks.list_check_suites(owner, repo, ref, _pairs(req)))
 
 
 class CommitPaths(Commit):
@@ -110,14 +110,14 @@ class CheckSuite:
     """`GET /repos/{owner}/{repo}/check-suites/{check_suite_id}`."""
 
     def on_get(self, req, resp, owner, repo, check_suite_id):
-        _answer(resp, 200, backend_of(req).get_check_suite(owner, repo, check_suite_id))
+        _answer(resp, 200, backend_of(req).checks.get_check_suite(owner, repo, check_suite_id))
 
 
 class CheckSuiteRuns:
     """`GET /repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs`."""
 
     def on_get(self, req, resp, owner, repo, check_suite_id):
-        _answer(resp, 200, backend_of(req).list_suite_runs(owner, repo, check_suite_id,
+        _answer(resp, 200, backend_of(req).checks.list_suite_runs(owner, repo, check_suite_id,
                                                            _pairs(req)))
 
 
@@ -125,10 +125,10 @@ class Issues:
     """`GET|POST /repos/{owner}/{repo}/issues` (issues and pull requests alike)."""
 
     def on_get(self, req, resp, owner, repo):
-        _paged(req, resp, *backend_of(req).list_issues(owner, repo, _pairs(req)))
+        _paged(req, resp, *backend_of(req).issues.list_issues(owner, repo, _pairs(req)))
 
     def on_post(self, req, resp, owner, repo):
-        issue = backend_of(req).create_issue(owner, repo, _body(req))
+        issue = backend_of(req).issues.create_issue(owner, repo, _body(req))
         _wrote(req, resp, 201, issue, issueNumber=str(issue["number"]))
 
 
@@ -136,10 +136,10 @@ class Issue:
     """`GET|PATCH /repos/{owner}/{repo}/issues/{issue_number}`."""
 
     def on_get(self, req, resp, owner, repo, issue_number):
-        _answer(resp, 200, backend_of(req).get_issue(owner, repo, issue_number))
+        _answer(resp, 200, backend_of(req).issues.get_issue(owner, repo, issue_number))
 
     def on_patch(self, req, resp, owner, repo, issue_number):
-        issue = backend_of(req).update_issue(owner, repo, issue_number, _body(req))
+        issue = backend_of(req).issues.update_issue(owner, repo, issue_number, _body(req))
         _wrote(req, resp, 200, issue, issueNumber=str(issue["number"]))
 
 
@@ -147,11 +147,11 @@ class IssueComments:
     """`GET|POST /repos/{owner}/{repo}/issues/{issue_number}/comments`."""
 
     def on_get(self, req, resp, owner, repo, issue_number):
-        _paged(req, resp, *backend_of(req).list_comments(owner, repo, issue_number,
+        _paged(req, resp, *backend_of(req).issues.list_comments(owner, repo, issue_number,
                                                          _pairs(req)))
 
     def on_post(self, req, resp, owner, repo, issue_number):
-        comment = backend_of(req).create_comment(owner, repo, issue_number, _body(req))
+        comment = backend_of(req).issues.create_comment(owner, repo, issue_number, _body(req))
         _wrote(req, resp, 201, comment, commentId=str(comment["id"]))
 
 
@@ -159,14 +159,14 @@ class IssueComment:
     """`GET|PATCH|DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}`."""
 
     def on_get(self, req, resp, owner, repo, comment_id):
-        _answer(resp, 200, backend_of(req).get_comment(owner, repo, comment_id))
+        _answer(resp, 200, backend_of(req).issues.get_comment(owner, repo, comment_id))
 
     def on_patch(self, req, resp, owner, repo, comment_id):
-        comment = backend_of(req).update_comment(owner, repo, comment_id, _body(req))
+        comment = backend_of(req).issues.update_comment(owner, repo, comment_id, _body(req))
         _wrote(req, resp, 200, comment, commentId=str(comment["id"]))
 
     def on_delete(self, req, resp, owner, repo, comment_id):
-        backend_of(req).delete_comment(owner, repo, comment_id)
+        backend_of(req).issues.delete_comment(owner, repo, comment_id)
         _wrote(req, resp, 204, None, commentId=comment_id)
 
 
@@ -174,18 +174,18 @@ class IssueLabels:
     """`GET|POST|PUT|DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels`."""
 
     def on_get(self, req, resp, owner, repo, issue_number):
-        _answer(resp, 200, backend_of(req).list_issue_labels(owner, repo, issue_number))
+        _answer(resp, 200, backend_of(req).labels.list_issue_labels(owner, repo, issue_number))
 
     def on_post(self, req, resp, owner, repo, issue_number):
-        labels = backend_of(req).add_labels(owner, repo, issue_number, _body(req))
+        labels = backend_of(req).labels.add_labels(owner, repo, issue_number, _body(req))
         _wrote(req, resp, 200, labels, issueNumber=issue_number)
 
     def on_put(self, req, resp, owner, repo, issue_number):
-        labels = backend_of(req).add_labels(owner, repo, issue_number, _body(req), replace=True)
+        labels = backend_of(req).labels.add_labels(owner, repo, issue_number, _body(req), replace=True)
         _wrote(req, resp, 200, labels, issueNumber=issue_number)
 
     def on_delete(self, req, resp, owner, repo, issue_number):
-        backend_of(req).remove_all_labels(owner, repo, issue_number)
+        backend_of(req).labels.remove_all_labels(owner, repo, issue_number)
         _wrote(req, resp, 204, None, issueNumber=issue_number)
 
 
@@ -193,7 +193,7 @@ class IssueLabel:
     """`DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}`."""
 
     def on_delete(self, req, resp, owner, repo, issue_number, name):
-        labels = backend_of(req).remove_label(owner, repo, issue_number, name)
+        labels = backend_of(req).labels.remove_label(owner, repo, issue_number, name)
         _wrote(req, resp, 200, labels, issueNumber=issue_number)
 
 
@@ -201,12 +201,12 @@ class IssueAssignees:
     """`POST|DELETE /repos/{owner}/{repo}/issues/{issue_number}/assignees`."""
 
     def on_post(self, req, resp, owner, repo, issue_number):
-        issue = backend_of(req).change_assignees(owner, repo, issue_number, _body(req),
+        issue = backend_of(req).issues.change_assignees(owner, repo, issue_number, _body(req),
                                                  add=True)
         _wrote(req, resp, 201, issue, issueNumber=issue_number)
 
     def on_delete(self, req, resp, owner, repo, issue_number):
-        issue = backend_of(req).change_assignees(owner, repo, issue_number, _body(req),
+        issue = backend_of(req).issues.change_assignees(owner, repo, issue_number, _body(req),
                                                  add=False)
         _wrote(req, resp, 200, issue, issueNumber=issue_number)
 
@@ -215,10 +215,10 @@ class Labels:
     """`GET|POST /repos/{owner}/{repo}/labels`."""
 
     def on_get(self, req, resp, owner, repo):
-        _paged(req, resp, *backend_of(req).list_repo_labels(owner, repo, _pairs(req)))
+        _paged(req, resp, *backend_of(req).labels.list_repo_labels(owner, repo, _pairs(req)))
 
     def on_post(self, req, resp, owner, repo):
-        label = backend_of(req).create_label(owner, repo, _body(req))
+        label = backend_of(req).labels.create_label(owner, repo, _body(req))
         _wrote(req, resp, 201, label, label=label["name"])
 
 
@@ -226,14 +226,14 @@ class Label:
     """`GET|PATCH|DELETE /repos/{owner}/{repo}/labels/{name}`."""
 
     def on_get(self, req, resp, owner, repo, name):
-        _answer(resp, 200, backend_of(req).get_label(owner, repo, name))
+        _answer(resp, 200, backend_of(req).labels.get_label(owner, repo, name))
 
     def on_patch(self, req, resp, owner, repo, name):
-        label = backend_of(req).update_label(owner, repo, name, _body(req))
+        label = backend_of(req).labels.update_label(owner, repo, name, _body(req))
         _wrote(req, resp, 200, label, label=label["name"])
 
     def on_delete(self, req, resp, owner, repo, name):
-        backend_of(req).delete_label(owner, repo, name)
+        backend_of(req).labels.delete_label(owner, repo, name)
         _wrote(req, resp, 204, None, label=name)
 
 
@@ -241,10 +241,10 @@ class Reviews:
     """`GET|POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _answer(resp, 200, backend_of(req).list_reviews(owner, repo, pull_number, _pairs(req)))
+        _answer(resp, 200, backend_of(req).reviews.list_reviews(owner, repo, pull_number, _pairs(req)))
 
     def on_post(self, req, resp, owner, repo, pull_number):
-        review = backend_of(req).create_review(owner, repo, pull_number, _body(req))
+        review = backend_of(req).reviews.create_review(owner, repo, pull_number, _body(req))
         _wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=str(review["id"]))
 
 
@@ -252,14 +252,14 @@ class Review:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}`."""
 
     def on_get(self, req, resp, owner, repo, pull_number, review_id):
-        _answer(resp, 200, backend_of(req).get_review(owner, repo, pull_number, review_id))
+        _answer(resp, 200, backend_of(req).reviews.get_review(owner, repo, pull_number, review_id))
 
 
 class ReviewEvents:
     """`POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/events`."""
 
     def on_post(self, req, resp, owner, repo, pull_number, review_id):
-        review = backend_of(req).submit_review(owner, repo, pull_number, review_id, _body(req))
+        review = backend_of(req).reviews.submit_review(owner, repo, pull_number, review_id, _body(req))
         _wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=review_id)
 
 
@@ -267,7 +267,7 @@ class ReviewDismissals:
     """`PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals`."""
 
     def on_put(self, req, resp, owner, repo, pull_number, review_id):
-        review = backend_of(req).dismiss_review(owner, repo, pull_number, review_id,
+        review = backend_of(req).reviews.dismiss_review(owner, repo, pull_number, review_id,
                                                 _body(req))
         _wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=review_id)
 
@@ -276,14 +276,14 @@ class RequestedReviewers:
     """`GET|POST|DELETE /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers`."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        _answer(resp, 200, backend_of(req).list_requested_reviewers(owner, repo, pull_number))
+        _answer(resp, 200, backend_of(req).reviews.list_requested_reviewers(owner, repo, pull_number))
 
     def on_post(self, req, resp, owner, repo, pull_number):
-        pull = backend_of(req).request_reviewers(owner, repo, pull_number, _body(req), add=True)
+        pull = backend_of(req).reviews.request_reviewers(owner, repo, pull_number, _body(req), add=True)
         _wrote(req, resp, 201, pull, pullNumber=pull_number)
 
     def on_delete(self, req, resp, owner, repo, pull_number):
-        pull = backend_of(req).request_reviewers(owner, repo, pull_number, _body(req),
+        pull = backend_of(req).reviews.request_reviewers(owner, repo, pull_number, _body(req),
                                                  add=False)
         _wrote(req, resp, 200, pull, pullNumber=pull_number)
 
@@ -292,11 +292,11 @@ class PullMerge:
     """`GET|PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge`: merged? (204/404); merge."""
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        backend_of(req).check_merged(owner, repo, pull_number)
+        backend_of(req).merges.check_merged(owner, repo, pull_number)
         resp.status = 204
 
     def on_put(self, req, resp, owner, repo, pull_number):
-        answer = backend_of(req).merge_pull(owner, repo, pull_number, _body(req))
+        answer = backend_of(req).merges.merge_pull(owner, repo, pull_number, _body(req))
         _wrote(req, resp, 200, answer, pullNumber=pull_number, sha=answer["sha"])
 
 
@@ -304,7 +304,7 @@ class Merges:
     """`POST /repos/{owner}/{repo}/merges`: 201 the merge commit, 204 when nothing to merge."""
 
     def on_post(self, req, resp, owner, repo):
-        commit = backend_of(req).merge_branches(owner, repo, _body(req))
+        commit = backend_of(req).merges.merge_branches(owner, repo, _body(req))
         _wrote(req, resp, 204 if commit is None else 201, commit,
                sha=commit and commit["sha"])
 
@@ -313,28 +313,28 @@ class Branches:
     """`GET /repos/{owner}/{repo}/branches`."""
 
     def on_get(self, req, resp, owner, repo):
-        _paged(req, resp, *backend_of(req).list_branches(owner, repo, _pairs(req)))
+        _paged(req, resp, *backend_of(req).protection.list_branches(owner, repo, _pairs(req)))
 
 
 class Branch:
     """`GET /repos/{owner}/{repo}/branches/{branch}`."""
 
     def on_get(self, req, resp, owner, repo, branch):
-        _answer(resp, 200, backend_of(req).get_branch(owner, repo, branch))
+        _answer(resp, 200, backend_of(req).protection.get_branch(owner, repo, branch))
 
 
 class BranchProtection:
     """`GET|PUT|DELETE /repos/{owner}/{repo}/branches/{branch}/protection`."""
 
     def on_get(self, req, resp, owner, repo, branch):
-        _answer(resp, 200, backend_of(req).get_protection(owner, repo, branch))
+        _answer(resp, 200, backend_of(req).protection.get_protection(owner, repo, branch))
 
     def on_put(self, req, resp, owner, repo, branch):
-        answer = backend_of(req).update_protection(owner, repo, branch, _body(req))
+        answer = backend_of(req).protection.update_protection(owner, repo, branch, _body(req))
         _wrote(req, resp, 200, answer, branch=branch)
 
     def on_delete(self, req, resp, owner, repo, branch):
-        backend_of(req).delete_protection(owner, repo, branch)
+        backend_of(req).protection.delete_protection(owner, repo, branch)
         _wrote(req, resp, 204, None, branch=branch)
 
 

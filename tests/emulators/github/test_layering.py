@@ -4,11 +4,12 @@ from pathlib import Path
 from tests.test_layering import assert_layers_point_down, imports_of
 
 FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
-ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "context", "models",
-         "lifecycle.merges", "lifecycle.protection", "lifecycle.reviews", "lifecycle.issues",
-         "lifecycle.checks", "lifecycle.statuses", "refs", "pulls", "database", "contents",
-         "commits", "transport", "shallow", "events", "media", "schemas", "shapes", "store", "objects",
-         "git", "ids", "times", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
+ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "context",
+         "models.backend", "models.seeding", "models.merges", "models.protection",
+         "models.reviews", "models.issues", "models.labels", "models.checks", "models.statuses",
+         "models.refs", "models.pulls", "models.git_data", "models.contents", "models.commits",
+         "models.accounts", "models.repositories", "transport", "shallow", "events", "media",
+         "schemas", "shapes", "store", "objects", "git", "ids", "times", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
 HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources")
 
 

@@ -1,6 +1,6 @@
 """Check runs and check suites, as GitHub makes them, and their `check_run`/`check_suite` events.
 
-A mixin of `models.GitHubBackend`. A check run belongs to the suite of its head commit (made
+A check run belongs to the suite of its head commit (made
 with the first run of that commit, as GitHub does when an app creates a run); a `conclusion`
 forces `status: completed`. The suite's status and conclusion follow its latest run of each
 name, so a run re-made after a rerequest replaces the one that failed. Every run is the work of
@@ -18,22 +18,31 @@ APP_ID, APP_SLUG = 1, "mockingbird-ci"
 
 
 class CheckRules:
-    """The check run and check suite operations of `GitHubBackend`."""
+    """Create, update and read check runs and suites; `rules` reaches commits (what a sha
+    names, a suite's head commit)."""
+
+    def __init__(self, store, clock, *, emit, accounts, repos, rules):
+        self.store = store
+        self.clock = clock
+        self.emit = emit
+        self.accounts = accounts
+        self.repos = repos
+        self.rules = rules
 
     def create_check_run(self, owner, name, parsed):
         op = "checks/create"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         body = schemas.json_object(parsed, op)
         for field in ("name", "head_sha"):
             if not isinstance(body.get(field), str) or not body[field].strip():
                 raise errors.ValidationFailed(op, resource="CheckRun", field=field,
                                               code="missing_field")
         key = repo["key"]
-        with self.transaction():
-            sha = self._commit_sha(key, body["head_sha"], exact=True)
+        with self.store.transaction():
+            sha = self.rules.commits.commit_sha(key, body["head_sha"], exact=True)
             if sha is None:
                 raise errors.Unprocessable(op, f"No commit found for SHA: {body['head_sha']}")
-            now = self.now()
+            now = self.clock.now()
             suite = self._suite_for(repo, sha, now)
             number = self.store.next_id("check_run_ids")
             run = {"repo": key, "id": number, "node_id": ids.node_id("github", "CR_", number),
@@ -51,16 +60,16 @@ class CheckRules:
         """Apply `checks/update`; `lost` computes the answer the update gets and stores
         nothing (the lost-update fault)."""
         op = "checks/update"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         body = schemas.json_object(parsed, op)
         key = repo["key"]
-        with self.transaction():
+        with self.store.transaction():
             run = self._check_run(key, raw_id, op)
             was_completed = run["status"] == "completed"
             if "name" in body and (not isinstance(body["name"], str) or not body["name"]):
                 raise errors.ValidationFailed(op, resource="CheckRun", field="name")
             run = {**run, "output": dict(run["output"])}
-            _apply(run, body, op, self.now())
+            _apply(run, body, op, self.clock.now())
             if lost:
                 return self.check_run_json(repo, run)
             self.store.put_item(CHECK_RUNS, f"{key}:{run['id']}", run)
@@ -70,20 +79,20 @@ class CheckRules:
         return self.check_run_json(repo, run)
 
     def get_check_run(self, owner, name, raw_id):
-        repo = self._repo(owner, name, "checks/get")
+        repo = self.repos.find(owner, name, "checks/get")
         return self.check_run_json(repo, self._check_run(repo["key"], raw_id, "checks/get"))
 
     def rerequest_check_run(self, owner, name, raw_id):
         """Ask the app to run the check again: the suite goes back to `queued` (the run itself
         stays as it is until the app updates it or makes a new one of the same name)."""
         op = "checks/rerequest-run"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         key = repo["key"]
-        with self.transaction():
+        with self.store.transaction():
             run = self._check_run(key, raw_id, op)
             suite = self.store.item(CHECK_SUITES, f"{key}:{run['suite']}")
             suite = {**suite, "status": "queued", "conclusion": None, "rerequested": True,
-                     "updated_at": self.now()}
+                     "updated_at": self.clock.now()}
             self.store.put_item(CHECK_SUITES, f"{key}:{suite['id']}", suite)
             self.emit("check_run", lambda: self._check_run_event("rerequested", repo, run))
         return {}
@@ -92,14 +101,14 @@ class CheckRules:
         """`checks/list-for-ref`: latest run per name unless `filter=all`; `check_name` and
         `status` narrow it; paged."""
         op = "checks/list-for-ref"
-        repo, sha = self._repo_commit(owner, name, ref, op)
+        repo, sha = self.rules.commits.repo_commit(owner, name, ref, op)
         runs = self.store.items(CHECK_RUNS, {"repo": repo["key"], "head_sha": sha},
                                 order_by="id", desc=True)
         return self._run_page(repo, runs, query, op)
 
     def list_suite_runs(self, owner, name, raw_id, query):
         op = "checks/list-for-suite"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         suite = self._check_suite(repo["key"], raw_id, op)
         runs = self.store.items(CHECK_RUNS, {"repo": repo["key"], "suite": suite["id"]},
                                 order_by="id", desc=True)
@@ -121,7 +130,7 @@ class CheckRules:
                 "check_runs": [self.check_run_json(repo, r) for r in shown]}
 
     def list_check_suites(self, owner, name, ref, query):
-        repo, sha = self._repo_commit(owner, name, ref, "checks/list-suites-for-ref")
+        repo, sha = self.rules.commits.repo_commit(owner, name, ref, "checks/list-suites-for-ref")
         suites = self.store.items(CHECK_SUITES, {"repo": repo["key"], "head_sha": sha},
                                   order_by="id")
         shown = schemas.page_of(suites, query)[0]
@@ -129,11 +138,11 @@ class CheckRules:
                 "check_suites": [self.check_suite_json(repo, s) for s in shown]}
 
     def get_check_suite(self, owner, name, raw_id):
-        repo = self._repo(owner, name, "checks/get-suite")
+        repo = self.repos.find(owner, name, "checks/get-suite")
         return self.check_suite_json(repo, self._check_suite(repo["key"], raw_id,
                                                              "checks/get-suite"))
 
-    def latest_check_runs(self, key, sha):
+    def latest(self, key, sha):
         """The latest run of each name on a commit (what protection and mergeability read)."""
         return latest_per_name(self.store.items(CHECK_RUNS, {"repo": key, "head_sha": sha},
                                                 order_by="id", desc=True))
@@ -185,25 +194,25 @@ class CheckRules:
         if (status, conclusion) == (suite["status"], suite["conclusion"]):
             return
         suite = {**suite, "status": status, "conclusion": conclusion,
-                 "updated_at": self.now()}
+                 "updated_at": self.clock.now()}
         suite.pop("rerequested", None)
         self.store.put_item(CHECK_SUITES, f"{key}:{suite_id}", suite)
         if status == "completed":
             self.emit("check_suite", lambda: {
                 "action": "completed", "check_suite": self.check_suite_json(repo, suite,
                                                                             event=True),
-                "repository": self.repo_json(repo), "sender": self._sender()})
+                "repository": self.repos.json(repo), "sender": self.accounts.sender()})
 
     # shapes --------------------------------------------------------------------------------
 
     def app_json(self, repo):
         """The one GitHub App every check run belongs to (`integration`)."""
-        owner = self.user_json(repo["owner"])
+        owner = self.accounts.json(repo["owner"])
         return {"id": APP_ID, "slug": APP_SLUG, "node_id": ids.node_id("github", "A_", APP_ID),
                 "client_id": "Iv1.mockingbird", "owner": owner, "name": "Mockingbird CI",
                 "description": "The GitHub App the emulator credits with every check run",
-                "external_url": f"{self.base_url}/apps/{APP_SLUG}",
-                "html_url": f"{self.base_url}/apps/{APP_SLUG}",
+                "external_url": f"{self.repos.base_url}/apps/{APP_SLUG}",
+                "html_url": f"{self.repos.base_url}/apps/{APP_SLUG}",
                 "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z",
                 "permissions": {"checks": "write", "statuses": "write", "metadata": "read",
                                 "contents": "read", "pull_requests": "write"},
@@ -213,16 +222,16 @@ class CheckRules:
         """The open PRs whose head is at `sha` (`pull-request-minimal`): those of the branches
         whose tip it is, so a repository of many PRs is not scanned."""
         key, out = repo["key"], []
-        repo_min = {"id": repo["id"], "url": self._repo_url(repo), "name": repo["name"]}
+        repo_min = {"id": repo["id"], "url": self.repos.url(repo), "name": repo["name"]}
         branches = sorted(ref["ref"][len("refs/heads/"):] for ref in self.store.refs(key)
                           if ref["kind"] == "heads" and ref["sha"] == sha)
         pulls = [pull for branch in branches for pull in self.store.pulls(
             {"repo": key, "state": "open", "head_ref": branch}, order_by=None, desc=False,
             limit=None, offset=0)]
         for pull in sorted(pulls, key=lambda p: p["number"]):
-            tips = self._tips(key, (pull["base_ref"],))
+            tips = self.repos.tips(key, (pull["base_ref"],))
             out.append({"id": pull["id"], "number": pull["number"],
-                        "url": f"{self._repo_url(repo)}/pulls/{pull['number']}",
+                        "url": f"{self.repos.url(repo)}/pulls/{pull['number']}",
                         "head": {"ref": pull["head_ref"], "sha": sha, "repo": repo_min},
                         "base": {"ref": pull["base_ref"],
                                  "sha": tips.get(pull["base_ref"], pull["base_sha"]),
@@ -230,8 +239,8 @@ class CheckRules:
         return out
 
     def check_run_json(self, repo, run):
-        repo_url = self._repo_url(repo)
-        html = f"{self.repo_json(repo)['html_url']}/runs/{run['id']}"
+        repo_url = self.repos.url(repo)
+        html = f"{self.repos.json(repo)['html_url']}/runs/{run['id']}"
         return {"id": run["id"], "head_sha": run["head_sha"], "node_id": run["node_id"],
                 "external_id": run["external_id"], "url": f"{repo_url}/check-runs/{run['id']}",
                 "html_url": html, "details_url": run["details_url"] or html,
@@ -244,11 +253,11 @@ class CheckRules:
                 "pull_requests": self._minimal_pulls(repo, run["head_sha"])}
 
     def check_suite_json(self, repo, suite, *, event=False):
-        repo_url = self._repo_url(repo)
+        repo_url = self.repos.url(repo)
         runs = latest_per_name(self.store.items(CHECK_RUNS, {"repo": repo["key"],
                                                              "suite": suite["id"]},
                                                 order_by="id", desc=True))
-        commit = self.commit_json(repo, suite["head_sha"])["commit"]
+        commit = self.rules.commits.json(repo, suite["head_sha"])["commit"]
         head_commit = {"id": suite["head_sha"], "tree_id": commit["tree"]["sha"],
                        "message": commit["message"], "timestamp": commit["committer"]["date"],
                        "author": {"name": commit["author"]["name"],
@@ -267,15 +276,15 @@ class CheckRules:
                  "check_runs_url": f"{repo_url}/check-suites/{suite['id']}/check-runs",
                  "head_commit": head_commit}
         if not event:
-            shape["repository"] = self.repo_json(repo)
+            shape["repository"] = self.repos.json(repo)
         return shape
 
     def _check_run_event(self, action, repo, run):
         suite = self.store.item(CHECK_SUITES, f"{repo['key']}:{run['suite']}")
         check_run = {**self.check_run_json(repo, run),
                      "check_suite": self.check_suite_json(repo, suite, event=True)}
-        return {"action": action, "check_run": check_run, "repository": self.repo_json(repo),
-                "sender": self._sender()}
+        return {"action": action, "check_run": check_run, "repository": self.repos.json(repo),
+                "sender": self.accounts.sender()}
 
 
 def latest_per_name(runs_newest_first):

@@ -1,15 +1,15 @@
 """The git database API (GitHub's name for it) over a repository's objects: blobs, trees, commits.
 
-A mixin of `models.GitHubBackend`. Objects written here are git's own (`git fetch` gets the
-same SHAs); none of them moves a ref (`git/update-ref` or a push does that).
+Objects written here are git's own (`git fetch` gets the same SHAs); none of them moves a ref
+(`git/update-ref` or a push does that).
 """
 import base64
 import binascii
 
-from . import errors, git, ids, shapes
+from .. import errors, git, ids, shapes
+from ..objects import MODES
 from .commits import info
 from .contents import _invalid, _person
-from .objects import MODES
 
 _TYPES = {"100644": "blob", "100755": "blob", "120000": "blob", "040000": "tree",
           "160000": "commit"}
@@ -20,12 +20,16 @@ def _sha(value):
 
 
 class GitDataRules:
-    """The git data operations of `GitHubBackend`."""
+    """Write and read blobs, trees and commits; `rules` reaches commits (what a name names)."""
+
+    def __init__(self, *, repos, rules):
+        self.repos = repos
+        self.rules = rules
 
     def create_blob(self, owner, name, body):
         """Answer `git/create-blob`: {url, sha}."""
         op = "git/create-blob"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         if not isinstance(body.get("content"), str):
             raise _invalid(op, "content")
         encoding = body.get("encoding", "utf-8")
@@ -39,16 +43,16 @@ class GitDataRules:
         else:
             data = body["content"].encode()
         sha = objects.write_blob(data)
-        return {"url": f"{self._urls(repo)[0]}/git/blobs/{sha}", "sha": sha}
+        return {"url": f"{self.repos.urls(repo)[0]}/git/blobs/{sha}", "sha": sha}
 
     def get_blob(self, owner, name, sha):
         """Answer `git/get-blob`."""
         op = "git/get-blob"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         data = objects.blob(sha.lower()) if _sha(sha) else None
         if data is None:
             raise errors.NotFound(op)
-        return shapes.blob(self._urls(repo)[0], sha.lower(), data,
+        return shapes.blob(self.repos.urls(repo)[0], sha.lower(), data,
                            ids.node_id("github-blobs", "B_", sha.lower()))
 
     def _tree_json(self, repo, objects, sha, *, recursive=False):
@@ -56,12 +60,12 @@ class GitDataRules:
         blobs = [e["sha"] for e in entries if e["type"] == "blob"]
         objects.store.prefetch(blobs)
         sizes = {b: len(objects.blob(b) or b"") for b in blobs}
-        return shapes.tree(self._urls(repo)[0], sha, entries, sizes)
+        return shapes.tree(self.repos.urls(repo)[0], sha, entries, sizes)
 
     def create_tree(self, owner, name, body):
         """Answer `git/create-tree` (`tree` entries over an optional `base_tree`)."""
         op = "git/create-tree"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         items = body.get("tree")
         if not isinstance(items, list):
             raise _invalid(op, "tree")
@@ -97,10 +101,10 @@ class GitDataRules:
     def get_tree(self, owner, name, tree_sha, recursive):
         """Answer `git/get-tree`: by tree or commit SHA, or a branch or tag name."""
         op = "git/get-tree"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         sha = tree_sha.lower() if _sha(tree_sha) else None
         if sha is None or objects.kind(sha) not in ("tree", "commit"):
-            commit = self.resolve(repo, objects, tree_sha)
+            commit = self.rules.commits.resolve(repo, objects, tree_sha)
             sha = commit if commit else None
         tree = objects.tree_of(sha) if sha else None
         if tree is None:
@@ -110,7 +114,7 @@ class GitDataRules:
     def create_commit(self, owner, name, body):
         """Answer `git/create-commit` (the commit moves no ref)."""
         op = "git/create-commit"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         if not isinstance(body.get("message"), str):
             raise _invalid(op, "message")
         tree = body.get("tree")
@@ -129,13 +133,13 @@ class GitDataRules:
         committer = _person(body.get("committer"), op, "committer") or author
         sha = objects.write_commit(tree.lower(), [p.lower() for p in parents], body["message"],
                                    author=author, committer=committer)
-        return shapes.git_commit(*self._urls(repo), sha, info(objects, sha))
+        return shapes.git_commit(*self.repos.urls(repo), sha, info(objects, sha))
 
     def get_git_commit(self, owner, name, sha):
         """Answer `git/get-commit`."""
         op = "git/get-commit"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         found = info(objects, sha.lower()) if _sha(sha) else None
         if found is None:
             raise errors.NotFound(op)
-        return shapes.git_commit(*self._urls(repo), sha.lower(), found)
+        return shapes.git_commit(*self.repos.urls(repo), sha.lower(), found)

@@ -1,13 +1,12 @@
-"""Commits of a repository of git objects: their GitHub shapes, lists, comparisons, diffs.
-
-A mixin of `models.GitHubBackend`, which holds the store, clock and object layer.
+"""Commits: their GitHub shapes, lists, comparisons and diffs, over a repository's git objects
+(or the synthetic commits of a repository seeded with SHAs), and what a ref or sha names.
 """
 import difflib
 from datetime import datetime, timedelta, timezone
 
-from . import errors, git, ids, schemas, shapes, times
-from .objects import DEFAULT_PERSON
-from .store import has_objects
+from .. import errors, git, ids, schemas, shapes, times
+from ..objects import DEFAULT_PERSON
+from ..store import has_objects
 
 MAX_COMPARE_COMMITS = 250  # GitHub lists at most 250 commits in a comparison (and a PR)
 MAX_FILES = 3000  # and at most 3000 files
@@ -69,23 +68,85 @@ def changed_files(objects, old_tree, new_tree, *, limit=MAX_FILES):
 
 
 class CommitRules:
-    """The commit reads of `GitHubBackend` over a repository's objects."""
+    """Read commits; `rules` reaches pull requests (a PR's commits and files)."""
+
+    def __init__(self, store, clock, *, accounts, repos, rules):
+        self.store = store
+        self.clock = clock
+        self.accounts = accounts
+        self.repos = repos
+        self.rules = rules
+        # (repository key, base, head) -> the files changed: commits never change, so each pair
+        # is diffed once per request however many answers and events show it
+        self._diffs = {}
+
+    def commit_sha(self, key, ref, *, exact=False):
+        """The commit a `{ref}` names (a sha, a branch, `heads/<b>`, a tag), or None;
+        `exact` accepts a full sha only. A repository of git objects resolves as
+        `repos/get-commit` does (abbreviated shas, annotated tags peeled)."""
+        repo = self.store.repo(key)
+        if has_objects(repo) and not exact:
+            objects = self.repos.objects(repo, "repos/get-commit")
+            # GitHub's docs: "a commit SHA, branch name (heads/BRANCH_NAME), or tag name"
+            return self.resolve(repo, objects, ref) or (
+                self.resolve(repo, objects, "refs/" + ref)
+                if ref.startswith(("heads/", "tags/")) else None)
+        graph = self.store.graph(key)
+        lowered = ref.lower()
+        if git.SHA_ANY_CASE.match(ref) and lowered in graph:
+            return lowered
+        if exact:
+            return None
+        for name in (f"refs/heads/{ref}", f"refs/tags/{ref}", f"refs/{ref}"):
+            found = self.store.ref(key, name)
+            if found is not None:
+                return found["sha"]
+        return None
+
+    def repo_commit(self, owner, name, ref, operation):
+        """(repository, the commit sha `ref` names) of a commit listing; 404 when either is
+        absent."""
+        repo = self.repos.find(owner, name, operation)
+        sha = self.commit_sha(repo["key"], ref)
+        if sha is None:
+            raise errors.NotFound(operation)
+        return repo, sha
+
+    def json(self, repo, sha):
+        """A commit as the REST API shows it (`commit`): `repos/get-commit`'s shape of a git
+        repository's commit, a synthetic one for a seeded SHA."""
+        if has_objects(repo):
+            return self.object_json(repo, self.repos.objects(repo, "repos/get-commit"), sha)
+        repo_json = self.repos.json(repo)
+        repo_url, html = repo_json["url"], repo_json["html_url"]
+        author = {**self.accounts.person(self.accounts.actor_login), "date": self.clock.now()}
+        parents = self.store.graph(repo["key"]).get(sha, [])
+        return {"sha": sha, "node_id": f"C_{sha[:20]}", "url": f"{repo_url}/commits/{sha}",
+                "html_url": f"{html}/commit/{sha}",
+                "comments_url": f"{repo_url}/commits/{sha}/comments",
+                "commit": {"author": author, "committer": author,
+                           "message": f"Synthetic commit {sha[:7]}",
+                           "tree": {"sha": sha, "url": f"{repo_url}/git/trees/{sha}"},
+                           "url": f"{repo_url}/git/commits/{sha}", "comment_count": 0},
+                "author": None, "committer": None,
+                "parents": [{"sha": p, "url": f"{repo_url}/commits/{p}",
+                             "html_url": f"{html}/commit/{p}"} for p in parents]}
 
     def _account(self, who):
         """The GitHub account of a commit's author or committer: the acting user for its
         email, else None (GitHub shows null for an email it knows no account of)."""
         if who["email"] == DEFAULT_PERSON["email"]:
-            return shapes.user(self.base_url, self.store.owner(self._actor()))
+            return self.accounts.shape(self.store.owner(self.accounts.actor()))
         # GitHub's own commits (merges) name an account by `<id>+<login>@users.noreply...`
         local, _, domain = who["email"].partition("@")
         if domain == "users.noreply.github.com" and "+" in local:
             record = self.store.owner(local.split("+", 1)[1])
-            return shapes.user(self.base_url, record) if record else None
+            return self.accounts.shape(record) if record else None
         return None
 
-    def _commit_json(self, repo, objects, sha, *, files=False):
+    def object_json(self, repo, objects, sha, *, files=False):
         found = info(objects, sha)
-        repo_url, html_url = self._urls(repo)
+        repo_url, html_url = self.repos.urls(repo)
         diff = None
         if files:
             parent = info(objects, found["parents"][0]) if found["parents"] else None
@@ -94,11 +155,6 @@ class CommitRules:
         return shapes.commit(repo_url, html_url, sha, found,
                              author=self._account(found["author"]),
                              committer=self._account(found["committer"]), files=diff)
-
-    def _urls(self, repo):
-        login = self.store.owner(repo["owner"])["login"]
-        return (f"{self.base_url}/repos/{login}/{repo['name']}",
-                f"{self.base_url}/{login}/{repo['name']}")
 
     def resolve(self, repo, objects, name):
         """Return the commit sha a branch, tag, `refs/...` name or (abbreviated) sha names,
@@ -124,7 +180,7 @@ class CommitRules:
         return obj.id.decode() if obj is not None and obj.type_num == 1 else None
 
     def _git_with_history(self, owner, name, op):
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         if self.store.count_refs(repo["key"], "heads") == 0:
             raise errors.EmptyRepository(op)
         return repo, objects
@@ -140,7 +196,7 @@ class CommitRules:
         shas = self.history(repo, tip, path=query.get("path") or None)
         page, per_page = schemas.page_query(params)
         offset = (page - 1) * per_page
-        return ([self._commit_json(repo, objects, sha) for sha in shas[offset:offset + per_page]],
+        return ([self.object_json(repo, objects, sha) for sha in shas[offset:offset + per_page]],
                 page, -(-len(shas) // per_page))
 
     def get_commit(self, owner, name, ref):
@@ -150,7 +206,7 @@ class CommitRules:
         sha = self.resolve(repo, objects, ref)
         if sha is None:
             raise errors.Unprocessable(op, f"No commit found for SHA: {ref}")
-        return self._commit_json(repo, objects, sha, files=True)
+        return self.object_json(repo, objects, sha, files=True)
 
     def merge_base(self, objects, base, head):
         """Return the newest commit reachable from both (git merge-base, for simple
@@ -180,7 +236,7 @@ class CommitRules:
         behind = self.between(objects, head, base)
         status = ("identical" if not ahead and not behind else "ahead" if not behind
                   else "behind" if not ahead else "diverged")
-        repo_url, html_url = self._urls(repo)
+        repo_url, html_url = self.repos.urls(repo)
         files = [shapes.diff_entry(repo_url, html_url, head, change) for change in
                  self.branch_diff(repo, objects, base, head)[:MAX_FILES]]
         page, per_page = schemas.page_query(params)
@@ -193,27 +249,26 @@ class CommitRules:
             "permalink_url": f"{html_url}/compare/{base}...{head}",
             "diff_url": f"{html_url}/compare/{basehead}.diff",
             "patch_url": f"{html_url}/compare/{basehead}.patch",
-            "base_commit": self._commit_json(repo, objects, base),
-            "merge_base_commit": self._commit_json(repo, objects, merge_base or base),
+            "base_commit": self.object_json(repo, objects, base),
+            "merge_base_commit": self.object_json(repo, objects, merge_base or base),
             "status": status, "ahead_by": len(ahead), "behind_by": len(behind),
             "total_commits": len(ahead),
-            "commits": [self._commit_json(repo, objects, sha) for sha in listed],
+            "commits": [self.object_json(repo, objects, sha) for sha in listed],
             "files": files,
         }
 
     def _pull_objects(self, owner, name, raw_number, op):
-        repo, pull = self._pull_record(owner, name, raw_number, op)
-        objects = self.git(repo, op)
+        repo, pull = self.rules.pulls.record(owner, name, raw_number, op)
+        objects = self.repos.objects(repo, op)
         head, base = pull["head_sha"], pull["base_sha"]
         if pull["state"] == "open":
-            tips = self._tips(repo["key"], (pull["head_ref"], pull["base_ref"]))
+            tips = self.repos.tips(repo["key"], (pull["head_ref"], pull["base_ref"]))
             head, base = tips.get(pull["head_ref"], head), tips.get(pull["base_ref"], base)
         return repo, objects, head, base
 
     def branch_diff(self, repo, objects, base, head):
         """Return every file `head` changes since its merge base with `base` (answers list at
-        most MAX_FILES; a PR's counts take them all); commits never change, so each pair is
-        diffed once per request however many answers and events show it."""
+        most MAX_FILES; a PR's counts take them all)."""
         memo = self._diffs
         if (repo["key"], base, head) not in memo:
             merge_base = self.merge_base(objects, base, head)
@@ -227,7 +282,7 @@ class CommitRules:
         synthetic repository has no trees (its PRs change no files and never conflict)."""
         if not has_objects(repo):
             return None
-        objects = self.git(repo, "pulls/get")
+        objects = self.repos.objects(repo, "pulls/get")
         graph = objects.graph()
         return objects if head in graph and base in graph else None
 
@@ -244,7 +299,7 @@ class CommitRules:
         shas = self.between(objects, base, head)[:MAX_COMPARE_COMMITS]
         page, per_page = schemas.page_query(params)
         offset = (page - 1) * per_page
-        return ([self._commit_json(repo, objects, sha) for sha in shas[offset:offset + per_page]],
+        return ([self.object_json(repo, objects, sha) for sha in shas[offset:offset + per_page]],
                 page, -(-len(shas) // per_page))
 
     def pull_files(self, owner, name, raw_number, params):
@@ -252,7 +307,7 @@ class CommitRules:
         base, page, last)."""
         repo, objects, head, base = self._pull_objects(owner, name, raw_number,
                                                        "pulls/list-files")
-        repo_url, html_url = self._urls(repo)
+        repo_url, html_url = self.repos.urls(repo)
         files = self.branch_diff(repo, objects, base, head)[:MAX_FILES]
         page, per_page = schemas.page_query(params)
         offset = (page - 1) * per_page
@@ -262,7 +317,7 @@ class CommitRules:
 
     def describe_commit(self, repo):
         """Return `describe(sha)`: a push payload's details of a real commit, or None."""
-        objects = self._git_objects(repo["key"])
+        objects = self.store.git(repo["key"])
 
         def describe(sha):
             commit = objects.commit(sha)
@@ -285,7 +340,7 @@ class CommitRules:
     def history(self, repo, tip, *, path=None):
         """Return the commit shas reachable from `tip`, newest first (by committer time, then
         parents before ancestors, as `git log` does), only those touching `path` when given."""
-        objects = self._git_objects(repo["key"])
+        objects = self.store.git(repo["key"])
         graph = objects.graph()
         order = git.new_commits(graph, tip, set())  # parents before children
         objects.store.prefetch(order)

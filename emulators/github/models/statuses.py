@@ -1,8 +1,7 @@
 """Commit statuses: create, list for a ref, the combined status, and the `status` event.
 
-A mixin of `models.GitHubBackend`. The combined state is GitHub's rule over the latest status
-of each context: `failure` if any is `error` or `failure`, `pending` if there is none or any is
-`pending`, else `success`.
+The combined state is GitHub's rule over the latest status of each context: `failure` if any
+is `error` or `failure`, `pending` if there is none or any is `pending`, else `success`.
 """
 
 from .. import errors, ids, schemas
@@ -23,11 +22,20 @@ def combined_state(latest):
 
 
 class StatusRules:
-    """The commit status operations of `GitHubBackend`."""
+    """Create and read commit statuses; `rules` reaches commits (what a ref names, a commit's
+    shape) and protection (a `status` event's branches say whether they are protected)."""
+
+    def __init__(self, store, clock, *, emit, accounts, repos, rules):
+        self.store = store
+        self.clock = clock
+        self.emit = emit
+        self.accounts = accounts
+        self.repos = repos
+        self.rules = rules
 
     def create_status(self, owner, name, raw_sha, parsed):
         op = "repos/create-commit-status"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         body = schemas.json_object(parsed, op)
         if body.get("state") not in STATES:
             raise errors.ValidationFailed(op, resource="Status", field="state",
@@ -38,8 +46,8 @@ class StatusRules:
         schemas.check_length(body.get("description"), schemas.MAX_DESCRIPTION, op, "Status",
                              "description")
         key = repo["key"]
-        with self.transaction():
-            sha = self._commit_sha(key, raw_sha)
+        with self.store.transaction():
+            sha = self.rules.commits.commit_sha(key, raw_sha)
             if sha is None:
                 raise errors.Unprocessable(op, f"No commit found for SHA: {raw_sha}")
             context = body.get("context") or "default"
@@ -48,21 +56,21 @@ class StatusRules:
                 raise errors.ValidationFailed(
                     op, resource="Status", custom="This SHA and context has reached the "
                     "maximum number of statuses.")
-            now = self.now()
+            now = self.clock.now()
             number = self.store.next_id("status_ids")
             record = {"repo": key, "sha": sha, "id": number,
                       "node_id": ids.node_id("github", "SC_", number),
                       "state": body["state"], "context": context,
                       "description": body.get("description"),
-                      "target_url": body.get("target_url"), "creator": self._actor(),
+                      "target_url": body.get("target_url"), "creator": self.accounts.actor(),
                       "created_at": now, "updated_at": now}
             self.store.put_item(STATUSES, f"{key}:{number}", record)
             self.emit("status", lambda: self._status_event(repo, record))
         return self.status_json(repo, record)
 
     def status_json(self, repo, record, *, creator=True):
-        url = f"{self._repo_url(repo)}/statuses/{record['sha']}"
-        author = self.user_json(record["creator"])
+        url = f"{self.repos.url(repo)}/statuses/{record['sha']}"
+        author = self.accounts.json(record["creator"])
         shape = {"url": url, "avatar_url": author["avatar_url"], "id": record["id"],
                  "node_id": record["node_id"], "state": record["state"],
                  "description": record["description"], "target_url": record["target_url"],
@@ -76,7 +84,7 @@ class StatusRules:
         """Every status of a commit, newest first."""
         return self.store.items(STATUSES, {"repo": key, "sha": sha}, order_by="id", desc=True)
 
-    def latest_statuses(self, key, sha):
+    def latest(self, key, sha):
         """The latest status of each context of a commit, oldest context first."""
         latest = {}
         for status in self._statuses_for(key, sha):
@@ -84,32 +92,34 @@ class StatusRules:
         return sorted(latest.values(), key=lambda s: s["id"])
 
     def list_statuses(self, owner, name, ref, pairs):
-        repo, sha = self._repo_commit(owner, name, ref, "repos/list-commit-statuses-for-ref")
+        repo, sha = self.rules.commits.repo_commit(owner, name, ref,
+                                                   "repos/list-commit-statuses-for-ref")
         shown = schemas.page_of(self._statuses_for(repo["key"], sha), pairs)[0]
         return [self.status_json(repo, s) for s in shown]
 
     def combined_status(self, owner, name, ref):
-        repo, sha = self._repo_commit(owner, name, ref, "repos/get-combined-status-for-ref")
-        latest = self.latest_statuses(repo["key"], sha)
-        repo_url = self._repo_url(repo)
+        repo, sha = self.rules.commits.repo_commit(owner, name, ref,
+                                                   "repos/get-combined-status-for-ref")
+        latest = self.latest(repo["key"], sha)
+        repo_url = self.repos.url(repo)
         return {"state": combined_state(latest),
                 "statuses": [self.status_json(repo, s, creator=False) for s in latest],
-                "sha": sha, "total_count": len(latest), "repository": self.repo_json(repo),
+                "sha": sha, "total_count": len(latest), "repository": self.repos.json(repo),
                 "commit_url": f"{repo_url}/commits/{sha}",
                 "url": f"{repo_url}/commits/{sha}/status"}
 
     def _status_event(self, repo, record):
-        repo_json = self.repo_json(repo)
+        repo_json = self.repos.json(repo)
         sha = record["sha"]
         branches = [{"name": ref["ref"][len("refs/heads/"):],
                      "commit": {"sha": sha, "url": f"{repo_json['url']}/commits/{sha}"},
-                     "protected": self._protection(repo["key"],
-                                                   ref["ref"][len("refs/heads/"):]) is not None}
+                     "protected": self.rules.protection.record(
+                         repo["key"], ref["ref"][len("refs/heads/"):]) is not None}
                     for ref in self.store.refs(repo["key"])
                     if ref["kind"] == "heads" and ref["sha"] == sha]
         return {"id": record["id"], "sha": sha, "name": repo_json["full_name"],
                 "target_url": record["target_url"], "context": record["context"],
                 "description": record["description"], "state": record["state"],
-                "commit": self.commit_json(repo, sha), "branches": branches,
+                "commit": self.rules.commits.json(repo, sha), "branches": branches,
                 "created_at": record["created_at"], "updated_at": record["updated_at"],
-                "repository": repo_json, "sender": self._sender()}
+                "repository": repo_json, "sender": self.accounts.sender()}

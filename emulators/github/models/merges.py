@@ -1,7 +1,7 @@
 """Merges that make real commits: `pulls/merge` (merge, squash, rebase), `repos/merge`, and
 mergeability computed from the trees.
 
-A mixin of `models.GitHubBackend`. Trees are merged three ways with dulwich (over the
+Trees are merged three ways with dulwich (over the
 merge base commits.py finds); a conflict makes a PR `dirty` and its merge a 405. The
 merge commit moves the base branch through `write_ref` (the push path of the object layer),
 so its `push` event and `synchronize`s follow as for any push, then the PR closes merged. A
@@ -49,7 +49,20 @@ class _Scratch(MemoryObjectStore):
 
 
 class MergeRules:
-    """The merge operations of `GitHubBackend`."""
+    """Merge pull requests and branches, and compute mergeability; `rules` reaches pulls (the
+    PR merged), commits (merge bases), protection (what a merge must meet), statuses and checks
+    (an `unstable` PR) and refs (the merge moves its base)."""
+
+    def __init__(self, store, clock, *, emit, accounts, repos, rules):
+        self.store = store
+        self.clock = clock
+        self.emit = emit
+        self.accounts = accounts
+        self.repos = repos
+        self.rules = rules
+        # (repository, head, base) -> conflicting paths: commits never change, so each pair
+        # is merged once per request however many answers and events show the PR
+        self._conflicts = {}
 
     def _three_way(self, objects, base, ours, theirs, scratch):
         """Merge the trees of commits `ours` and `theirs` over `base`: (tree sha, conflicts)."""
@@ -68,10 +81,10 @@ class MergeRules:
         memo = self._conflicts
         if (repo["key"], head_sha, base_sha) in memo:
             return memo[repo["key"], head_sha, base_sha]
-        objects = self.pair_objects(repo, head_sha, base_sha)
+        objects = self.rules.commits.pair_objects(repo, head_sha, base_sha)
         found = []
         if objects is not None:
-            base = self.merge_base(objects, base_sha, head_sha)
+            base = self.rules.commits.merge_base(objects, base_sha, head_sha)
             if base not in (head_sha, base_sha):
                 found = self._three_way(objects, base, base_sha, head_sha,
                                         _Scratch(objects.store))[1]
@@ -86,16 +99,16 @@ class MergeRules:
             return False, False, "dirty"
         if pull.get("draft"):
             return True, True, "draft"
-        protection = self._protection(repo["key"], pull["base_ref"])
-        blocker = self.merge_blocker(repo, pull, head_sha, base_sha)
+        protection = self.rules.protection.record(repo["key"], pull["base_ref"])
+        blocker = self.rules.protection.merge_blocker(repo, pull, head_sha, base_sha)
         if blocker is not None:
             strict = protection and protection.get("checks", {}).get("strict")
             behind = strict and not git.is_ancestor(self.store.graph(repo["key"]), base_sha,
                                                     head_sha)
             return True, True, "behind" if behind and "status check" in blocker else "blocked"
-        failing = [s for s in self.latest_statuses(repo["key"], head_sha)
+        failing = [s for s in self.rules.statuses.latest(repo["key"], head_sha)
                    if s["state"] in ("error", "failure")]
-        failing += [r for r in self.latest_check_runs(repo["key"], head_sha)
+        failing += [r for r in self.rules.checks.latest(repo["key"], head_sha)
                     if r["status"] == "completed" and r["conclusion"] in ("failure",
                                                                           "timed_out",
                                                                           "cancelled")]
@@ -105,11 +118,11 @@ class MergeRules:
 
     def merge_pull(self, owner, name, raw_number, parsed):
         op = "pulls/merge"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         body = schemas.json_object(parsed, op)
         key = repo["key"]
-        with self.transaction():
-            pull = self._pull(repo, raw_number, op)
+        with self.store.transaction():
+            pull = self.rules.pulls.find(repo, raw_number, op)
             method = body.get("merge_method", "merge")
             if method not in METHODS:
                 raise errors.ValidationFailed(op, field="merge_method")
@@ -120,32 +133,33 @@ class MergeRules:
                 raise errors.Unmergeable(op, NOT_MERGEABLE)
             if pull.get("draft"):
                 raise errors.Unmergeable(op, DRAFT)
-            tips = self._tips(key, (pull["head_ref"], pull["base_ref"]))
+            tips = self.repos.tips(key, (pull["head_ref"], pull["base_ref"]))
             head_sha, base_sha = tips[pull["head_ref"]], tips[pull["base_ref"]]
             if body.get("sha") is not None and body["sha"].lower() != head_sha:
                 raise errors.HeadModified(op)
-            blocker = self.merge_blocker(repo, pull, head_sha, base_sha)
+            blocker = self.rules.protection.merge_blocker(repo, pull, head_sha, base_sha)
             if blocker is not None:
                 raise errors.Unmergeable(op, blocker)
-            objects = self.git(repo, op)
+            objects = self.repos.objects(repo, op)
             sha = self._merge_commit(repo, objects, pull, method, body, head_sha, base_sha, op)
             # one transaction: the base read above is still its tip, the swap cannot miss
-            self.write_ref(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha, op=op)
-            now = self.now()
+            self.rules.refs.write(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha,
+                                  op=op)
+            now = self.clock.now()
             merged = {**self.store.pull(key, pull["number"]), "state": "closed", "merged": True,
-                      "merged_at": now, "merged_by": self._actor(), "merge_commit_sha": sha,
+                      "merged_at": now, "merged_by": self.accounts.actor(), "merge_commit_sha": sha,
                       "closed_at": now, "updated_at": now, "head_sha": head_sha,
                       "base_sha": base_sha}
-            self._put_pull(merged, pull)
+            self.rules.pulls.put(merged, pull)
             self.emit("pull_request", lambda: events.pull_request(
-                "closed", self.pull_json(repo, merged), self._sender()))
+                "closed", self.rules.pulls.json(repo, merged), self.accounts.sender()))
         return {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
 
     def _merge_commit(self, repo, objects, pull, method, body, head_sha, base_sha, op):
         """Write the commit(s) a merge method makes on the base; return the new base tip."""
         graph = objects.graph()
         scratch = _Scratch(objects.store)
-        actor = self.person(self._actor())
+        actor = self.accounts.person(self.accounts.actor())
         if method == "rebase":
             tip = base_sha
             for sha in git.new_commits(graph, head_sha, git.reachable(graph, base_sha)):
@@ -160,9 +174,9 @@ class MergeRules:
                 tip = objects.write_commit(
                     tree, [tip], commit.message,
                     author=_person_of(commit.author, commit.author_time),
-                    committer={**COMMITTER, "date": self.now_ms() // 1000})
+                    committer={**COMMITTER, "date": self.clock.ms() // 1000})
             return tip
-        base = self.merge_base(objects, base_sha, head_sha)
+        base = self.rules.commits.merge_base(objects, base_sha, head_sha)
         if base == head_sha:  # nothing to bring in
             raise errors.Unmergeable(op, NOT_MERGEABLE)
         tree, conflicts = self._three_way(objects, base, base_sha, head_sha, scratch)
@@ -178,20 +192,20 @@ class MergeRules:
                     for s in git.new_commits(graph, head_sha, git.reachable(graph, base_sha)))
             return objects.write_commit(
                 tree, [base_sha], f"{title}\n\n{detail}".rstrip() + "\n",
-                author=self.person(pull["user"]),
-                committer={**COMMITTER, "date": self.now_ms() // 1000})
-        owner_login = self.repo_json(repo)["owner"]["login"]
+                author=self.accounts.person(pull["user"]),
+                committer={**COMMITTER, "date": self.clock.ms() // 1000})
+        owner_login = self.repos.json(repo)["owner"]["login"]
         title = body.get("commit_title") or \
             f"Merge pull request #{pull['number']} from {owner_login}/{pull['head_ref']}"
         detail = pull["title"] if body.get("commit_message") is None else body["commit_message"]
         return objects.write_commit(tree, [base_sha, head_sha],
                                     f"{title}\n\n{detail}".rstrip() + "\n", author=actor,
-                                    committer={**COMMITTER, "date": self.now_ms() // 1000})
+                                    committer={**COMMITTER, "date": self.clock.ms() // 1000})
 
     def check_merged(self, owner, name, raw_number):
         """`pulls/check-if-merged`: True when merged (204), else 404."""
         op = "pulls/check-if-merged"
-        repo, pull = self._pull_record(owner, name, raw_number, op)
+        repo, pull = self.rules.pulls.record(owner, name, raw_number, op)
         if not pull.get("merged"):
             raise errors.NotFound(op)
 
@@ -201,26 +215,26 @@ class MergeRules:
         """`repos/merge`: merge `head` (a branch or sha) into the branch `base` with a merge
         commit; None (204) when `base` already contains it."""
         op = "repos/merge"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         body = schemas.json_object(parsed, op)
         for field in ("base", "head"):
             if not isinstance(body.get(field), str) or not body[field]:
                 raise errors.ValidationFailed(op, resource="Merge", field=field,
                                               code="missing_field")
         key = repo["key"]
-        with self.transaction():
-            objects = self.git(repo, op)
+        with self.store.transaction():
+            objects = self.repos.objects(repo, op)
             base_ref = self.store.ref(key, f"refs/heads/{body['base']}")
             if base_ref is None:
                 raise errors.NotFound(op, "Base does not exist")
-            head_sha = self._commit_sha(key, body["head"])
+            head_sha = self.rules.commits.commit_sha(key, body["head"])
             if head_sha is None:
                 raise errors.NotFound(op, "Head does not exist")
             base_sha = base_ref["sha"]
             graph = objects.graph()
             if git.is_ancestor(graph, head_sha, base_sha):
                 return None
-            base = self.merge_base(objects, base_sha, head_sha)
+            base = self.rules.commits.merge_base(objects, base_sha, head_sha)
             scratch = _Scratch(objects.store)
             tree, conflicts = self._three_way(objects, base, base_sha, head_sha, scratch)
             if conflicts:
@@ -228,12 +242,13 @@ class MergeRules:
             objects.store.add_objects(scratch.written())
             message = body.get("commit_message") or f"Merge {body['head']} into {body['base']}"
             sha = objects.write_commit(tree, [base_sha, head_sha], message + "\n",
-                                       author=self.person(self._actor()))
-            refusal = self.push_refusal(repo, base_ref["ref"], base_sha, sha, forced=False)
+                                       author=self.accounts.person(self.accounts.actor()))
+            refusal = self.rules.protection.push_refusal(repo, base_ref["ref"], base_sha, sha,
+                                                         forced=False)
             if refusal:  # the transaction rolls back: nothing of the merge stays
                 raise errors.MergeConflict(op, refusal[-1])
-            self.write_ref(repo, base_ref["ref"], sha, expect=base_sha, op=op)
-        return self.commit_json(repo, sha)
+            self.rules.refs.write(repo, base_ref["ref"], sha, expect=base_sha, op=op)
+        return self.rules.commits.json(repo, sha)
 
 
 def _person_of(raw, when):

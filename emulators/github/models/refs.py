@@ -1,43 +1,44 @@
-"""Repositories and refs: reads, writes, and their push events.
+"""Refs: reads, writes, pushes, and their `create`, `delete`, `push` and `synchronize` events.
 
-A mixin of `models.GitHubBackend`, which holds the store, clock, transaction and shapes.
+`write` is the one path of a ref write (a push, `git/update-ref`, a contents write, a merge):
+fast-forward rules, compare-and-swap, branch protection's refusals and the events all follow it.
 """
 
-from . import errors, events, git, ids, schemas
-from .store import has_objects, repo_key
+from .. import errors, events, git, ids, schemas
+from ..store import has_objects, repo_key
 
 PULL_REFS = "Mockingbird does not model provider-managed pull refs"
 
 
 class RefRules:
-    """The repository and ref operations of `GitHubBackend`."""
+    """Read and write a repository's refs; `rules` reaches branch protection (what a push may
+    do), pull requests (those a push moves or a deletion closes) and commits (a push event's
+    details)."""
 
-    def get_repo(self, owner, name):
-        return self.repo_json(self._repo(owner, name, "repos/get"))
-
-    def _repo_with_refs(self, owner, name, operation):
-        """Return the repository, refusing one with no branch yet as GitHub does (409)."""
-        repo = self._repo(owner, name, operation)
-        if self.store.count_refs(repo["key"], "heads") == 0:
-            raise errors.EmptyRepository(operation)
-        return repo
+    def __init__(self, store, clock, *, emit, accounts, repos, rules):
+        self.store = store
+        self.clock = clock
+        self.emit = emit
+        self.accounts = accounts
+        self.repos = repos
+        self.rules = rules
 
     def get_ref(self, owner, name, tail):
-        repo = self._repo_with_refs(owner, name, "git/get-ref")
+        repo = self.repos.with_refs(owner, name, "git/get-ref")
         ref = self.store.ref(repo["key"], "refs/" + tail)
         if ref is None:
             raise errors.NotFound("git/get-ref")
-        return self.ref_json(repo, ref)
+        return self.repos.ref_json(repo, ref)
 
     def _refs_under(self, repo, prefix):
         found = (r for r in self.store.refs(repo["key"]) if r["ref"].startswith(prefix))
         return sorted(found, key=lambda r: r["ref"].encode("utf-16-be"))
 
     def matching_refs(self, owner, name, tail):
-        repo = self._repo_with_refs(owner, name, "git/list-matching-refs")
-        repo_url = self._repo_url(repo)
+        repo = self.repos.with_refs(owner, name, "git/list-matching-refs")
+        repo_url = self.repos.url(repo)
         found = self._refs_under(repo, "refs/" + tail)
-        return [self.ref_json(repo, ref, repo_url) for ref in found]
+        return [self.repos.ref_json(repo, ref, repo_url) for ref in found]
 
     def list_refs(self, owner, name, tail, params):
         """Answer `GET git/refs[/{tail}]`: (the exact ref, 1, 1) or (a page of refs, page, last).
@@ -46,28 +47,28 @@ class RefRules:
         other tail lists the references whose name starts with it (404 when there is none).
         """
         op = "git/list-matching-refs"
-        repo = self._repo_with_refs(owner, name, op)
+        repo = self.repos.with_refs(owner, name, op)
         page, per_page = schemas.page_query(params)
         if tail:
             exact = self.store.ref(repo["key"], "refs/" + tail)
             if exact is not None:
-                return self.ref_json(repo, exact), 1, 1
+                return self.repos.ref_json(repo, exact), 1, 1
         found = self._refs_under(repo, "refs/" + tail)
         if tail and not found:
             raise errors.NotFound(op)
-        repo_url = self._repo_url(repo)
+        repo_url = self.repos.url(repo)
         offset = (page - 1) * per_page
-        return ([self.ref_json(repo, ref, repo_url) for ref in found[offset:offset + per_page]],
-                page, -(-len(found) // per_page))
+        return ([self.repos.ref_json(repo, ref, repo_url)
+                 for ref in found[offset:offset + per_page]], page, -(-len(found) // per_page))
 
     def create_ref(self, owner, name, body):
         op = "git/create-ref"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         body = body if isinstance(body, dict) else {}
         sha, ref_name = self._checked_sha(body, op), body.get("ref")
         _check_writable_ref(ref_name, op)
         key = repo["key"]
-        with self.transaction():
+        with self.store.transaction():
             if self.store.count_refs(key, "heads") == 0:
                 raise errors.EmptyRepository(op)
             if self.store.ref(key, ref_name) is not None:
@@ -80,15 +81,14 @@ class RefRules:
             if sha not in self.store.graph(key):
                 raise errors.Unprocessable(op, "Object does not exist")
             ref = self._insert_ref(key, ref_name, sha)
-        return self.ref_json(repo, ref)
+        return self.repos.ref_json(repo, ref)
 
     def _insert_ref(self, key, ref_name, sha):
         """Write a new ref with its `create` and `push` events (checks done by the caller)."""
-        ref = self._put_ref(key, ref_name, sha,
-                            ids.node_id("github", "REF_", self.store.next_id("node:REF_")))
+        ref = self.put(key, ref_name, sha)
         self._pushed(key)
         self.emit("create", lambda: events.create(
-            self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+            self.repos.json(self.store.repo(key)), ref_name, self.accounts.sender()))
         self._emit_push(key, ref_name, events.ZERO_SHA, sha, forced=False)
         return ref
 
@@ -102,19 +102,35 @@ class RefRules:
 
     def update_ref(self, owner, name, tail, body):
         op = "git/update-ref"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         body = body if isinstance(body, dict) else {}
         sha, ref_name = self._checked_sha(body, op), "refs/" + tail
         _check_writable_ref(ref_name, op)
         if "force" in body and not isinstance(body["force"], bool):
             raise errors.Unprocessable(op, "Invalid request: force must be boolean")
-        with self.transaction():
+        with self.store.transaction():
             current = self.store.ref(repo["key"], ref_name)
             if current is not None and sha in self.store.graph(repo["key"]):
                 self._refuse_protected(repo, op, ref_name, current["sha"], sha)
-            return self.ref_json(repo, self._fast_forward(repo["key"], ref_name, sha,
-                                                          force=body.get("force") is True,
-                                                          op=op))
+            return self.repos.ref_json(repo, self._fast_forward(
+                repo["key"], ref_name, sha, force=body.get("force") is True, op=op))
+
+    def put(self, key, name, sha):
+        """Write a new ref record (no checks, no events: seeding and `write` use it)."""
+        ref = {"repo": key, "ref": name, "kind": name.split("/")[1], "sha": sha,
+               "node_id": ids.node_id("github", "REF_", self.store.next_id("node:REF_"))}
+        ref.update(self._object_type(key, sha))
+        self.store.put_ref(key, ref)
+        return ref
+
+    def _object_type(self, key, sha):
+        """`{"object_type": "tag"}` for a ref to an annotated tag (a repository of objects),
+        else nothing: every other ref names a commit."""
+        repo = self.store.repo(key)
+        if repo is not None and has_objects(repo) and self.store.holds_objects \
+                and self.store.git(key).kind(sha) == "tag":
+            return {"object_type": "tag"}
+        return {}
 
     def _refuse_protected(self, repo, op, ref_name, old, new):
         """Refuse a REST ref write (`new` None: a deletion) that branch protection forbids,
@@ -126,7 +142,7 @@ class RefRules:
 
     def _fast_forward(self, key, ref_name, sha, *, force, op):
         """Check-and-write a ref move atomically against the tip current right now."""
-        with self.transaction():
+        with self.store.transaction():
             ref = self.store.ref(key, ref_name)
             if ref is None:
                 raise errors.Unprocessable(op, "Reference does not exist")
@@ -153,11 +169,11 @@ class RefRules:
     def delete_ref(self, owner, name, tail):
         """Delete a reference; open PRs whose head or base was that branch close (as on GitHub)."""
         op = "git/delete-ref"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         ref_name = "refs/" + tail
         _check_writable_ref(ref_name, op)
         key = repo["key"]
-        with self.transaction():
+        with self.store.transaction():
             ref = self.store.ref(key, ref_name)
             if ref is None:
                 raise errors.Unprocessable(op, "Reference does not exist")
@@ -171,12 +187,12 @@ class RefRules:
         self.store.delete_ref(key, ref_name)
         self._pushed(key)
         self.emit("delete", lambda: events.delete(
-            self.repo_json(self.store.repo(key)), ref_name, self._sender()))
+            self.repos.json(self.store.repo(key)), ref_name, self.accounts.sender()))
         self._emit_push(key, ref_name, ref["sha"], events.ZERO_SHA, forced=False)
         if ref_name.startswith("refs/heads/"):
             self._close_pulls_on(repo, ref_name[len("refs/heads/"):], ref["sha"])
 
-    def write_ref(self, repo, ref_name, sha, *, force=False, expect=None, op="git/update-ref"):
+    def write(self, repo, ref_name, sha, *, force=False, expect=None, op="git/update-ref"):
         """Create, move or delete (`sha` None) a ref of a repository record in one
         transaction, with its events: the path of a push and of the object layer's users.
 
@@ -186,7 +202,7 @@ class RefRules:
         for a deletion).
         """
         key = repo["key"]
-        with self.transaction():
+        with self.store.transaction():
             ref = self.store.ref(key, ref_name)
             current = ref["sha"] if ref else events.ZERO_SHA
             if expect is not None and expect != current:
@@ -199,7 +215,7 @@ class RefRules:
             graph = self.store.graph(key)
             if sha not in graph and not (not ref_name.startswith("refs/heads/")
                                          and has_objects(repo)
-                                         and self.git(repo, op).kind(sha) is not None):
+                                         and self.repos.objects(repo, op).kind(sha) is not None):
                 raise errors.RefRejected("missing necessary objects")
             if ref is None:
                 for existing in self.store.refs(key):
@@ -242,16 +258,16 @@ class RefRules:
             commands = sorted(commands, key=lambda c: c[2] != default)
         statuses = []
         try:
-            with self.transaction():
+            with self.store.transaction():
                 for old, new, ref_name in commands:
                     reason = _push_refusal(ref_name) or self._protected(repo, old, new,
                                                                         ref_name)
                     if reason is None:
                         try:
-                            with self.transaction():
-                                self.write_ref(repo, ref_name, None if new == events.ZERO_SHA
-                                               else new, force=True, expect=old,
-                                               op="git/receive-pack")
+                            with self.store.transaction():
+                                self.write(repo, ref_name, None if new == events.ZERO_SHA
+                                           else new, force=True, expect=old,
+                                           op="git/receive-pack")
                         except errors.RefRejected as exc:
                             reason = exc.reason
                     statuses.append((ref_name, reason or "ok"))
@@ -269,8 +285,8 @@ class RefRules:
             return None
         deleting = new == events.ZERO_SHA
         forced = not deleting and not git.is_ancestor(self.store.graph(repo["key"]), old, new)
-        refusal = self.push_refusal(repo, ref_name, old, None if deleting else new,
-                                    forced=forced)
+        refusal = self.rules.protection.push_refusal(
+            repo, ref_name, old, None if deleting else new, forced=forced)
         return None if refusal is None else "\n".join(["protected branch hook declined",
                                                        *refusal])
 
@@ -282,18 +298,18 @@ class RefRules:
 
     def _close_pulls_on(self, repo, branch, last_sha):
         """Close the open PRs whose head or base branch is gone, keeping their last tips."""
-        key, now = repo["key"], self.now()
+        key, now = repo["key"], self.clock.now()
         gone = [p for side in ("head_ref", "base_ref")
                 for p in self.store.pulls({"repo": key, "state": "open", side: branch},
                                           order_by=None, desc=False, limit=None, offset=0)]
         for pull in sorted(gone, key=lambda p: p["number"]):
-            tips = self._tips(key, (pull["head_ref"], pull["base_ref"]))
+            tips = self.repos.tips(key, (pull["head_ref"], pull["base_ref"]))
             closed = {**pull, "state": "closed", "updated_at": now, "closed_at": now,
                       "head_sha": tips.get(pull["head_ref"], last_sha),
                       "base_sha": tips.get(pull["base_ref"], last_sha)}
-            self._put_pull(closed, pull)
+            self.rules.pulls.put(closed, pull)
             self.emit("pull_request", lambda closed=closed: events.pull_request(
-                "closed", self.pull_json(repo, closed), self._sender()))
+                "closed", self.rules.pulls.json(repo, closed), self.accounts.sender()))
 
     def _emit_push(self, key, ref_name, before, after, *, forced):
         def build():
@@ -302,10 +318,10 @@ class RefRules:
             if after == events.ZERO_SHA:  # a deletion brings no commits
                 known = set(graph)
             repo = self.store.repo(key)
-            describe = self.describe_commit(repo) if has_objects(repo) else None
-            return events.push(self.repo_json(repo), ref_name, before, after,
-                               git.new_commits(graph, after, known), self._sender(),
-                               forced=forced, timestamp=self.now(), describe=describe)
+            describe = self.rules.commits.describe_commit(repo) if has_objects(repo) else None
+            return events.push(self.repos.json(repo), ref_name, before, after,
+                               git.new_commits(graph, after, known), self.accounts.sender(),
+                               forced=forced, timestamp=self.clock.now(), describe=describe)
         self.emit("push", build)
 
     def _emit_synchronize(self, key, ref_name, before, after):
@@ -318,13 +334,13 @@ class RefRules:
         repo = self.store.repo(key)
         for pull in sorted(pulls, key=lambda p: p["number"]):
             self.emit("pull_request", lambda pull=pull: events.pull_request(
-                "synchronize", self.pull_json(repo, pull), self._sender(),
+                "synchronize", self.rules.pulls.json(repo, pull), self.accounts.sender(),
                 before=before, after=after))
 
     def _pushed(self, key):
         """Stamp the repository's `pushed_at` (and `updated_at`) with a ref write's time."""
         repo = self.store.repo(key)
-        self.store.put_repo(key, {**repo, "pushed_ms": self.now_ms()})
+        self.store.put_repo(key, {**repo, "pushed_ms": self.clock.ms()})
 
     def move_ref(self, body):
         """Play the intervening actor of `refs/move`: a non-forced update, control-shaped errors."""
@@ -342,7 +358,7 @@ class RefRules:
                                      op="git/update-ref")
         except errors.Unprocessable as exc:
             raise errors.ControlInvalid(exc.message, 422) from None
-        return self.ref_json(repo, ref)
+        return self.repos.ref_json(repo, ref)
 
 
 def _check_writable_ref(ref_name, op):

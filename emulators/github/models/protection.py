@@ -1,7 +1,7 @@
 """Branch protection that bites: get/update/delete a branch's protection, what it asks of a
 pull request (`mergeable_state`, the 405 a merge meets), and of a push to the branch.
 
-A mixin of `models.GitHubBackend`. Modelled: required status checks (commit status contexts or
+Modelled: required status checks (commit status contexts or
 check run names, `strict` asking the head to contain the base), required approving reviews
 (`dismiss_stale_reviews` counting only approvals of the head commit), force pushes and
 deletions. Protection holds for every actor, as with `enforce_admins` on: the emulator treats
@@ -33,25 +33,34 @@ def _checks_message(names, total, verdict):
 
 
 class ProtectionRules:
-    """The branch and branch protection operations of `GitHubBackend`."""
+    """Read branches and their protection, and say what protection asks of a merge or a push;
+    `rules` reaches commits (a branch's tip), statuses and checks (required ones) and reviews
+    (required approvals)."""
+
+    def __init__(self, store, clock, *, accounts, repos, rules):
+        self.store = store
+        self.clock = clock
+        self.accounts = accounts
+        self.repos = repos
+        self.rules = rules
 
     def get_branch(self, owner, name, branch):
         """`repos/get-branch`: the branch, its tip commit and its protection."""
         op = "repos/get-branch"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         ref = self.store.ref(repo["key"], f"refs/heads/{branch}")
         if ref is None:
             raise errors.NotFound(op, "Branch not found")
-        url = f"{self._repo_url(repo)}/branches/{quote(branch, safe='')}"
-        found = self._protection(repo["key"], branch)
+        url = f"{self.repos.url(repo)}/branches/{quote(branch, safe='')}"
+        found = self.record(repo["key"], branch)
         protection = {"enabled": found is not None,
                       "required_status_checks": {
                           "enforcement_level": "everyone" if found and found.get("checks")
                           else "off",
                           "contexts": found["checks"]["contexts"] if found and found.get(
                               "checks") else [], "checks": []}}
-        return {"name": branch, "commit": self.commit_json(repo, ref["sha"]),
-                "_links": {"self": url, "html": f"{self.repo_json(repo)['html_url']}/tree/"
+        return {"name": branch, "commit": self.rules.commits.json(repo, ref["sha"]),
+                "_links": {"self": url, "html": f"{self.repos.json(repo)['html_url']}/tree/"
                                                 f"{quote(branch, safe='/')}"},
                 "protected": found is not None, "protection": protection,
                 "protection_url": f"{url}/protection"}
@@ -59,32 +68,32 @@ class ProtectionRules:
     def list_branches(self, owner, name, pairs):
         """`repos/list-branches` (`?protected=true|false`), paged; (items, page, last)."""
         op = "repos/list-branches"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         wanted = schemas.first_values(pairs).get("protected")
         found = []
         for ref in sorted(self.store.refs(repo["key"]), key=lambda r: r["ref"]):
             if ref["kind"] != "heads":
                 continue
             branch = ref["ref"][len("refs/heads/"):]
-            protected = self._protection(repo["key"], branch) is not None
+            protected = self.record(repo["key"], branch) is not None
             if wanted in (None, str(protected).lower()):
                 found.append({"name": branch, "commit": {
-                    "sha": ref["sha"], "url": f"{self._repo_url(repo)}/commits/{ref['sha']}"},
+                    "sha": ref["sha"], "url": f"{self.repos.url(repo)}/commits/{ref['sha']}"},
                     "protected": protected})
         return schemas.page_of(found, pairs)
 
     def get_protection(self, owner, name, branch):
         op = "repos/get-branch-protection"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         self._protected_branch(repo, branch, op)
-        found = self._protection(repo["key"], branch)
+        found = self.record(repo["key"], branch)
         if found is None:
             raise errors.NotFound(op, "Branch not protected")
         return self.protection_json(repo, branch, found)
 
     def update_protection(self, owner, name, branch, parsed):
         op = "repos/update-branch-protection"
-        repo = self._repo(owner, name, op)
+        repo = self.repos.find(owner, name, op)
         body = schemas.json_object(parsed, op)
         for field in ("required_status_checks", "enforce_admins",
                       "required_pull_request_reviews", "restrictions"):
@@ -127,18 +136,18 @@ class ProtectionRules:
         for flag in ("required_linear_history", "allow_force_pushes", "allow_deletions",
                      "block_creations", "required_conversation_resolution", "lock_branch"):
             record[flag] = body.get(flag) is True
-        with self.transaction():
+        with self.store.transaction():
             self._protected_branch(repo, branch, op)
-            record["updated_at"] = self.now()
+            record["updated_at"] = self.clock.now()
             self.store.put_item(PROTECTIONS, f"{repo['key']}:{branch}", record)
         return self.protection_json(repo, branch, record, written=True)
 
     def delete_protection(self, owner, name, branch):
         op = "repos/delete-branch-protection"
-        repo = self._repo(owner, name, op)
-        with self.transaction():
+        repo = self.repos.find(owner, name, op)
+        with self.store.transaction():
             self._protected_branch(repo, branch, op)
-            if self._protection(repo["key"], branch) is None:
+            if self.record(repo["key"], branch) is None:
                 raise errors.NotFound(op, "Branch not protected")
             self.store.delete_item(PROTECTIONS, f"{repo['key']}:{branch}")
 
@@ -146,11 +155,11 @@ class ProtectionRules:
         if self.store.ref(repo["key"], f"refs/heads/{branch}") is None:
             raise errors.NotFound(op, "Branch not found")
 
-    def _protection(self, key, branch):
+    def record(self, key, branch):
         return self.store.item(PROTECTIONS, f"{key}:{branch}")
 
     def protection_json(self, repo, branch, record, *, written=False):
-        url = f"{self._repo_url(repo)}/branches/{quote(branch, safe='')}/protection"
+        url = f"{self.repos.url(repo)}/branches/{quote(branch, safe='')}/protection"
         shape = {"url": url}
         if "checks" in record:
             checks = record["checks"]
@@ -193,10 +202,10 @@ class ProtectionRules:
                                                     head_sha):
             return [], list(contexts), len(contexts)
         verdicts = {}
-        for status in self.latest_statuses(repo["key"], head_sha):
+        for status in self.rules.statuses.latest(repo["key"], head_sha):
             verdicts[status["context"]] = {"success": "passed", "pending": "expected"}.get(
                 status["state"], "failing")
-        for run in self.latest_check_runs(repo["key"], head_sha):
+        for run in self.rules.checks.latest(repo["key"], head_sha):
             if run["status"] != "completed":
                 verdict = "expected"
             else:
@@ -210,12 +219,12 @@ class ProtectionRules:
     def merge_blocker(self, repo, pull, head_sha, base_sha):
         """Return GitHub's message for what protection of the base still asks of the PR, or
         None when it is satisfied (or the base is not protected)."""
-        protection = self._protection(repo["key"], pull["base_ref"])
+        protection = self.record(repo["key"], pull["base_ref"])
         if protection is None:
             return None
         reviews = protection.get("reviews")
         if reviews:
-            latest = self.latest_reviews(repo, pull).values()
+            latest = self.rules.reviews.latest(repo, pull).values()
             if any(r["state"] == "CHANGES_REQUESTED" for r in latest):
                 return "Changes have been requested on this pull request."
             approvals = [r for r in latest if r["state"] == "APPROVED"
@@ -235,7 +244,7 @@ class ProtectionRules:
         `merge_blocker` instead."""
         if not ref_name.startswith("refs/heads/"):
             return None
-        protection = self._protection(repo["key"], ref_name[len("refs/heads/"):])
+        protection = self.record(repo["key"], ref_name[len("refs/heads/"):])
         if protection is None:
             return None
         head = f"GH006: Protected branch update failed for {ref_name}."

@@ -1,17 +1,17 @@
 """The contents API over a repository's objects: read a file or folder at a ref, write or
 delete one file as a commit on a branch, find the README.
 
-A mixin of `models.GitHubBackend`; a write is a new blob, tree and commit, then the branch
-moves through `write_ref` (the path of a push), so webhooks and PR heads follow.
+A write is a new blob, tree and commit, then the branch moves through `refs.write` (the path
+of a push), so webhooks and PR heads follow.
 """
 import base64
 import binascii
 import re
 
-from . import errors, schemas, shapes, times
+from .. import errors, schemas, shapes, times
+from ..objects import DEFAULT_PERSON
+from ..store import has_objects, repo_key
 from .commits import info
-from .objects import DEFAULT_PERSON
-from .store import has_objects, repo_key
 
 README = re.compile(r"^readme(\.[^/]*)?\Z", re.IGNORECASE)
 
@@ -45,20 +45,26 @@ def _person(value, op, field):
 
 
 class ContentRules:
-    """The contents operations of `GitHubBackend`."""
+    """Read and write files; `rules` reaches commits (what a ref names) and refs (a write moves
+    its branch)."""
+
+    def __init__(self, store, *, repos, rules):
+        self.store = store
+        self.repos = repos
+        self.rules = rules
 
     def _at_ref(self, repo, objects, params, op):
         """Return (ref name, commit sha) of a read's `?ref=` (the default branch when absent)."""
         if self.store.count_refs(repo["key"], "heads") == 0:
             raise errors.NotFoundMessage(op, "This repository is empty.")
         ref = schemas.first_values(params).get("ref") or repo["default_branch"]
-        sha = self.resolve(repo, objects, ref)
+        sha = self.rules.commits.resolve(repo, objects, ref)
         if sha is None:
             raise errors.NotFoundMessage(op, f"No commit found for the ref {ref}")
         return ref, sha
 
     def _item(self, repo, objects, ref, entry, *, content=False):
-        repo_url, html_url = self._urls(repo)
+        repo_url, html_url = self.repos.urls(repo)
         data = objects.blob(entry["sha"]) if entry["type"] == "blob" else None
         return shapes.content_item(repo_url, html_url, ref, entry, len(data or b""),
                                    with_content=data if content else None)
@@ -68,7 +74,7 @@ class ContentRules:
 
         Returns (shape, raw bytes of a file or None)."""
         op = "repos/get-content"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         ref, sha = self._at_ref(repo, objects, params, op)
         entry = objects.lookup(info(objects, sha)["tree"], path.strip("/"))
         if entry is None:
@@ -84,7 +90,7 @@ class ContentRules:
     def get_readme(self, owner, name, params):
         """Answer `repos/get-readme`: the README at the root of the ref."""
         op = "repos/get-readme"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         ref, sha = self._at_ref(repo, objects, params, op)
         found = [e for e in objects.entries(info(objects, sha)["tree"])
                  if e["type"] == "blob" and README.match(e["path"])]
@@ -100,10 +106,10 @@ class ContentRules:
         repo = self.store.repo(repo_key(owner, name))
         if repo is None or not has_objects(repo):
             return None
-        objects = self._git_objects(repo["key"])
+        objects = self.store.git(repo["key"])
         parts = tail.split("/")
         for cut in range(len(parts) - 1, 0, -1):
-            sha = self.resolve(repo, objects, "/".join(parts[:cut]))
+            sha = self.rules.commits.resolve(repo, objects, "/".join(parts[:cut]))
             if sha is not None:
                 entry = objects.lookup(info(objects, sha)["tree"], "/".join(parts[cut:]))
                 return objects.blob(entry["sha"]) if entry and entry["type"] == "blob" else None
@@ -112,7 +118,7 @@ class ContentRules:
     def put_content(self, owner, name, path, body):
         """Answer `repos/create-or-update-file-contents`: (status, {content, commit})."""
         op = "repos/create-or-update-file-contents"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         _require_strings(body, op, "message", "content")
         try:
             data = base64.b64decode(body["content"], validate=False)
@@ -123,7 +129,7 @@ class ContentRules:
     def delete_file(self, owner, name, path, body):
         """Answer `repos/delete-file`: {content: null, commit}."""
         op = "repos/delete-file"
-        repo, objects = self.git_repo(owner, name, op)
+        repo, objects = self.repos.with_objects(owner, name, op)
         _require_strings(body, op, "message", "sha")
         return self._write_file(repo, objects, path, body, op, None)[1]
 
@@ -134,7 +140,7 @@ class ContentRules:
         author = _person(body.get("author"), op, "author")
         committer = _person(body.get("committer"), op, "committer")
         key = repo["key"]
-        with self.transaction():
+        with self.store.transaction():
             has_heads = self.store.count_refs(key, "heads") > 0
             branch = body.get("branch") or self.store.repo(key)["default_branch"]
             if not isinstance(branch, str):
@@ -163,9 +169,9 @@ class ContentRules:
             who = committer or author or DEFAULT_PERSON
             sha = objects.write_commit(tree, [tip] if tip else [], body["message"],
                                        author=author or who, committer=who)
-            self.write_ref(self.store.repo(key), f"refs/heads/{branch}", sha,
-                           expect=tip or "0" * 40, op=op)
-        repo_url, html_url = self._urls(repo)
+            self.rules.refs.write(self.store.repo(key), f"refs/heads/{branch}", sha,
+                                  expect=tip or "0" * 40, op=op)
+        repo_url, html_url = self.repos.urls(repo)
         commit = shapes.git_commit(repo_url, html_url, sha, info(objects, sha))
         if data is None:
             return 200, {"content": None, "commit": commit}
