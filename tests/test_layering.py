@@ -168,6 +168,34 @@ def cycles(graph):
     return found
 
 
+def folders_in_cycles(root):
+    """The import cycles among the modules of `root` once each folder below it is one node:
+    a folder imported by a module beside it that imports, directly or through a third, a
+    module that imports the folder (an arrow up). Names are dotted; [] when folders are
+    layers."""
+    package = root.replace("/", ".")
+    depth = len(package.split("."))
+
+    def node(name):  # a module of a folder below root stands for its folder
+        parts = name.split(".")
+        is_folder = (REPO / Path(*parts[:depth + 1])).is_dir() and len(parts) > depth
+        return ".".join(parts[:depth + 1]) if is_folder else name
+
+    graph = {}
+    for name, targets in module_graph(folders=(root,), files=()).items():
+        if name == package:
+            continue
+        edges = graph.setdefault(node(name), set())
+        edges.update(node(t) for t in targets if t.startswith(package + ".") and t != package)
+    for source, targets in graph.items():
+        targets.discard(source)
+        graph.setdefault(source, set())
+    for targets in list(graph.values()):
+        for target in targets:
+            graph.setdefault(target, set())
+    return cycles(graph)
+
+
 def test_no_import_cycles_anywhere_function_level_imports_included():
     assert cycles(module_graph()) == []
 

@@ -10,46 +10,83 @@ import falcon
 
 from emulators.runtime import Service, add_fallback_handlers, bodies
 
-from . import admin, context, errors, events, media, resources, smart_http
-from .lifecycle.resources import ROUTES as LIFECYCLE_ROUTES, CommitPaths
+from . import admin, context, errors, events, media
 from .openapi import DOCUMENT
 from .presets import PRESETS
+from .resources import (checks, commits, contents, git_data, issues, labels, merges, protection,
+                        pulls, refs, repos, reviews, smart_http, statuses)
 
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 DEFAULT_PORT = 8828
-ROUTES = (  # path, resource class
-    ("/repos/{owner}/{repo}", resources.Repository),
-    ("/repos/{owner}/{repo}/git/ref/{ref:path}", resources.Ref),
-    ("/repos/{owner}/{repo}/git/matching-refs", resources.MatchingRefs),
-    ("/repos/{owner}/{repo}/git/matching-refs/{ref:path}", resources.MatchingRefs),
-    ("/repos/{owner}/{repo}/git/refs", resources.Refs),
-    ("/repos/{owner}/{repo}/git/refs/{ref:path}", resources.RefItem),
-    ("/repos/{owner}/{repo}/pulls", resources.Pulls),
-    ("/repos/{owner}/{repo}/pulls/{pull_number}", resources.Pull),
-    ("/repos/{owner}/{repo}/pulls/{pull_number}/commits", resources.PullCommits),
-    ("/repos/{owner}/{repo}/pulls/{pull_number}/files", resources.PullFiles),
-    ("/repos/{owner}/{repo}/contents", resources.Contents),
-    ("/repos/{owner}/{repo}/contents/{path:path}", resources.Contents),
-    ("/repos/{owner}/{repo}/readme", resources.Readme),
-    ("/repos/{owner}/{repo}/git/blobs", resources.Blobs),
-    ("/repos/{owner}/{repo}/git/blobs/{file_sha}", resources.Blob),
-    ("/repos/{owner}/{repo}/git/trees", resources.Trees),
-    ("/repos/{owner}/{repo}/git/trees/{tree_sha:path}", resources.Tree),
-    ("/repos/{owner}/{repo}/git/commits", resources.GitCommits),
-    ("/repos/{owner}/{repo}/git/commits/{commit_sha}", resources.GitCommit),
-    ("/repos/{owner}/{repo}/commits", resources.Commits),
-    # a commit, and its statuses and checks below it (lifecycle/resources.py)
-    ("/repos/{owner}/{repo}/commits/{ref:path}", CommitPaths),
-    ("/repos/{owner}/{repo}/compare/{basehead:path}", resources.Compare),
+ROUTES = (  # path, resource class (each names the operation of each method it answers)
+    ("/repos/{owner}/{repo}", repos.Repository),
+    ("/repos/{owner}/{repo}/git/ref/{ref:path}", refs.Ref),
+    ("/repos/{owner}/{repo}/git/matching-refs", refs.MatchingRefs),
+    ("/repos/{owner}/{repo}/git/matching-refs/{ref:path}", refs.MatchingRefs),
+    ("/repos/{owner}/{repo}/git/refs", refs.Refs),
+    ("/repos/{owner}/{repo}/git/refs/{ref:path}", refs.RefItem),
+    ("/repos/{owner}/{repo}/pulls", pulls.Pulls),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}", pulls.Pull),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/commits", pulls.PullCommits),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/files", pulls.PullFiles),
+    ("/repos/{owner}/{repo}/contents", contents.Contents),
+    ("/repos/{owner}/{repo}/contents/{path:path}", contents.Contents),
+    ("/repos/{owner}/{repo}/readme", contents.Readme),
+    ("/repos/{owner}/{repo}/git/blobs", git_data.Blobs),
+    ("/repos/{owner}/{repo}/git/blobs/{file_sha}", git_data.Blob),
+    ("/repos/{owner}/{repo}/git/trees", git_data.Trees),
+    ("/repos/{owner}/{repo}/git/trees/{tree_sha:path}", git_data.Tree),
+    ("/repos/{owner}/{repo}/git/commits", git_data.GitCommits),
+    ("/repos/{owner}/{repo}/git/commits/{commit_sha}", git_data.GitCommit),
+    ("/repos/{owner}/{repo}/commits", commits.Commits),
+    # a commit, and its statuses and checks below it (`CommitPaths.TAILS`)
+    ("/repos/{owner}/{repo}/commits/{ref:path}", commits.CommitPaths),
+    ("/repos/{owner}/{repo}/compare/{basehead:path}", commits.Compare),
     # git's smart HTTP protocol, where `clone_url` points (`{repo}` may end in `.git`)
     ("/{owner}/{repo}/info/refs", smart_http.InfoRefs),
     ("/{owner}/{repo}/git-upload-pack", smart_http.UploadPack),
     ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack),
-    ("/{owner}/{repo}/raw/{tail:path}", resources.Raw),  # where download_url points
-    *LIFECYCLE_ROUTES,  # a pull request's life: CI results, conversation, review, merge
+    ("/{owner}/{repo}/raw/{tail:path}", contents.Raw),  # where download_url points
+    # a pull request's life: CI results, conversation, review, protection, merge
+    ("/repos/{owner}/{repo}/statuses/{sha}", statuses.Statuses),
+    ("/repos/{owner}/{repo}/check-runs", checks.CheckRuns),
+    ("/repos/{owner}/{repo}/check-runs/{check_run_id}", checks.CheckRun),
+    ("/repos/{owner}/{repo}/check-runs/{check_run_id}/rerequest", checks.CheckRunRerequest),
+    ("/repos/{owner}/{repo}/check-suites/{check_suite_id}", checks.CheckSuite),
+    ("/repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs", checks.CheckSuiteRuns),
+    ("/repos/{owner}/{repo}/issues", issues.Issues),
+    ("/repos/{owner}/{repo}/issues/comments/{comment_id}", issues.IssueComment),
+    ("/repos/{owner}/{repo}/issues/{issue_number}", issues.Issue),
+    ("/repos/{owner}/{repo}/issues/{issue_number}/comments", issues.IssueComments),
+    ("/repos/{owner}/{repo}/issues/{issue_number}/labels", labels.IssueLabels),
+    ("/repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", labels.IssueLabel),
+    ("/repos/{owner}/{repo}/issues/{issue_number}/assignees", issues.IssueAssignees),
+    ("/repos/{owner}/{repo}/labels", labels.Labels),
+    ("/repos/{owner}/{repo}/labels/{name}", labels.Label),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/reviews", reviews.Reviews),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}", reviews.Review),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/events",
+     reviews.ReviewEvents),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals",
+     reviews.ReviewDismissals),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers",
+     reviews.RequestedReviewers),
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/merge", merges.PullMerge),
+    ("/repos/{owner}/{repo}/merges", merges.Merges),
+    ("/repos/{owner}/{repo}/branches", protection.Branches),
+    ("/repos/{owner}/{repo}/branches/{branch}", protection.Branch),
+    ("/repos/{owner}/{repo}/branches/{branch}/protection", protection.BranchProtection),
 )
+
+
+class Operations:
+    """Name the operation a request calls (`req.context.operation`, from its resource's
+    `operations`), so an error a rule raises links that operation's documentation page."""
+
+    def process_resource(self, req, resp, resource, params):
+        req.context.operation = getattr(resource, "operations", {}).get(req.method)
 
 
 class ApiVersion:
@@ -80,11 +117,13 @@ class EmptySegments:
     """
 
     def process_resource(self, req, resp, resource, params):
-        if not isinstance(resource, resources.MatchingRefs) and "" in params.values():
-            raise errors.NotFound("repos/get")
+        if not isinstance(resource, refs.MatchingRefs) and "" in params.values():
+            raise errors.NotFound(operation="repos/get")
 
 
 def _github_error(req, resp, exc, params):
+    if exc.operation is None:
+        exc.operation = req.context.get("operation")
     resp.status = exc.status
     resp.media = exc.body()
     for name, value in exc.headers.items():
@@ -94,7 +133,7 @@ def _github_error(req, resp, exc, params):
 
 def _not_found(req, resp, exc, params):
     # No 405 on GitHub's surface here: any unknown path or method is the generic 404.
-    _github_error(req, resp, errors.NotFound("repos/get"), params)
+    _github_error(req, resp, errors.NotFound(operation="repos/get"), params)
 
 
 def _too_large(req, resp, exc, params):
@@ -110,7 +149,8 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
-    app = add_fallback_handlers(falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()]))
+    app = add_fallback_handlers(falcon.App(middleware=[ApiVersion(), MediaType(), Operations(),
+                                                       EmptySegments()]))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in ROUTES:
         app.add_route(path, resource())

@@ -7,13 +7,16 @@ name, so a run re-made after a rerequest replaces the one that failed. Every run
 one GitHub App, `mockingbird-ci` (the emulator does not model app authentication).
 """
 
-from .. import errors, ids, schemas, times
+from .. import errors, ids
+from ..inputs import UNCHANGED
 from ..store import CHECK_RUNS, CHECK_SUITES
 
 STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
 CONCLUSIONS = ("action_required", "cancelled", "timed_out", "failure", "neutral", "success",
                "skipped", "stale")  # a suite takes the first of its runs' in this order
 PASSING = ("success", "neutral", "skipped")
+RUN_FIELDS = ("name", "details_url", "external_id", "started_at", "completed_at", "status",
+              "conclusion", "output")
 APP_ID, APP_SLUG = 1, "mockingbird-ci"
 
 
@@ -29,47 +32,48 @@ class CheckRules:
         self.repos = repos
         self.rules = rules
 
-    def create_check_run(self, owner, name, parsed):
-        op = "checks/create"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        for field in ("name", "head_sha"):
-            if not isinstance(body.get(field), str) or not body[field].strip():
-                raise errors.ValidationFailed(op, resource="CheckRun", field=field,
-                                              code="missing_field")
+    def create(self, repo, *, name, head_sha, details_url=UNCHANGED, external_id=UNCHANGED,
+               started_at=UNCHANGED, completed_at=UNCHANGED, status=UNCHANGED,
+               conclusion=UNCHANGED, output=UNCHANGED):
+        """`checks/create`: a run on the commit `head_sha` (a full sha; 422 when none), with
+        what the other fields set (`output`: `{title, summary, text}`)."""
+        given = _given(locals())
         key = repo["key"]
         with self.store.transaction():
-            sha = self.rules.commits.commit_sha(key, body["head_sha"], exact=True)
-            if sha is None:
-                raise errors.Unprocessable(op, f"No commit found for SHA: {body['head_sha']}")
+            sha = self.head_commit(repo, head_sha)
             now = self.clock.now()
             suite = self._suite_for(repo, sha, now)
             number = self.store.next_id("check_run_ids")
             run = {"repo": key, "id": number, "node_id": ids.node_id("github", "CR_", number),
-                   "head_sha": sha, "name": body["name"], "suite": suite["id"],
+                   "head_sha": sha, "name": name, "suite": suite["id"],
                    "status": "queued", "conclusion": None, "started_at": now,
                    "completed_at": None, "external_id": "", "details_url": None,
                    "output": {"title": None, "summary": None, "text": None}}
-            _apply(run, body, op, now)
+            _apply(run, given, now)
             self.store.put_item(CHECK_RUNS, f"{key}:{number}", run)
             self.emit("check_run", lambda: self._check_run_event("created", repo, run))
             self._refresh_suite(repo, suite["id"])
         return self.check_run_json(repo, run)
 
-    def update_check_run(self, owner, name, raw_id, parsed, *, lost=False):
-        """Apply `checks/update`; `lost` computes the answer the update gets and stores
-        nothing (the lost-update fault)."""
-        op = "checks/update"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
+    def head_commit(self, repo, head_sha):
+        """The commit a run's `head_sha` names (a full sha only); 422 when none."""
+        sha = self.rules.commits.commit_sha(repo["key"], head_sha, exact=True)
+        if sha is None:
+            raise errors.Unprocessable(f"No commit found for SHA: {head_sha}")
+        return sha
+
+    def update(self, repo, run_id, *, lost=False, name=UNCHANGED, details_url=UNCHANGED,
+               external_id=UNCHANGED, started_at=UNCHANGED, completed_at=UNCHANGED,
+               status=UNCHANGED, conclusion=UNCHANGED, output=UNCHANGED):
+        """`checks/update`: set the fields given; `lost` computes the answer the update gets
+        and stores nothing (the lost-update fault)."""
+        given = _given(locals())
         key = repo["key"]
         with self.store.transaction():
-            run = self._check_run(key, raw_id, op)
+            run = self.run(repo, run_id)
             was_completed = run["status"] == "completed"
-            if "name" in body and (not isinstance(body["name"], str) or not body["name"]):
-                raise errors.ValidationFailed(op, resource="CheckRun", field="name")
             run = {**run, "output": dict(run["output"])}
-            _apply(run, body, op, self.clock.now())
+            _apply(run, given, self.clock.now())
             if lost:
                 return self.check_run_json(repo, run)
             self.store.put_item(CHECK_RUNS, f"{key}:{run['id']}", run)
@@ -78,18 +82,17 @@ class CheckRules:
             self._refresh_suite(repo, run["suite"])
         return self.check_run_json(repo, run)
 
-    def get_check_run(self, owner, name, raw_id):
-        repo = self.repos.find(owner, name, "checks/get")
-        return self.check_run_json(repo, self._check_run(repo["key"], raw_id, "checks/get"))
+    def get(self, repo, run_id):
+        """`checks/get`."""
+        return self.check_run_json(repo, self.run(repo, run_id))
 
-    def rerequest_check_run(self, owner, name, raw_id):
-        """Ask the app to run the check again: the suite goes back to `queued` (the run itself
-        stays as it is until the app updates it or makes a new one of the same name)."""
-        op = "checks/rerequest-run"
-        repo = self.repos.find(owner, name, op)
+    def rerequest(self, repo, run_id):
+        """`checks/rerequest-run`: ask the app to run the check again: the suite goes back to
+        `queued` (the run itself stays as it is until the app updates it or makes a new one of
+        the same name)."""
         key = repo["key"]
         with self.store.transaction():
-            run = self._check_run(key, raw_id, op)
+            run = self.run(repo, run_id)
             suite = self.store.item(CHECK_SUITES, f"{key}:{run['suite']}")
             suite = {**suite, "status": "queued", "conclusion": None, "rerequested": True,
                      "updated_at": self.clock.now()}
@@ -97,50 +100,40 @@ class CheckRules:
             self.emit("check_run", lambda: self._check_run_event("rerequested", repo, run))
         return {}
 
-    def list_check_runs(self, owner, name, ref, query):
-        """`checks/list-for-ref`: latest run per name unless `filter=all`; `check_name` and
-        `status` narrow it; paged."""
-        op = "checks/list-for-ref"
-        repo, sha = self.rules.commits.repo_commit(owner, name, ref, op)
+    def runs_for(self, repo, sha, page, *, latest=True, name=None, status=None):
+        """`checks/list-for-ref`: the runs on a commit, the latest per name unless not
+        `latest`, narrowed to a `name` and a `status`; `{total_count, check_runs}`."""
         runs = self.store.items(CHECK_RUNS, {"repo": repo["key"], "head_sha": sha},
                                 order_by="id", desc=True)
-        return self._run_page(repo, runs, query, op)
+        return self._run_page(repo, runs, page, latest, name, status)
 
-    def list_suite_runs(self, owner, name, raw_id, query):
-        op = "checks/list-for-suite"
-        repo = self.repos.find(owner, name, op)
-        suite = self._check_suite(repo["key"], raw_id, op)
+    def runs_of_suite(self, repo, suite_id, page, *, latest=True, name=None, status=None):
+        """`checks/list-for-suite`, narrowed as `runs_for` is."""
+        suite = self.suite(repo, suite_id)
         runs = self.store.items(CHECK_RUNS, {"repo": repo["key"], "suite": suite["id"]},
                                 order_by="id", desc=True)
-        return self._run_page(repo, runs, query, op)
+        return self._run_page(repo, runs, page, latest, name, status)
 
-    def _run_page(self, repo, runs, query, op):
-        q = schemas.first_values(query)
-        which = q.get("filter", "latest")
-        if which not in ("latest", "all"):
-            raise errors.ValidationFailed(op, resource="CheckRun", field="filter")
-        if which == "latest":
+    def _run_page(self, repo, runs, page, latest, name, status):
+        if latest:
             runs = latest_per_name(runs)
-        if "check_name" in q:
-            runs = [r for r in runs if r["name"] == q["check_name"]]
-        if "status" in q:
-            runs = [r for r in runs if r["status"] == q["status"]]
-        shown = schemas.page_of(runs, query)[0]
+        if name is not None:
+            runs = [r for r in runs if r["name"] == name]
+        if status is not None:
+            runs = [r for r in runs if r["status"] == status]
         return {"total_count": len(runs),
-                "check_runs": [self.check_run_json(repo, r) for r in shown]}
+                "check_runs": [self.check_run_json(repo, r) for r in page.of(runs)]}
 
-    def list_check_suites(self, owner, name, ref, query):
-        repo, sha = self.rules.commits.repo_commit(owner, name, ref, "checks/list-suites-for-ref")
+    def suites_for(self, repo, sha, page):
+        """`checks/list-suites-for-ref`: `{total_count, check_suites}`."""
         suites = self.store.items(CHECK_SUITES, {"repo": repo["key"], "head_sha": sha},
                                   order_by="id")
-        shown = schemas.page_of(suites, query)[0]
         return {"total_count": len(suites),
-                "check_suites": [self.check_suite_json(repo, s) for s in shown]}
+                "check_suites": [self.check_suite_json(repo, s) for s in page.of(suites)]}
 
-    def get_check_suite(self, owner, name, raw_id):
-        repo = self.repos.find(owner, name, "checks/get-suite")
-        return self.check_suite_json(repo, self._check_suite(repo["key"], raw_id,
-                                                             "checks/get-suite"))
+    def get_suite(self, repo, suite_id):
+        """`checks/get-suite`."""
+        return self.check_suite_json(repo, self.suite(repo, suite_id))
 
     def latest(self, key, sha):
         """The latest run of each name on a commit (what protection and mergeability read)."""
@@ -149,16 +142,18 @@ class CheckRules:
 
     # records -------------------------------------------------------------------------------
 
-    def _check_run(self, key, raw_id, op):
-        run = self.store.item(CHECK_RUNS, f"{key}:{raw_id}") if raw_id.isdigit() else None
+    def run(self, repo, run_id):
+        """The check run record `run_id`; 404 when there is none."""
+        run = self.store.item(CHECK_RUNS, f"{repo['key']}:{run_id}")
         if run is None:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         return run
 
-    def _check_suite(self, key, raw_id, op):
-        suite = self.store.item(CHECK_SUITES, f"{key}:{raw_id}") if raw_id.isdigit() else None
+    def suite(self, repo, suite_id):
+        """The check suite record `suite_id`; 404 when there is none."""
+        suite = self.store.item(CHECK_SUITES, f"{repo['key']}:{suite_id}")
         if suite is None:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         return suite
 
     def _suite_for(self, repo, sha, now):
@@ -297,44 +292,31 @@ def latest_per_name(runs_newest_first):
     return out
 
 
-def _apply(run, body, op, now):
-    """Apply a create or update body to a run record; `conclusion` forces `completed`."""
-    def fail(field):
-        raise errors.ValidationFailed(op, resource="CheckRun", field=field)
+def _given(arguments):
+    """The run fields a create or an update sets."""
+    return {field: arguments[field] for field in RUN_FIELDS
+            if arguments.get(field, UNCHANGED) is not UNCHANGED}
+
+
+def _apply(run, given, now):
+    """Apply what a create or an update sets to a run record (the schema checked it); a
+    `conclusion` forces `completed`."""
     for field in ("name", "details_url", "external_id", "started_at", "completed_at"):
-        if field in body:
-            if body[field] is not None and not isinstance(body[field], str):
-                fail(field)
-            run[field] = body[field] if field != "external_id" else (body[field] or "")
-    for field in ("started_at", "completed_at"):  # GitHub answers the time it parsed, in UTC
-        if body.get(field) is not None:
-            try:
-                run[field] = times.normalized(run[field])
-            except ValueError:
-                fail(field)
-    if "status" in body:
-        if body["status"] not in STATUSES:
-            fail("status")
-        run["status"] = body["status"]
-    if "conclusion" in body and body["conclusion"] is not None:
-        if body["conclusion"] not in CONCLUSIONS:
-            fail("conclusion")
-        run["conclusion"] = body["conclusion"]
+        if field in given:
+            run[field] = given[field]
+    if "status" in given:
+        run["status"] = given["status"]
+    if "conclusion" in given:
+        run["conclusion"] = given["conclusion"]
         run["status"] = "completed"  # GitHub: providing a conclusion completes the run
-    if "output" in body:
-        output = body["output"]
-        if not isinstance(output, dict) or not all(
-                isinstance(output.get(f), str) for f in ("title", "summary")):
-            fail("output")
-        for field in ("summary", "text"):
-            schemas.check_length(output.get(field), schemas.MAX_OUTPUT, op, "CheckRun", field)
-        run["output"].update({f: output.get(f, run["output"].get(f))
+    if "output" in given:
+        run["output"].update({f: given["output"].get(f, run["output"].get(f))
                               for f in ("title", "summary", "text")})
     if run["status"] == "completed":
         if run["conclusion"] is None:
             raise errors.ValidationFailed(
-                op, resource="CheckRun", field="conclusion",
+                resource="CheckRun", field="conclusion",
                 custom="conclusion is required when status is completed")
         run["completed_at"] = run["completed_at"] or now
-    elif "status" in body:  # back to queued or in progress: no longer concluded
+    elif "status" in given:  # back to queued or in progress: no longer concluded
         run["conclusion"], run["completed_at"] = None, None

@@ -4,7 +4,8 @@
 import difflib
 from datetime import datetime, timedelta, timezone
 
-from .. import errors, git, ids, schemas, shapes, times
+from .. import errors, git, ids, shapes, times
+from ..inputs import Listing
 from ..objects import DEFAULT_PERSON
 from ..store import has_objects
 
@@ -86,7 +87,7 @@ class CommitRules:
         `repos/get-commit` does (abbreviated shas, annotated tags peeled)."""
         repo = self.store.repo(key)
         if has_objects(repo) and not exact:
-            objects = self.repos.objects(repo, "repos/get-commit")
+            objects = self.repos.objects(repo)
             # GitHub's docs: "a commit SHA, branch name (heads/BRANCH_NAME), or tag name"
             return self.resolve(repo, objects, ref) or (
                 self.resolve(repo, objects, "refs/" + ref)
@@ -103,20 +104,19 @@ class CommitRules:
                 return found["sha"]
         return None
 
-    def repo_commit(self, owner, name, ref, operation):
-        """(repository, the commit sha `ref` names) of a commit listing; 404 when either is
-        absent."""
-        repo = self.repos.find(owner, name, operation)
+    def find_sha(self, repo, ref):
+        """The commit sha `ref` names in `repo` (what hangs below `commits/{ref}`); 404 when
+        it names none."""
         sha = self.commit_sha(repo["key"], ref)
         if sha is None:
-            raise errors.NotFound(operation)
-        return repo, sha
+            raise errors.NotFound()
+        return sha
 
     def json(self, repo, sha):
         """A commit as the REST API shows it (`commit`): `repos/get-commit`'s shape of a git
         repository's commit, a synthetic one for a seeded SHA."""
         if has_objects(repo):
-            return self.object_json(repo, self.repos.objects(repo, "repos/get-commit"), sha)
+            return self.object_json(repo, self.repos.objects(repo), sha)
         repo_json = self.repos.json(repo)
         repo_url, html = repo_json["url"], repo_json["html_url"]
         author = {**self.accounts.person(self.accounts.actor_login), "date": self.clock.now()}
@@ -179,33 +179,30 @@ class CommitRules:
             obj = objects.object(obj.object[1].decode())
         return obj.id.decode() if obj is not None and obj.type_num == 1 else None
 
-    def _git_with_history(self, owner, name, op):
-        repo, objects = self.repos.with_objects(owner, name, op)
-        if self.store.count_refs(repo["key"], "heads") == 0:
-            raise errors.EmptyRepository(op)
-        return repo, objects
+    def _with_history(self, repo):
+        """The objects of a repository with at least one branch (409 without)."""
+        objects = self.repos.objects(repo)
+        self.repos.require_branches(repo)
+        return objects
 
-    def list_commits(self, owner, name, params):
-        """Answer `repos/list-commits`: (a page of commits, page, last)."""
-        op = "repos/list-commits"
-        repo, objects = self._git_with_history(owner, name, op)
-        query = schemas.first_values(params)
-        tip = self.resolve(repo, objects, query.get("sha") or repo["default_branch"])
+    def list(self, repo, page, *, sha=None, path=None):
+        """`repos/list-commits`: a `Listing` of the commits reachable from `sha` (a branch, tag
+        or sha; the default branch when None or empty), newest first, those touching `path`
+        when given."""
+        objects = self._with_history(repo)
+        tip = self.resolve(repo, objects, sha or repo["default_branch"])
         if tip is None:
-            raise errors.Unprocessable(op, f"No commit found for SHA: {query.get('sha')}")
-        shas = self.history(repo, tip, path=query.get("path") or None)
-        page, per_page = schemas.page_query(params)
-        offset = (page - 1) * per_page
-        return ([self.object_json(repo, objects, sha) for sha in shas[offset:offset + per_page]],
-                page, -(-len(shas) // per_page))
+            raise errors.Unprocessable(f"No commit found for SHA: {sha}")
+        shas = self.history(repo, tip, path=path or None)
+        return Listing([self.object_json(repo, objects, found) for found in page.of(shas)],
+                       len(shas))
 
-    def get_commit(self, owner, name, ref):
-        """Answer `repos/get-commit`: the commit with its `files` and `stats`."""
-        op = "repos/get-commit"
-        repo, objects = self._git_with_history(owner, name, op)
+    def get(self, repo, ref):
+        """`repos/get-commit`: the commit with its `files` and `stats`."""
+        objects = self._with_history(repo)
         sha = self.resolve(repo, objects, ref)
         if sha is None:
-            raise errors.Unprocessable(op, f"No commit found for SHA: {ref}")
+            raise errors.Unprocessable(f"No commit found for SHA: {ref}")
         return self.object_json(repo, objects, sha, files=True)
 
     def merge_base(self, objects, base, head):
@@ -220,17 +217,17 @@ class CommitRules:
         graph = objects.graph()
         return git.new_commits(graph, head, git.reachable(graph, base))
 
-    def compare(self, owner, name, basehead, params):
-        """Answer `repos/compare-commits-with-basehead` (`base...head`)."""
-        op = "repos/compare-commits-with-basehead"
-        repo, objects = self._git_with_history(owner, name, op)
+    def compare(self, repo, basehead, page=None):
+        """`repos/compare-commits-with-basehead` (`base...head`, or `base..head`): the first
+        250 commits, or the `page` of them asked for."""
+        objects = self._with_history(repo)
         base_name, dots, head_name = basehead.partition("...")
         if not dots:
             base_name, dots, head_name = basehead.partition("..")
         base = self.resolve(repo, objects, base_name) if dots else None
         head = self.resolve(repo, objects, head_name) if dots else None
         if base is None or head is None:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         merge_base = self.merge_base(objects, base, head)
         ahead = self.between(objects, base, head)
         behind = self.between(objects, head, base)
@@ -239,10 +236,7 @@ class CommitRules:
         repo_url, html_url = self.repos.urls(repo)
         files = [shapes.diff_entry(repo_url, html_url, head, change) for change in
                  self.branch_diff(repo, objects, base, head)[:MAX_FILES]]
-        page, per_page = schemas.page_query(params)
-        listed = ahead[:MAX_COMPARE_COMMITS]
-        if any(k in schemas.first_values(params) for k in ("page", "per_page")):
-            listed = ahead[(page - 1) * per_page:page * per_page]
+        listed = ahead[:MAX_COMPARE_COMMITS] if page is None else page.of(ahead)
         return {
             "url": f"{repo_url}/compare/{basehead}",
             "html_url": f"{html_url}/compare/{basehead}",
@@ -257,14 +251,14 @@ class CommitRules:
             "files": files,
         }
 
-    def _pull_objects(self, owner, name, raw_number, op):
-        repo, pull = self.rules.pulls.record(owner, name, raw_number, op)
-        objects = self.repos.objects(repo, op)
+    def _pull_objects(self, repo, pull):
+        """(objects, head, base) of a PR: the branch tips while it is open."""
+        objects = self.repos.objects(repo)
         head, base = pull["head_sha"], pull["base_sha"]
         if pull["state"] == "open":
             tips = self.repos.tips(repo["key"], (pull["head_ref"], pull["base_ref"]))
             head, base = tips.get(pull["head_ref"], head), tips.get(pull["base_ref"], base)
-        return repo, objects, head, base
+        return objects, head, base
 
     def branch_diff(self, repo, objects, base, head):
         """Return every file `head` changes since its merge base with `base` (answers list at
@@ -282,7 +276,7 @@ class CommitRules:
         synthetic repository has no trees (its PRs change no files and never conflict)."""
         if not has_objects(repo):
             return None
-        objects = self.repos.objects(repo, "pulls/get")
+        objects = self.repos.objects(repo)
         graph = objects.graph()
         return objects if head in graph and base in graph else None
 
@@ -292,28 +286,21 @@ class CommitRules:
         objects = self.pair_objects(repo, head, base)
         return [] if objects is None else self.branch_diff(repo, objects, base, head)
 
-    def pull_commits(self, owner, name, raw_number, params):
-        """Answer `pulls/list-commits`: (a page of the PR's commits, oldest first, page, last)."""
-        repo, objects, head, base = self._pull_objects(owner, name, raw_number,
-                                                       "pulls/list-commits")
+    def of_pull(self, repo, pull, page):
+        """`pulls/list-commits`: a `Listing` of the PR's commits (at most 250), oldest
+        first."""
+        objects, head, base = self._pull_objects(repo, pull)
         shas = self.between(objects, base, head)[:MAX_COMPARE_COMMITS]
-        page, per_page = schemas.page_query(params)
-        offset = (page - 1) * per_page
-        return ([self.object_json(repo, objects, sha) for sha in shas[offset:offset + per_page]],
-                page, -(-len(shas) // per_page))
+        return Listing([self.object_json(repo, objects, sha) for sha in page.of(shas)],
+                       len(shas))
 
-    def pull_files(self, owner, name, raw_number, params):
-        """Answer `pulls/list-files`: (a page of the files the PR changes since its merge
-        base, page, last)."""
-        repo, objects, head, base = self._pull_objects(owner, name, raw_number,
-                                                       "pulls/list-files")
+    def files_of_pull(self, repo, pull, page):
+        """`pulls/list-files`: a `Listing` of the files the PR changes since its merge base."""
+        objects, head, base = self._pull_objects(repo, pull)
         repo_url, html_url = self.repos.urls(repo)
         files = self.branch_diff(repo, objects, base, head)[:MAX_FILES]
-        page, per_page = schemas.page_query(params)
-        offset = (page - 1) * per_page
-        return ([shapes.diff_entry(repo_url, html_url, head, change)
-                 for change in files[offset:offset + per_page]],
-                page, -(-len(files) // per_page))
+        return Listing([shapes.diff_entry(repo_url, html_url, head, change)
+                        for change in page.of(files)], len(files))
 
     def describe_commit(self, repo):
         """Return `describe(sha)`: a push payload's details of a real commit, or None."""

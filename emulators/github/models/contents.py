@@ -4,44 +4,14 @@ delete one file as a commit on a branch, find the README.
 A write is a new blob, tree and commit, then the branch moves through `refs.write` (the path
 of a push), so webhooks and PR heads follow.
 """
-import base64
-import binascii
 import re
 
-from .. import errors, schemas, shapes, times
+from .. import errors, shapes
 from ..objects import DEFAULT_PERSON
-from ..store import has_objects, repo_key
+from ..store import has_objects
 from .commits import info
 
 README = re.compile(r"^readme(\.[^/]*)?\Z", re.IGNORECASE)
-
-
-def _invalid(op, field):
-    # GitHub's schema validation message, as its API answers a missing field
-    return errors.Unprocessable(op, f'Invalid request.\n\n"{field}" wasn\'t supplied.')
-
-
-def _require_strings(body, op, *fields):
-    """Refuse a body missing one of `fields` (or holding a non-string) as GitHub does."""
-    for field in fields:
-        if not isinstance(body.get(field), str):
-            raise _invalid(op, field)
-
-
-def _person(value, op, field):
-    """Return `{name, email, date}` (epoch seconds or None) of an author/committer field."""
-    if value is None:
-        return None
-    if not (isinstance(value, dict) and isinstance(value.get("name"), str)
-            and isinstance(value.get("email"), str)):
-        raise errors.Unprocessable(op, f"Invalid request.\n\n{field} must have name and email")
-    date = value.get("date")
-    if date is not None:
-        try:
-            date = times.epoch_s(date)
-        except ValueError:
-            raise errors.Unprocessable(op, f"Invalid request.\n\n{field}.date is not a date")
-    return {"name": value["name"], "email": value["email"], "date": date}
 
 
 class ContentRules:
@@ -53,14 +23,14 @@ class ContentRules:
         self.repos = repos
         self.rules = rules
 
-    def _at_ref(self, repo, objects, params, op):
-        """Return (ref name, commit sha) of a read's `?ref=` (the default branch when absent)."""
+    def _at_ref(self, repo, objects, ref):
+        """(ref name, commit sha) a read's `?ref=` names (the default branch when None)."""
         if self.store.count_refs(repo["key"], "heads") == 0:
-            raise errors.NotFoundMessage(op, "This repository is empty.")
-        ref = schemas.first_values(params).get("ref") or repo["default_branch"]
+            raise errors.NotFoundMessage("This repository is empty.")
+        ref = ref or repo["default_branch"]
         sha = self.rules.commits.resolve(repo, objects, ref)
         if sha is None:
-            raise errors.NotFoundMessage(op, f"No commit found for the ref {ref}")
+            raise errors.NotFoundMessage(f"No commit found for the ref {ref}")
         return ref, sha
 
     def _item(self, repo, objects, ref, entry, *, content=False):
@@ -69,16 +39,14 @@ class ContentRules:
         return shapes.content_item(repo_url, html_url, ref, entry, len(data or b""),
                                    with_content=data if content else None)
 
-    def get_content(self, owner, name, path, params):
-        """Answer `repos/get-content`: a file (with its content) or a folder's entries.
-
-        Returns (shape, raw bytes of a file or None)."""
-        op = "repos/get-content"
-        repo, objects = self.repos.with_objects(owner, name, op)
-        ref, sha = self._at_ref(repo, objects, params, op)
+    def get(self, repo, path, ref=None):
+        """`repos/get-content`: (a file's shape with its content or a folder's entries, the
+        file's bytes or None)."""
+        objects = self.repos.objects(repo)
+        ref, sha = self._at_ref(repo, objects, ref)
         entry = objects.lookup(info(objects, sha)["tree"], path.strip("/"))
         if entry is None:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         if entry["type"] == "tree":
             children = [{**e, "path": f"{entry['path']}/{e['path']}" if entry["path"]
                          else e["path"]} for e in objects.entries(entry["sha"])]
@@ -87,23 +55,21 @@ class ContentRules:
         return (self._item(repo, objects, ref, entry, content=True),
                 objects.blob(entry["sha"]) if entry["type"] == "blob" else None)
 
-    def get_readme(self, owner, name, params):
-        """Answer `repos/get-readme`: the README at the root of the ref."""
-        op = "repos/get-readme"
-        repo, objects = self.repos.with_objects(owner, name, op)
-        ref, sha = self._at_ref(repo, objects, params, op)
+    def readme(self, repo, ref=None):
+        """`repos/get-readme`: (the README at the root of the ref, its bytes)."""
+        objects = self.repos.objects(repo)
+        ref, sha = self._at_ref(repo, objects, ref)
         found = [e for e in objects.entries(info(objects, sha)["tree"])
                  if e["type"] == "blob" and README.match(e["path"])]
         if not found:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         entry = sorted(found, key=lambda e: (e["path"].lower() != "readme.md", e["path"]))[0]
         return self._item(repo, objects, ref, entry, content=True), objects.blob(entry["sha"])
 
-    def raw_file(self, owner, name, tail):
-        """Return a file's bytes for `download_url`/`raw_url` (`<ref>/<path>`, the ref may hold
+    def raw(self, repo, tail):
+        """A file's bytes for `download_url`/`raw_url` (`<ref>/<path>`, the ref may hold
         slashes: the longest prefix naming a ref or commit wins, as GitHub's raw host does),
         or None."""
-        repo = self.store.repo(repo_key(owner, name))
         if repo is None or not has_objects(repo):
             return None
         objects = self.store.git(repo["key"])
@@ -115,50 +81,42 @@ class ContentRules:
                 return objects.blob(entry["sha"]) if entry and entry["type"] == "blob" else None
         return None
 
-    def put_content(self, owner, name, path, body):
-        """Answer `repos/create-or-update-file-contents`: (status, {content, commit})."""
-        op = "repos/create-or-update-file-contents"
-        repo, objects = self.repos.with_objects(owner, name, op)
-        _require_strings(body, op, "message", "content")
-        try:
-            data = base64.b64decode(body["content"], validate=False)
-        except (binascii.Error, ValueError):
-            raise errors.Unprocessable(op, "content is not valid Base64")
-        return self._write_file(repo, objects, path, body, op, data)
+    def put(self, repo, path, *, message, content, sha=None, branch=None, author=None,
+            committer=None):
+        """`repos/create-or-update-file-contents`: write `content` (bytes) at `path` as a
+        commit on `branch` (the default one when None); an existing file needs its blob
+        `sha`. Returns ({content, commit}, whether the file is new)."""
+        return self._write_file(repo, path, content, message=message, sha=sha, branch=branch,
+                                author=author, committer=committer)
 
-    def delete_file(self, owner, name, path, body):
-        """Answer `repos/delete-file`: {content: null, commit}."""
-        op = "repos/delete-file"
-        repo, objects = self.repos.with_objects(owner, name, op)
-        _require_strings(body, op, "message", "sha")
-        return self._write_file(repo, objects, path, body, op, None)[1]
+    def delete(self, repo, path, *, message, sha, branch=None, author=None, committer=None):
+        """`repos/delete-file`: `{content: null, commit}`."""
+        return self._write_file(repo, path, None, message=message, sha=sha, branch=branch,
+                                author=author, committer=committer)[0]
 
-    def _write_file(self, repo, objects, path, body, op, data):
+    def _write_file(self, repo, path, data, *, message, sha, branch, author, committer):
+        """Write (`data`) or delete (None) one file; `author`/`committer` are `{name, email,
+        date}` (epoch seconds or None) or None."""
+        objects = self.repos.objects(repo)
         path = path.strip("/")
-        if not path or any(part in ("", ".", "..", ".git") for part in path.split("/")):
-            raise errors.Unprocessable(op, "path is invalid")
-        author = _person(body.get("author"), op, "author")
-        committer = _person(body.get("committer"), op, "committer")
         key = repo["key"]
         with self.store.transaction():
             has_heads = self.store.count_refs(key, "heads") > 0
-            branch = body.get("branch") or self.store.repo(key)["default_branch"]
-            if not isinstance(branch, str):
-                raise _invalid(op, "branch")
+            branch = branch or self.store.repo(key)["default_branch"]
             ref = self.store.ref(key, f"refs/heads/{branch}")
             if ref is None and (has_heads or data is None):
-                raise errors.NotFoundMessage(op, f"Branch {branch} not found")
+                raise errors.NotFoundMessage(f"Branch {branch} not found")
             tip = ref["sha"] if ref else None
             base_tree = info(objects, tip)["tree"] if tip else None
             current = objects.lookup(base_tree, path) if base_tree else None
             if current is not None and current["type"] == "tree":
-                raise errors.Unprocessable(op, f"{path} is a directory")
+                raise errors.Unprocessable(f"{path} is a directory")
             if data is None and current is None:
-                raise errors.NotFound(op)
-            if current is not None and body.get("sha") is None:
-                raise _invalid(op, "sha")
-            if current is not None and body["sha"] != current["sha"]:
-                raise errors.Conflict(op, f"{path} does not match {body['sha']}")
+                raise errors.NotFound()
+            if current is not None and sha is None:
+                raise errors.Unprocessable('Invalid request.\n\n"sha" wasn\'t supplied.')
+            if current is not None and sha != current["sha"]:
+                raise errors.Conflict(f"{path} does not match {sha}")
             if data is None:
                 tree = objects.write_tree([{"path": path, "sha": None}], base_tree=base_tree)
             else:
@@ -167,14 +125,14 @@ class ContentRules:
                                             "sha": objects.write_blob(data)}],
                                           base_tree=base_tree)
             who = committer or author or DEFAULT_PERSON
-            sha = objects.write_commit(tree, [tip] if tip else [], body["message"],
-                                       author=author or who, committer=who)
-            self.rules.refs.write(self.store.repo(key), f"refs/heads/{branch}", sha,
-                                  expect=tip or "0" * 40, op=op)
+            commit_sha = objects.write_commit(tree, [tip] if tip else [], message,
+                                              author=author or who, committer=who)
+            self.rules.refs.write(self.store.repo(key), f"refs/heads/{branch}", commit_sha,
+                                  expect=tip or "0" * 40)
         repo_url, html_url = self.repos.urls(repo)
-        commit = shapes.git_commit(repo_url, html_url, sha, info(objects, sha))
+        commit = shapes.git_commit(repo_url, html_url, commit_sha, info(objects, commit_sha))
         if data is None:
-            return 200, {"content": None, "commit": commit}
+            return {"content": None, "commit": commit}, False
         entry = objects.lookup(tree, path)
         item = shapes.content_item(repo_url, html_url, branch, entry, len(data))
-        return (201 if current is None else 200), {"content": item, "commit": commit}
+        return {"content": item, "commit": commit}, current is None

@@ -5,9 +5,10 @@ On GitHub every pull request is an issue: the issues API reads and writes a PR's
 state, labels, assignees and comments too, and answers a PR number with its issue shape
 (carrying `pull_request`).
 """
-from .. import errors, events, ids, schemas, times
+from .. import errors, events, ids
+from ..inputs import UNCHANGED, Listing
 from ..store import COMMENTS, ISSUES
-from .pulls import REOPEN_MERGED, parse_pull_number
+from .pulls import REOPEN_MERGED
 
 
 def reactions(url):
@@ -30,28 +31,19 @@ class IssueRules:
 
     # issues --------------------------------------------------------------------------------
 
-    def create_issue(self, owner, name, parsed):
-        op = "issues/create"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        if not isinstance(body.get("title"), (str, int)) or not str(body["title"]).strip():
-            raise errors.ValidationFailed(op, resource="Issue", field="title",
-                                          code="missing_field")
-        if body.get("body") is not None and not isinstance(body["body"], str):
-            raise errors.ValidationFailed(op, resource="Issue", field="body")
-        schemas.check_length(str(body["title"]), schemas.MAX_TITLE, op, "Issue", "title")
-        schemas.check_length(body.get("body"), schemas.MAX_BODY, op, "Issue", "body")
+    def create(self, repo, *, title, body=None, labels=(), assignees=()):
+        """`issues/create`: labels are made in the repository when new; assignees that are
+        not collaborators are dropped, as GitHub drops them."""
         key = repo["key"]
         with self.store.transaction():
-            labels = self.rules.labels.names(repo, body.get("labels", []), op)
-            assignees = self._assignable(body.get("assignees") or (
-                [body["assignee"]] if body.get("assignee") else []), op)
+            labels = self.rules.labels.names(repo, labels)
+            assignees = self._assignable(assignees)
             now = self.clock.now()
             number = self.store.next_id(f"pull_numbers:{key}")  # one sequence with the PRs
             issue_id = self.store.next_id("issue_ids")
             issue = {"repo": key, "number": number, "id": issue_id,
                      "node_id": ids.node_id("github-issues", "I_", issue_id),
-                     "title": str(body["title"]), "body": body.get("body") or None,
+                     "title": title, "body": body or None,
                      "state": "open", "state_reason": None, "user": self.accounts.actor(),
                      "labels": labels, "assignees": assignees, "comments": 0,
                      "created_at": now, "updated_at": now, "closed_at": None,
@@ -60,42 +52,30 @@ class IssueRules:
             self.emit("issues", lambda: self._issue_event("opened", repo, issue))
         return self.issue_json(repo, issue)
 
-    def get_issue(self, owner, name, raw_number):
-        op = "issues/get"
-        repo = self.repos.find(owner, name, op)
-        return self.issue_json(repo, self.conversation(repo, raw_number, op))
+    def get(self, repo, number):
+        """`issues/get`: an issue, or a PR's issue shape."""
+        return self.issue_json(repo, self.conversation(repo, number))
 
-    def update_issue(self, owner, name, raw_number, parsed):
-        op = "issues/update"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
+    def update(self, repo, number, *, title=UNCHANGED, body=UNCHANGED, state=UNCHANGED,
+               state_reason=None, labels=UNCHANGED, assignees=UNCHANGED):
+        """`issues/update` of an issue or a PR: change what is given (`state_reason` says why
+        an issue closes, `completed` by default)."""
         with self.store.transaction():
-            before = self.conversation(repo, raw_number, op)
+            before = self.conversation(repo, number)
             after = {**before}
-            if "title" in body:
-                if not isinstance(body["title"], (str, int)) or not str(body["title"]).strip():
-                    raise errors.ValidationFailed(op, resource="Issue", field="title")
-                after["title"] = str(body["title"])
-                schemas.check_length(after["title"], schemas.MAX_TITLE, op, "Issue", "title")
-            if "body" in body:
-                if body["body"] is not None and not isinstance(body["body"], str):
-                    raise errors.ValidationFailed(op, resource="Issue", field="body")
-                schemas.check_length(body["body"], schemas.MAX_BODY, op, "Issue", "body")
-                after["body"] = body["body"] or None
-            if "state" in body:
-                if body["state"] not in ("open", "closed"):
-                    raise errors.ValidationFailed(op, resource="Issue", field="state")
-                if before.get("merged") and body["state"] == "open":
-                    raise errors.ValidationFailed(op, resource="Issue", field="state",
+            if title is not UNCHANGED:
+                after["title"] = title
+            if body is not UNCHANGED:
+                after["body"] = body or None
+            if state is not UNCHANGED:
+                if before.get("merged") and state == "open":
+                    raise errors.ValidationFailed(resource="Issue", field="state",
                                                   custom=REOPEN_MERGED)
-                after["state"] = body["state"]
-            if "labels" in body:
-                after["labels"] = self.rules.labels.names(repo, body["labels"], op)
-            if "assignees" in body or "assignee" in body:
-                wanted = body.get("assignees")
-                if wanted is None:
-                    wanted = [body["assignee"]] if body.get("assignee") else []
-                after["assignees"] = self._assignable(wanted, op)
+                after["state"] = state
+            if labels is not UNCHANGED:
+                after["labels"] = self.rules.labels.names(repo, labels)
+            if assignees is not UNCHANGED:
+                after["assignees"] = self._assignable(assignees)
             now = self.clock.now()
             after["updated_at"] = now
             if after["state"] != before["state"]:
@@ -103,7 +83,7 @@ class IssueRules:
                 after["closed_at"] = now if closing else None
                 if "pull" not in after:
                     after["closed_by"] = self.accounts.actor() if closing else None
-                    after["state_reason"] = (body.get("state_reason") or "completed") \
+                    after["state_reason"] = (state_reason or "completed") \
                         if closing else "reopened"
                 else:  # a PR keeps the tips it was closed at, as pulls/update does
                     tips = self.repos.tips(repo["key"], (after["head_ref"], after["base_ref"]))
@@ -112,52 +92,38 @@ class IssueRules:
             self.store_conversation(repo, before, after)
         return self.issue_json(repo, after)
 
-    def list_issues(self, owner, name, pairs):
-        """`issues/list-for-repo`: issues and pull requests, newest first; returns (items,
-        page, last) for `Link`."""
-        op = "issues/list-for-repo"
-        repo = self.repos.find(owner, name, op)
-        q = schemas.first_values(pairs)
-        state = q.get("state", "open")
-        if state not in ("open", "closed", "all"):
-            raise errors.ValidationFailed(op, resource="Issue", field="state")
-        sort = q.get("sort", "created")
-        if sort not in ("created", "updated", "comments"):
-            raise errors.ValidationFailed(op, resource="Issue", field="sort")
-        direction = q.get("direction", "desc")
-        if direction not in ("asc", "desc"):
-            raise errors.ValidationFailed(op, resource="Issue", field="direction")
+    def list(self, repo, page, *, state="open", sort="created", direction="desc", labels=(),
+             creator=None, assignee=None):
+        """`issues/list-for-repo`: a `Listing` of issues and pull requests; `labels` all
+        present, `assignee` a login, `none` or `*`."""
         where = {"repo": repo["key"]} if state == "all" else {"repo": repo["key"],
                                                               "state": state}
         found = [*self.store.items(ISSUES, where),
                  *({**p, "pull": True} for p in self.store.pulls(
                      where, order_by=None, desc=False, limit=None, offset=0))]
-        wanted = {n.strip().lower() for n in q.get("labels", "").split(",") if n.strip()}
+        wanted = {n.lower() for n in labels}
         if wanted:
             found = [i for i in found
                      if wanted <= {n.lower() for n in i.get("labels", [])}]
-        if "creator" in q:
-            found = [i for i in found if i.get("user", "").lower() == q["creator"].lower()]
-        if "assignee" in q and q["assignee"] != "*":
-            who = q["assignee"].lower()
+        if creator is not None:
+            found = [i for i in found if i.get("user", "").lower() == creator.lower()]
+        if assignee is not None and assignee != "*":
+            who = assignee.lower()
             found = [i for i in found if (who == "none" and not i.get("assignees"))
                      or who in (a.lower() for a in i.get("assignees", []))]
         field = {"created": "created_at", "updated": "updated_at", "comments": "comments"}[sort]
         found.sort(key=lambda i: (i.get(field) or 0, i["number"]), reverse=direction == "desc")
-        shown, page, last = schemas.page_of(found, pairs)
-        return [self.issue_json(repo, i) for i in shown], page, last
+        return Listing([self.issue_json(repo, i) for i in page.of(found)], len(found))
 
-    def conversation(self, repo, raw_number, op):
-        """The issue or pull request numbered `raw_number` (a PR record carries `pull`)."""
-        number = parse_pull_number(raw_number)
-        if number is None:
-            raise errors.NotFound(op)
+    def conversation(self, repo, number):
+        """The issue or pull request numbered `number` (a PR record carries `pull`); 404
+        when there is none."""
         issue = self.store.item(ISSUES, f"{repo['key']}:{number}")
         if issue is not None:
             return issue
         pull = self.store.pull(repo["key"], number)
         if pull is None:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         return {**pull, "pull": True}
 
     def put(self, issue, before=None):
@@ -221,105 +187,93 @@ class IssueRules:
 
     # comments ------------------------------------------------------------------------------
 
-    def create_comment(self, owner, name, raw_number, parsed):
-        op = "issues/create-comment"
-        repo = self.repos.find(owner, name, op)
-        body = _comment_body(parsed, op)
+    def create_comment(self, repo, number, body):
+        """`issues/create-comment` on an issue or a PR."""
         with self.store.transaction():
-            target = self.conversation(repo, raw_number, op)
+            target = self.conversation(repo, number)
             now = self.clock.now()
-            number = self.store.next_id("comment_ids")
-            comment = {"repo": repo["key"], "id": number, "number": target["number"],
-                       "node_id": ids.node_id("github", "IC_", number), "body": body["body"],
+            comment_id = self.store.next_id("comment_ids")
+            comment = {"repo": repo["key"], "id": comment_id, "number": target["number"],
+                       "node_id": ids.node_id("github", "IC_", comment_id), "body": body,
                        "user": self.accounts.actor(), "created_at": now, "updated_at": now}
-            self.store.put_item(COMMENTS, f"{repo['key']}:{number}", comment)
+            self.store.put_item(COMMENTS, f"{repo['key']}:{comment_id}", comment)
             target = {**target, "comments": target.get("comments", 0) + 1}
             self.store_conversation(repo, target, target, emit=False)
             self.emit("issue_comment", lambda: self._comment_event("created", repo, target,
                                                                    comment))
         return self.comment_json(repo, comment)
 
-    def list_comments(self, owner, name, raw_number, pairs):
-        op = "issues/list-comments"
-        repo = self.repos.find(owner, name, op)
-        target = self.conversation(repo, raw_number, op)
+    def comments(self, repo, number, page, since=None):
+        """`issues/list-comments`: a `Listing` of an issue's comments, oldest first; `since`
+        (GitHub's time, to the second) keeps those updated at or after it."""
+        target = self.conversation(repo, number)
         found = self.store.items(COMMENTS, {"repo": repo["key"], "number": target["number"]},
                                  order_by="id")
-        since = schemas.first_values(pairs).get("since")
-        if since:
-            try:  # stored times are GitHub's, to the second: compared as text once alike
-                since = times.normalized(since)
-            except ValueError:
-                raise errors.ValidationFailed(op, resource="IssueComment", field="since")
+        if since:  # stored times are GitHub's, to the second: compared as text
             found = [c for c in found if c["updated_at"] >= since]
-        shown, page, last = schemas.page_of(found, pairs)
-        return [self.comment_json(repo, c) for c in shown], page, last
+        return Listing([self.comment_json(repo, c) for c in page.of(found)], len(found))
 
-    def get_comment(self, owner, name, raw_id):
-        op = "issues/get-comment"
-        repo = self.repos.find(owner, name, op)
-        return self.comment_json(repo, self._comment(repo, raw_id, op))
+    def get_comment(self, repo, comment_id):
+        """`issues/get-comment`."""
+        return self.comment_json(repo, self.find_comment(repo, comment_id))
 
-    def update_comment(self, owner, name, raw_id, parsed):
-        op = "issues/update-comment"
-        repo = self.repos.find(owner, name, op)
-        body = _comment_body(parsed, op)
+    def update_comment(self, repo, comment_id, body):
+        """`issues/update-comment`."""
         with self.store.transaction():
-            before = self._comment(repo, raw_id, op)
-            comment = {**before, "body": body["body"], "updated_at": self.clock.now()}
+            before = self.find_comment(repo, comment_id)
+            comment = {**before, "body": body, "updated_at": self.clock.now()}
             self.store.put_item(COMMENTS, f"{repo['key']}:{comment['id']}", comment)
-            target = self.conversation(repo, str(comment["number"]), op)
+            target = self.conversation(repo, comment["number"])
             self.emit("issue_comment", lambda: self._comment_event(
                 "edited", repo, target, comment, changes={"body": {"from": before["body"]}}))
         return self.comment_json(repo, comment)
 
-    def delete_comment(self, owner, name, raw_id):
-        op = "issues/delete-comment"
-        repo = self.repos.find(owner, name, op)
+    def delete_comment(self, repo, comment_id):
+        """`issues/delete-comment`: the comment deleted."""
         with self.store.transaction():
-            comment = self._comment(repo, raw_id, op)
+            comment = self.find_comment(repo, comment_id)
             self.store.delete_item(COMMENTS, f"{repo['key']}:{comment['id']}")
-            target = self.conversation(repo, str(comment["number"]), op)
+            target = self.conversation(repo, comment["number"])
             target = {**target, "comments": max(0, target.get("comments", 1) - 1)}
             self.store_conversation(repo, target, target, emit=False)
             self.emit("issue_comment", lambda: self._comment_event("deleted", repo, target,
                                                                    comment))
         return comment
 
-    def _comment(self, repo, raw_id, op):
-        found = self.store.item(COMMENTS, f"{repo['key']}:{raw_id}") if raw_id.isdigit() \
-            else None
+    def find_comment(self, repo, comment_id):
+        """The comment record `comment_id`; 404 when there is none."""
+        found = self.store.item(COMMENTS, f"{repo['key']}:{comment_id}")
         if found is None:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         return found
 
     # assignees -----------------------------------------------------------------------------
 
-    def change_assignees(self, owner, name, raw_number, parsed, *, add):
-        op = "issues/add-assignees" if add else "issues/remove-assignees"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        wanted = body.get("assignees", [])
-        if not isinstance(wanted, list) or not all(isinstance(w, str) for w in wanted):
-            raise errors.ValidationFailed(op, resource="Issue", field="assignees")
+    def assign(self, repo, number, logins):
+        """`issues/add-assignees`: the collaborators among `logins` join (at most ten)."""
         with self.store.transaction():
-            before = self.conversation(repo, raw_number, op)
+            before = self.conversation(repo, number)
             current = before.get("assignees", [])
-            if add:
-                assignees = [*current, *(a for a in self._assignable(wanted, op)
-                                         if a not in current)][:10]
-            else:
-                gone = {w.lower() for w in wanted}
-                assignees = [a for a in current if a.lower() not in gone]
-            after = {**before, "assignees": assignees, "updated_at": self.clock.now()}
-            self.store_conversation(repo, before, after)
+            assignees = [*current, *(a for a in self._assignable(logins)
+                                     if a not in current)][:10]
+            return self._assigned(repo, before, assignees)
+
+    def unassign(self, repo, number, logins):
+        """`issues/remove-assignees`."""
+        with self.store.transaction():
+            before = self.conversation(repo, number)
+            gone = {login.lower() for login in logins}
+            return self._assigned(repo, before, [a for a in before.get("assignees", [])
+                                                 if a.lower() not in gone])
+
+    def _assigned(self, repo, before, assignees):
+        after = {**before, "assignees": assignees, "updated_at": self.clock.now()}
+        self.store_conversation(repo, before, after)
         return self.issue_json(repo, after)
 
-    def _assignable(self, logins, op):
+    def _assignable(self, logins):
         """The users among `logins` who may be assigned, collaborators (`collaborator`; GitHub
         drops the others silently). At most ten, as on GitHub."""
-        if not isinstance(logins, list) or not all(isinstance(x, str) for x in logins):
-            raise errors.ValidationFailed(op, resource="Issue", field="assignees")
         out = []
         for login in logins:
             record = self.accounts.collaborator(login)
@@ -400,13 +354,3 @@ def _added(before, after, field):
 
 def _removed(before, after, field):
     return [x for x in before.get(field, []) if x not in after.get(field, [])]
-
-
-def _comment_body(parsed, op):
-    """The body of a comment write: a non-empty `body` within GitHub's length."""
-    body = schemas.json_object(parsed, op)
-    if not isinstance(body.get("body"), str) or not body["body"]:
-        raise errors.ValidationFailed(op, resource="IssueComment", field="body",
-                                      code="missing_field")
-    schemas.check_length(body["body"], schemas.MAX_BODY, op, "IssueComment", "body")
-    return body

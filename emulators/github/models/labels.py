@@ -4,13 +4,12 @@ event (and an issue's or PR's `labeled`/`unlabeled`, sent by issues.py).
 Naming a label an issue does not have in the repository makes it, as GitHub does; renaming or
 deleting one carries to every issue and PR.
 """
-import re
 from urllib.parse import quote
 
-from .. import errors, ids, schemas
+from .. import errors, ids
+from ..inputs import UNCHANGED, Listing
 from ..store import ISSUES, LABELS
 
-COLOR = re.compile(r"^[0-9a-fA-F]{6}\Z")
 DEFAULT_COLOR = "ededed"  # the colour GitHub gives a label made by naming it on an issue
 MAX_LABELS = 100  # GitHub's limit of labels on one issue
 TOO_MANY_LABELS = f"An issue can have at most {MAX_LABELS} labels"
@@ -32,55 +31,45 @@ class LabelRules:
         label = self.store.item(LABELS, f"{repo['key']}:{name.lower()}")
         return self.json(repo, label or _made_label(name, 0, ""))
 
-    def list_repo_labels(self, owner, name, pairs):
-        repo = self.repos.find(owner, name, "issues/list-labels-for-repo")
+    def list(self, repo, page):
+        """`issues/list-labels-for-repo`: a `Listing` of labels, by name."""
         found = sorted(self.store.items(LABELS, {"repo": repo["key"]}),
                        key=lambda label: label["name"].lower())
-        shown, page, last = schemas.page_of(found, pairs)
-        return [self.json(repo, label) for label in shown], page, last
+        return Listing([self.json(repo, label) for label in page.of(found)], len(found))
 
-    def create_label(self, owner, name, parsed):
-        op = "issues/create-label"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        label_name = body.get("name")
-        if not isinstance(label_name, str) or not label_name.strip():
-            raise errors.ValidationFailed(op, resource="Label", field="name",
-                                          code="missing_field")
-        schemas.check_length(label_name, schemas.MAX_LABEL, op, "Label", "name")
-        color = _color(body.get("color", DEFAULT_COLOR), op)
-        description = _description(body.get("description"), op)
+    def create(self, repo, name, *, color=DEFAULT_COLOR, description=None):
+        """`issues/create-label` (`color`: six hex digits, lower-cased)."""
         with self.store.transaction():
-            if self.store.item(LABELS, f"{repo['key']}:{label_name.lower()}") is not None:
-                raise errors.ValidationFailed(op, resource="Label", field="name",
+            if self.store.item(LABELS, f"{repo['key']}:{name.lower()}") is not None:
+                raise errors.ValidationFailed(resource="Label", field="name",
                                               code="already_exists")
-            label = self._make_label(repo, label_name, color, description)
+            label = self._make_label(repo, name, color, description)
         return self.json(repo, label)
 
-    def get_label(self, owner, name, label_name):
-        op = "issues/get-label"
-        repo = self.repos.find(owner, name, op)
-        return self.json(repo, self._label(repo, label_name, op))
+    def find(self, repo, name):
+        """The label record `name` (any case); 404 when there is none."""
+        label = self.store.item(LABELS, f"{repo['key']}:{name.lower()}")
+        if label is None:
+            raise errors.NotFound()
+        return label
 
-    def update_label(self, owner, name, label_name, parsed):
-        op = "issues/update-label"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
+    def get(self, repo, name):
+        """`issues/get-label`."""
+        return self.json(repo, self.find(repo, name))
+
+    def update(self, repo, name, *, new_name=UNCHANGED, color=UNCHANGED,
+               description=UNCHANGED):
+        """`issues/update-label`: a new name is carried to every issue and PR."""
         with self.store.transaction():
-            before = self._label(repo, label_name, op)
+            before = self.find(repo, name)
             label = dict(before)
-            if "new_name" in body:
-                if not isinstance(body["new_name"], str) or not body["new_name"].strip():
-                    raise errors.ValidationFailed(op, resource="Label", field="name")
-                schemas.check_length(body["new_name"], schemas.MAX_LABEL, op, "Label", "name")
-                label["name"] = body["new_name"]
-            if "color" in body:
-                label["color"] = _color(body["color"], op)
-            if "description" in body:
-                label["description"] = _description(body["description"], op)
+            for field, value in (("name", new_name), ("color", color),
+                                 ("description", description)):
+                if value is not UNCHANGED:
+                    label[field] = value
             if label["name"].lower() != before["name"].lower():
                 if self.store.item(LABELS, f"{repo['key']}:{label['name'].lower()}"):
-                    raise errors.ValidationFailed(op, resource="Label", field="name",
+                    raise errors.ValidationFailed(resource="Label", field="name",
                                                   code="already_exists")
                 self.store.delete_item(LABELS, f"{repo['key']}:{before['name'].lower()}")
             self.store.put_item(LABELS, f"{repo['key']}:{label['name'].lower()}", label)
@@ -93,11 +82,10 @@ class LabelRules:
                 "sender": self.accounts.sender()})
         return self.json(repo, label)
 
-    def delete_label(self, owner, name, label_name):
-        op = "issues/delete-label"
-        repo = self.repos.find(owner, name, op)
+    def delete(self, repo, name):
+        """`issues/delete-label`: it leaves every issue and PR; the label deleted."""
         with self.store.transaction():
-            label = self._label(repo, label_name, op)
+            label = self.find(repo, name)
             self.store.delete_item(LABELS, f"{repo['key']}:{label['name'].lower()}")
             self._rename_on_issues(repo, label["name"], None)
             self.emit("label", lambda: {
@@ -122,12 +110,6 @@ class LabelRules:
                 else:
                     self.rules.issues.put(row, row)
 
-    def _label(self, repo, label_name, op):
-        label = self.store.item(LABELS, f"{repo['key']}:{label_name.lower()}")
-        if label is None:
-            raise errors.NotFound(op)
-        return label
-
     def _make_label(self, repo, label_name, color, description):
         number = self.store.next_id("label_ids")
         label = {**_made_label(label_name, number, color, description), "repo": repo["key"]}
@@ -137,72 +119,59 @@ class LabelRules:
                                     "sender": self.accounts.sender()})
         return label
 
-    def names(self, repo, given, op):
-        """The label names of an issue write (strings or `{name}` objects), each made in the
-        repository if it is new (as GitHub does), in the repository's spelling."""
-        if isinstance(given, dict):  # add/set take {"labels": [...]} or the bare array
-            given = given.get("labels", [])
-        if not isinstance(given, list):
-            raise errors.ValidationFailed(op, resource="Label", field="labels")
-        if len(given) > MAX_LABELS:  # checked before any label is made
-            raise errors.ValidationFailed(op, resource="Label", field="labels",
-                                          custom=TOO_MANY_LABELS)
-        names = []
-        for item in given:
-            label_name = item.get("name") if isinstance(item, dict) else item
-            if not isinstance(label_name, str) or not label_name.strip():
-                raise errors.ValidationFailed(op, resource="Label", field="name")
-            schemas.check_length(label_name, schemas.MAX_LABEL, op, "Label", "name")
-            label = self.store.item(LABELS, f"{repo['key']}:{label_name.lower()}") \
-                or self._make_label(repo, label_name, DEFAULT_COLOR, None)
-            if label["name"] not in names:
-                names.append(label["name"])
-        return names
+    def names(self, repo, names):
+        """The labels `names` name, each made in the repository if it is new (as GitHub
+        does), in the repository's spelling, once each."""
+        found = []
+        for name in names:
+            label = self.store.item(LABELS, f"{repo['key']}:{name.lower()}") \
+                or self._make_label(repo, name, DEFAULT_COLOR, None)
+            if label["name"] not in found:
+                found.append(label["name"])
+        return found
 
-    def add_labels(self, owner, name, raw_number, parsed, *, replace=False):
-        op = "issues/set-labels" if replace else "issues/add-labels"
-        repo = self.repos.find(owner, name, op)
-        kind, value = parsed
-        given = value if kind == "json" else [] if kind == "empty" else None
-        if given is None:
-            raise errors.ProblemsParsingJSON(op)
+    def add(self, repo, number, names):
+        """`issues/add-labels` to an issue or a PR: its labels after."""
+        return self._relabel(repo, number, names, replace=False)
+
+    def replace(self, repo, number, names):
+        """`issues/set-labels`: its labels after."""
+        return self._relabel(repo, number, names, replace=True)
+
+    def _relabel(self, repo, number, names, *, replace):
         with self.store.transaction():
-            before = self.rules.issues.conversation(repo, raw_number, op)
-            names = self.names(repo, given, op)
+            before = self.rules.issues.conversation(repo, number)
+            names = self.names(repo, names)
             labels = names if replace else [*before.get("labels", []),
                                             *(n for n in names
                                               if n not in before.get("labels", []))]
             if len(labels) > MAX_LABELS:
-                raise errors.ValidationFailed(op, resource="Label", field="labels",
+                raise errors.ValidationFailed(resource="Label", field="labels",
                                               custom=TOO_MANY_LABELS)
-            after = {**before, "labels": labels, "updated_at": self.clock.now()}
-            self.rules.issues.store_conversation(repo, before, after)
+            return self._relabelled(repo, before, labels)
+
+    def _relabelled(self, repo, before, labels):
+        after = {**before, "labels": labels, "updated_at": self.clock.now()}
+        self.rules.issues.store_conversation(repo, before, after)
         return self.on_issue(repo, after)
 
-    def remove_label(self, owner, name, raw_number, label_name):
-        op = "issues/remove-label"
-        repo = self.repos.find(owner, name, op)
+    def remove(self, repo, number, name):
+        """`issues/remove-label`: the labels left (404 `Label does not exist`)."""
         with self.store.transaction():
-            before = self.rules.issues.conversation(repo, raw_number, op)
-            kept = [n for n in before.get("labels", []) if n.lower() != label_name.lower()]
+            before = self.rules.issues.conversation(repo, number)
+            kept = [n for n in before.get("labels", []) if n.lower() != name.lower()]
             if len(kept) == len(before.get("labels", [])):
-                raise errors.NotFound(op, "Label does not exist")
-            after = {**before, "labels": kept, "updated_at": self.clock.now()}
-            self.rules.issues.store_conversation(repo, before, after)
-        return self.on_issue(repo, after)
+                raise errors.NotFound("Label does not exist")
+            return self._relabelled(repo, before, kept)
 
-    def remove_all_labels(self, owner, name, raw_number):
-        op = "issues/remove-all-labels"
-        repo = self.repos.find(owner, name, op)
+    def clear(self, repo, number):
+        """`issues/remove-all-labels`."""
         with self.store.transaction():
-            before = self.rules.issues.conversation(repo, raw_number, op)
-            after = {**before, "labels": [], "updated_at": self.clock.now()}
-            self.rules.issues.store_conversation(repo, before, after)
+            self._relabelled(repo, self.rules.issues.conversation(repo, number), [])
 
-    def list_issue_labels(self, owner, name, raw_number):
-        op = "issues/list-labels-on-issue"
-        repo = self.repos.find(owner, name, op)
-        return self.on_issue(repo, self.rules.issues.conversation(repo, raw_number, op))
+    def of_issue(self, repo, number):
+        """`issues/list-labels-on-issue`."""
+        return self.on_issue(repo, self.rules.issues.conversation(repo, number))
 
     def on_issue(self, repo, issue):
         return [self.ref_json(repo, n) for n in issue.get("labels", [])]
@@ -219,15 +188,3 @@ class LabelRules:
 def _made_label(name, number, color, description=None):
     return {"id": number, "node_id": ids.node_id("github", "LA_", number), "name": name,
             "color": color or DEFAULT_COLOR, "description": description}
-
-
-def _color(value, op):
-    if not isinstance(value, str) or not COLOR.match(value.lstrip("#")):
-        raise errors.ValidationFailed(op, resource="Label", field="color")
-    return value.lstrip("#").lower()
-
-
-def _description(value, op):
-    if value is not None and (not isinstance(value, str) or len(value) > 100):
-        raise errors.ValidationFailed(op, resource="Label", field="description")
-    return value

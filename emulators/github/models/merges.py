@@ -3,7 +3,7 @@ mergeability computed from the trees.
 
 Trees are merged three ways with dulwich (over the
 merge base commits.py finds); a conflict makes a PR `dirty` and its merge a 405. The
-merge commit moves the base branch through `write_ref` (the push path of the object layer),
+merge commit moves the base branch through `refs.write` (the push path of the object layer),
 so its `push` event and `synchronize`s follow as for any push, then the PR closes merged. A
 repository seeded with synthetic SHAs has no trees: it is never in conflict, and merging it
 answers the emulator-only `SyntheticRepository` error.
@@ -11,7 +11,7 @@ answers the emulator-only `SyntheticRepository` error.
 from dulwich.merge import Merger
 from dulwich.object_store import MemoryObjectStore
 
-from .. import errors, events, git, schemas
+from .. import errors, events, git
 from .protection import DRAFT, NOT_MERGEABLE
 
 METHODS = ("merge", "squash", "rebase")
@@ -116,35 +116,29 @@ class MergeRules:
 
     # pulls/merge --------------------------------------------------------------------------
 
-    def merge_pull(self, owner, name, raw_number, parsed):
-        op = "pulls/merge"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
+    def merge(self, repo, number, *, merge_method="merge", commit_title=None,
+              commit_message=None, sha=None):
+        """`pulls/merge` of an open PR: `merge`, `squash` or `rebase` as `merge_method` says;
+        `sha` (when given) must still be the head's tip."""
         key = repo["key"]
         with self.store.transaction():
-            pull = self.rules.pulls.find(repo, raw_number, op)
-            method = body.get("merge_method", "merge")
-            if method not in METHODS:
-                raise errors.ValidationFailed(op, field="merge_method")
-            for field in ("commit_title", "commit_message", "sha"):
-                if body.get(field) is not None and not isinstance(body[field], str):
-                    raise errors.ValidationFailed(op, field=field)
+            pull = self.rules.pulls.find(repo, number)
             if pull["state"] != "open":
-                raise errors.Unmergeable(op, NOT_MERGEABLE)
+                raise errors.Unmergeable(NOT_MERGEABLE)
             if pull.get("draft"):
-                raise errors.Unmergeable(op, DRAFT)
+                raise errors.Unmergeable(DRAFT)
             tips = self.repos.tips(key, (pull["head_ref"], pull["base_ref"]))
             head_sha, base_sha = tips[pull["head_ref"]], tips[pull["base_ref"]]
-            if body.get("sha") is not None and body["sha"].lower() != head_sha:
-                raise errors.HeadModified(op)
+            if sha is not None and sha.lower() != head_sha:
+                raise errors.HeadModified()
             blocker = self.rules.protection.merge_blocker(repo, pull, head_sha, base_sha)
             if blocker is not None:
-                raise errors.Unmergeable(op, blocker)
-            objects = self.repos.objects(repo, op)
-            sha = self._merge_commit(repo, objects, pull, method, body, head_sha, base_sha, op)
+                raise errors.Unmergeable(blocker)
+            objects = self.repos.objects(repo)
+            sha = self._merge_commit(repo, objects, pull, merge_method, commit_title,
+                                     commit_message, head_sha, base_sha)
             # one transaction: the base read above is still its tip, the swap cannot miss
-            self.rules.refs.write(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha,
-                                  op=op)
+            self.rules.refs.write(repo, f"refs/heads/{pull['base_ref']}", sha, expect=base_sha)
             now = self.clock.now()
             merged = {**self.store.pull(key, pull["number"]), "state": "closed", "merged": True,
                       "merged_at": now, "merged_by": self.accounts.actor(), "merge_commit_sha": sha,
@@ -155,7 +149,8 @@ class MergeRules:
                 "closed", self.rules.pulls.json(repo, merged), self.accounts.sender()))
         return {"sha": sha, "merged": True, "message": "Pull Request successfully merged"}
 
-    def _merge_commit(self, repo, objects, pull, method, body, head_sha, base_sha, op):
+    def _merge_commit(self, repo, objects, pull, method, commit_title, commit_message,
+                      head_sha, base_sha):
         """Write the commit(s) a merge method makes on the base; return the new base tip."""
         graph = objects.graph()
         scratch = _Scratch(objects.store)
@@ -165,11 +160,11 @@ class MergeRules:
             for sha in git.new_commits(graph, head_sha, git.reachable(graph, base_sha)):
                 commit = objects.commit(sha)
                 if len(commit.parents) != 1:
-                    raise errors.Unmergeable(op, "This branch can't be rebased")
+                    raise errors.Unmergeable("This branch can't be rebased")
                 parent = commit.parents[0].decode()
                 tree, conflicts = self._three_way(objects, parent, tip, sha, scratch)
                 if conflicts:
-                    raise errors.Unmergeable(op, "This branch can't be rebased")
+                    raise errors.Unmergeable("This branch can't be rebased")
                 objects.store.add_objects(scratch.written())
                 tip = objects.write_commit(
                     tree, [tip], commit.message,
@@ -178,14 +173,14 @@ class MergeRules:
             return tip
         base = self.rules.commits.merge_base(objects, base_sha, head_sha)
         if base == head_sha:  # nothing to bring in
-            raise errors.Unmergeable(op, NOT_MERGEABLE)
+            raise errors.Unmergeable(NOT_MERGEABLE)
         tree, conflicts = self._three_way(objects, base, base_sha, head_sha, scratch)
         if conflicts:
-            raise errors.Unmergeable(op, NOT_MERGEABLE)
+            raise errors.Unmergeable(NOT_MERGEABLE)
         objects.store.add_objects(scratch.written())
         if method == "squash":
-            title = body.get("commit_title") or f"{pull['title']} (#{pull['number']})"
-            detail = body.get("commit_message")
+            title = commit_title or f"{pull['title']} (#{pull['number']})"
+            detail = commit_message
             if detail is None:
                 detail = "\n".join(
                     "* " + objects.commit(s).message.decode("utf-8", "replace").strip()
@@ -195,59 +190,49 @@ class MergeRules:
                 author=self.accounts.person(pull["user"]),
                 committer={**COMMITTER, "date": self.clock.ms() // 1000})
         owner_login = self.repos.json(repo)["owner"]["login"]
-        title = body.get("commit_title") or \
+        title = commit_title or \
             f"Merge pull request #{pull['number']} from {owner_login}/{pull['head_ref']}"
-        detail = pull["title"] if body.get("commit_message") is None else body["commit_message"]
+        detail = pull["title"] if commit_message is None else commit_message
         return objects.write_commit(tree, [base_sha, head_sha],
                                     f"{title}\n\n{detail}".rstrip() + "\n", author=actor,
                                     committer={**COMMITTER, "date": self.clock.ms() // 1000})
 
-    def check_merged(self, owner, name, raw_number):
-        """`pulls/check-if-merged`: True when merged (204), else 404."""
-        op = "pulls/check-if-merged"
-        repo, pull = self.rules.pulls.record(owner, name, raw_number, op)
-        if not pull.get("merged"):
-            raise errors.NotFound(op)
+    def is_merged(self, repo, number):
+        """`pulls/check-if-merged`: whether PR `number` was merged (404 when there is none)."""
+        return bool(self.rules.pulls.find(repo, number).get("merged"))
 
     # repos/merge --------------------------------------------------------------------------
 
-    def merge_branches(self, owner, name, parsed):
+    def merge_branches(self, repo, *, base, head, commit_message=None):
         """`repos/merge`: merge `head` (a branch or sha) into the branch `base` with a merge
         commit; None (204) when `base` already contains it."""
-        op = "repos/merge"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        for field in ("base", "head"):
-            if not isinstance(body.get(field), str) or not body[field]:
-                raise errors.ValidationFailed(op, resource="Merge", field=field,
-                                              code="missing_field")
         key = repo["key"]
         with self.store.transaction():
-            objects = self.repos.objects(repo, op)
-            base_ref = self.store.ref(key, f"refs/heads/{body['base']}")
+            objects = self.repos.objects(repo)
+            base_ref = self.store.ref(key, f"refs/heads/{base}")
             if base_ref is None:
-                raise errors.NotFound(op, "Base does not exist")
-            head_sha = self.rules.commits.commit_sha(key, body["head"])
+                raise errors.NotFound("Base does not exist")
+            head_sha = self.rules.commits.commit_sha(key, head)
             if head_sha is None:
-                raise errors.NotFound(op, "Head does not exist")
+                raise errors.NotFound("Head does not exist")
             base_sha = base_ref["sha"]
             graph = objects.graph()
             if git.is_ancestor(graph, head_sha, base_sha):
                 return None
-            base = self.rules.commits.merge_base(objects, base_sha, head_sha)
+            ancestor = self.rules.commits.merge_base(objects, base_sha, head_sha)
             scratch = _Scratch(objects.store)
-            tree, conflicts = self._three_way(objects, base, base_sha, head_sha, scratch)
+            tree, conflicts = self._three_way(objects, ancestor, base_sha, head_sha, scratch)
             if conflicts:
-                raise errors.MergeConflict(op)
+                raise errors.MergeConflict()
             objects.store.add_objects(scratch.written())
-            message = body.get("commit_message") or f"Merge {body['head']} into {body['base']}"
+            message = commit_message or f"Merge {head} into {base}"
             sha = objects.write_commit(tree, [base_sha, head_sha], message + "\n",
                                        author=self.accounts.person(self.accounts.actor()))
             refusal = self.rules.protection.push_refusal(repo, base_ref["ref"], base_sha, sha,
                                                          forced=False)
             if refusal:  # the transaction rolls back: nothing of the merge stays
-                raise errors.MergeConflict(op, refusal[-1])
-            self.rules.refs.write(repo, base_ref["ref"], sha, expect=base_sha, op=op)
+                raise errors.MergeConflict(refusal[-1])
+            self.rules.refs.write(repo, base_ref["ref"], sha, expect=base_sha)
         return self.rules.commits.json(repo, sha)
 
 

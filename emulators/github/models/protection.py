@@ -9,9 +9,14 @@ each token as an administrator, and an administrator who could bypass it would t
 """
 from urllib.parse import quote
 
-from .. import errors, git, schemas
+from .. import errors, git
+from ..inputs import Listing
 from ..store import PROTECTIONS
 from .checks import PASSING
+
+# what protection stores and shows, beyond required checks and reviews and `enforce_admins`
+FLAGS = ("required_linear_history", "allow_force_pushes", "allow_deletions", "block_creations",
+         "required_conversation_resolution", "lock_branch")
 
 # GitHub's messages for a merge or push that protection refuses
 NOT_MERGEABLE = "Pull Request is not mergeable"
@@ -44,13 +49,11 @@ class ProtectionRules:
         self.repos = repos
         self.rules = rules
 
-    def get_branch(self, owner, name, branch):
+    def get_branch(self, repo, branch):
         """`repos/get-branch`: the branch, its tip commit and its protection."""
-        op = "repos/get-branch"
-        repo = self.repos.find(owner, name, op)
         ref = self.store.ref(repo["key"], f"refs/heads/{branch}")
         if ref is None:
-            raise errors.NotFound(op, "Branch not found")
+            raise errors.NotFound("Branch not found")
         url = f"{self.repos.url(repo)}/branches/{quote(branch, safe='')}"
         found = self.record(repo["key"], branch)
         protection = {"enabled": found is not None,
@@ -65,95 +68,58 @@ class ProtectionRules:
                 "protected": found is not None, "protection": protection,
                 "protection_url": f"{url}/protection"}
 
-    def list_branches(self, owner, name, pairs):
-        """`repos/list-branches` (`?protected=true|false`), paged; (items, page, last)."""
-        op = "repos/list-branches"
-        repo = self.repos.find(owner, name, op)
-        wanted = schemas.first_values(pairs).get("protected")
+    def branches(self, repo, page, *, protected=None):
+        """`repos/list-branches`: a `Listing` of branches, only the protected (True) or the
+        unprotected (False) ones when `protected` says so."""
         found = []
         for ref in sorted(self.store.refs(repo["key"]), key=lambda r: r["ref"]):
             if ref["kind"] != "heads":
                 continue
             branch = ref["ref"][len("refs/heads/"):]
-            protected = self.record(repo["key"], branch) is not None
-            if wanted in (None, str(protected).lower()):
+            is_protected = self.record(repo["key"], branch) is not None
+            if protected in (None, is_protected):
                 found.append({"name": branch, "commit": {
                     "sha": ref["sha"], "url": f"{self.repos.url(repo)}/commits/{ref['sha']}"},
-                    "protected": protected})
-        return schemas.page_of(found, pairs)
+                    "protected": is_protected})
+        return Listing(page.of(found), len(found))
 
-    def get_protection(self, owner, name, branch):
-        op = "repos/get-branch-protection"
-        repo = self.repos.find(owner, name, op)
-        self._protected_branch(repo, branch, op)
+    def get(self, repo, branch):
+        """`repos/get-branch-protection` (404 `Branch not found`, `Branch not protected`)."""
+        self._protected_branch(repo, branch)
         found = self.record(repo["key"], branch)
         if found is None:
-            raise errors.NotFound(op, "Branch not protected")
+            raise errors.NotFound("Branch not protected")
         return self.protection_json(repo, branch, found)
 
-    def update_protection(self, owner, name, branch, parsed):
-        op = "repos/update-branch-protection"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        for field in ("required_status_checks", "enforce_admins",
-                      "required_pull_request_reviews", "restrictions"):
-            if field not in body:  # GitHub requires all four, each possibly null
-                raise errors.Unprocessable(
-                    op, f"Invalid request.\n\n\"{field}\" wasn't supplied.")
+    def update(self, repo, branch, *, checks=None, reviews=None, enforce_admins=False,
+               **flags):
+        """`repos/update-branch-protection`: `checks` `{strict, contexts}` (required status
+        checks) or None, `reviews` `{count, dismiss_stale, code_owners, last_push}` (required
+        approving reviews) or None, and the booleans `enforce_admins` and `FLAGS`."""
         record = {"repo": repo["key"], "branch": branch}
-        checks = body["required_status_checks"]
         if checks is not None:
-            if not isinstance(checks, dict) or not isinstance(checks.get("strict"), bool):
-                raise errors.Unprocessable(op, "Invalid request.\n\nNo subschema in \"anyOf\" "
-                                               "matched.\n\"strict\" wasn't supplied.")
-            contexts = list(checks.get("contexts") or [])
-            contexts += [c["context"] for c in checks.get("checks") or []
-                         if isinstance(c, dict) and isinstance(c.get("context"), str)]
-            if not all(isinstance(c, str) for c in contexts):
-                raise errors.Unprocessable(op, "Invalid request.\n\nFor 'items', "
-                                               "contexts must be strings.")
-            record["checks"] = {"strict": checks["strict"],
-                                "contexts": list(dict.fromkeys(contexts))}
-        reviews = body["required_pull_request_reviews"]
+            record["checks"] = checks
         if reviews is not None:
-            if not isinstance(reviews, dict):
-                raise errors.Unprocessable(op, "Invalid request.\n\n"
-                                               "required_pull_request_reviews is not an object.")
-            count = reviews.get("required_approving_review_count", 1)
-            if not isinstance(count, int) or isinstance(count, bool) or not 0 <= count <= 6:
-                raise errors.Unprocessable(op, "Invalid request.\n\n"
-                                               "required_approving_review_count must be 0-6.")
-            record["reviews"] = {"count": count,
-                                 "dismiss_stale": reviews.get("dismiss_stale_reviews") is True,
-                                 "code_owners": reviews.get("require_code_owner_reviews")
-                                 is True,
-                                 "last_push": reviews.get("require_last_push_approval")
-                                 is True}
-        if body["restrictions"] is not None:
-            raise errors.Unsupported("Mockingbird does not model push restrictions "
-                                     "(users, teams, apps); send restrictions: null")
-        record["enforce_admins"] = body["enforce_admins"] is True
-        for flag in ("required_linear_history", "allow_force_pushes", "allow_deletions",
-                     "block_creations", "required_conversation_resolution", "lock_branch"):
-            record[flag] = body.get(flag) is True
+            record["reviews"] = reviews
+        record["enforce_admins"] = enforce_admins
+        record.update({flag: flags.get(flag, False) for flag in FLAGS})
         with self.store.transaction():
-            self._protected_branch(repo, branch, op)
+            self._protected_branch(repo, branch)
             record["updated_at"] = self.clock.now()
             self.store.put_item(PROTECTIONS, f"{repo['key']}:{branch}", record)
         return self.protection_json(repo, branch, record, written=True)
 
-    def delete_protection(self, owner, name, branch):
-        op = "repos/delete-branch-protection"
-        repo = self.repos.find(owner, name, op)
+    def delete(self, repo, branch):
+        """`repos/delete-branch-protection`."""
         with self.store.transaction():
-            self._protected_branch(repo, branch, op)
+            self._protected_branch(repo, branch)
             if self.record(repo["key"], branch) is None:
-                raise errors.NotFound(op, "Branch not protected")
+                raise errors.NotFound("Branch not protected")
             self.store.delete_item(PROTECTIONS, f"{repo['key']}:{branch}")
 
-    def _protected_branch(self, repo, branch, op):
+    def _protected_branch(self, repo, branch):
         if self.store.ref(repo["key"], f"refs/heads/{branch}") is None:
-            raise errors.NotFound(op, "Branch not found")
+            raise errors.NotFound("Branch not found")
 
     def record(self, key, branch):
         return self.store.item(PROTECTIONS, f"{key}:{branch}")
@@ -179,8 +145,7 @@ class ProtectionRules:
         shape["required_signatures"] = {"url": f"{url}/required_signatures", "enabled": False}
         shape["enforce_admins"] = {"url": f"{url}/enforce_admins",
                                    "enabled": record["enforce_admins"]}
-        for flag in ("required_linear_history", "allow_force_pushes", "allow_deletions",
-                     "block_creations", "required_conversation_resolution", "lock_branch"):
+        for flag in FLAGS:
             shape[flag] = {"enabled": record[flag]}
         shape["allow_fork_syncing"] = {"enabled": False}
         if not written:

@@ -4,10 +4,9 @@
 fast-forward rules, compare-and-swap, branch protection's refusals and the events all follow it.
 """
 
-from .. import errors, events, git, ids, schemas
-from ..store import has_objects, repo_key
-
-PULL_REFS = "Mockingbird does not model provider-managed pull refs"
+from .. import errors, events, git, ids
+from ..inputs import Listing
+from ..store import has_objects
 
 
 class RefRules:
@@ -23,64 +22,58 @@ class RefRules:
         self.repos = repos
         self.rules = rules
 
-    def get_ref(self, owner, name, tail):
-        repo = self.repos.with_refs(owner, name, "git/get-ref")
+    def get(self, repo, tail):
+        """`git/get-ref`: the reference `refs/<tail>` (409 in a repository with no branch)."""
+        self.repos.require_branches(repo)
         ref = self.store.ref(repo["key"], "refs/" + tail)
         if ref is None:
-            raise errors.NotFound("git/get-ref")
+            raise errors.NotFound()
         return self.repos.ref_json(repo, ref)
 
     def _refs_under(self, repo, prefix):
         found = (r for r in self.store.refs(repo["key"]) if r["ref"].startswith(prefix))
         return sorted(found, key=lambda r: r["ref"].encode("utf-16-be"))
 
-    def matching_refs(self, owner, name, tail):
-        repo = self.repos.with_refs(owner, name, "git/list-matching-refs")
+    def matching(self, repo, tail):
+        """`git/list-matching-refs`: the references whose name starts with `refs/<tail>`."""
+        self.repos.require_branches(repo)
         repo_url = self.repos.url(repo)
         found = self._refs_under(repo, "refs/" + tail)
         return [self.repos.ref_json(repo, ref, repo_url) for ref in found]
 
-    def list_refs(self, owner, name, tail, params):
-        """Answer `GET git/refs[/{tail}]`: (the exact ref, 1, 1) or (a page of refs, page, last).
+    def listing(self, repo, tail, page):
+        """`GET git/refs[/{tail}]`: the exact reference (a dict) or a `Listing` of references.
 
         GitHub still serves this older listing: an exact name answers that one reference, any
         other tail lists the references whose name starts with it (404 when there is none).
         """
-        op = "git/list-matching-refs"
-        repo = self.repos.with_refs(owner, name, op)
-        page, per_page = schemas.page_query(params)
+        self.repos.require_branches(repo)
         if tail:
             exact = self.store.ref(repo["key"], "refs/" + tail)
             if exact is not None:
-                return self.repos.ref_json(repo, exact), 1, 1
+                return self.repos.ref_json(repo, exact)
         found = self._refs_under(repo, "refs/" + tail)
         if tail and not found:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         repo_url = self.repos.url(repo)
-        offset = (page - 1) * per_page
-        return ([self.repos.ref_json(repo, ref, repo_url)
-                 for ref in found[offset:offset + per_page]], page, -(-len(found) // per_page))
+        return Listing([self.repos.ref_json(repo, ref, repo_url) for ref in page.of(found)],
+                       len(found))
 
-    def create_ref(self, owner, name, body):
-        op = "git/create-ref"
-        repo = self.repos.find(owner, name, op)
-        body = body if isinstance(body, dict) else {}
-        sha, ref_name = self._checked_sha(body, op), body.get("ref")
-        _check_writable_ref(ref_name, op)
+    def create(self, repo, name, sha):
+        """`git/create-ref`: a new reference `name` (`refs/...`) at the commit `sha`."""
         key = repo["key"]
         with self.store.transaction():
             if self.store.count_refs(key, "heads") == 0:
-                raise errors.EmptyRepository(op)
-            if self.store.ref(key, ref_name) is not None:
-                raise errors.Unprocessable(op, "Reference already exists")
+                raise errors.EmptyRepository()
+            if self.store.ref(key, name) is not None:
+                raise errors.Unprocessable("Reference already exists")
             for existing in self.store.refs(key):
-                if (existing["ref"].startswith(ref_name + "/")
-                        or ref_name.startswith(existing["ref"] + "/")):
+                if existing["ref"].startswith(name + "/") or name.startswith(existing["ref"] + "/"):
                     raise errors.Unprocessable(
-                        op, "Reference name conflicts with an existing reference")
+                        "Reference name conflicts with an existing reference")
             if sha not in self.store.graph(key):
-                raise errors.Unprocessable(op, "Object does not exist")
-            ref = self._insert_ref(key, ref_name, sha)
+                raise errors.Unprocessable("Object does not exist")
+            ref = self._insert_ref(key, name, sha)
         return self.repos.ref_json(repo, ref)
 
     def _insert_ref(self, key, ref_name, sha):
@@ -92,28 +85,15 @@ class RefRules:
         self._emit_push(key, ref_name, events.ZERO_SHA, sha, forced=False)
         return ref
 
-    @staticmethod
-    def _checked_sha(body, op):
-        sha = body.get("sha")
-        if not isinstance(sha, str) or not git.SHA_ANY_CASE.match(sha):
-            raise errors.Unprocessable(
-                op, "Invalid request: sha must be a 40-character hexadecimal value")
-        return sha.lower()
-
-    def update_ref(self, owner, name, tail, body):
-        op = "git/update-ref"
-        repo = self.repos.find(owner, name, op)
-        body = body if isinstance(body, dict) else {}
-        sha, ref_name = self._checked_sha(body, op), "refs/" + tail
-        _check_writable_ref(ref_name, op)
-        if "force" in body and not isinstance(body["force"], bool):
-            raise errors.Unprocessable(op, "Invalid request: force must be boolean")
+    def update(self, repo, name, sha, *, force=False):
+        """`git/update-ref`: move `name` to `sha`, a fast-forward unless `force`, as branch
+        protection allows."""
         with self.store.transaction():
-            current = self.store.ref(repo["key"], ref_name)
+            current = self.store.ref(repo["key"], name)
             if current is not None and sha in self.store.graph(repo["key"]):
-                self._refuse_protected(repo, op, ref_name, current["sha"], sha)
-            return self.repos.ref_json(repo, self._fast_forward(
-                repo["key"], ref_name, sha, force=body.get("force") is True, op=op))
+                self._refuse_protected(repo, name, current["sha"], sha)
+            return self.repos.ref_json(repo, self.fast_forward(repo["key"], name, sha,
+                                                               force=force))
 
     def put(self, key, name, sha):
         """Write a new ref record (no checks, no events: seeding and `write` use it)."""
@@ -132,26 +112,27 @@ class RefRules:
             return {"object_type": "tag"}
         return {}
 
-    def _refuse_protected(self, repo, op, ref_name, old, new):
+    def _refuse_protected(self, repo, ref_name, old, new):
         """Refuse a REST ref write (`new` None: a deletion) that branch protection forbids,
         with the reasons a push is refused for (422)."""
         reason = self._protected(repo, old, new or events.ZERO_SHA, ref_name)
         if reason is not None:
             lines = reason.split("\n")[1:]
-            raise errors.Unprocessable(op, " ".join([lines[0][len("GH006: "):], *lines[1:]]))
+            raise errors.Unprocessable(" ".join([lines[0][len("GH006: "):], *lines[1:]]))
 
-    def _fast_forward(self, key, ref_name, sha, *, force, op):
-        """Check-and-write a ref move atomically against the tip current right now."""
+    def fast_forward(self, key, ref_name, sha, *, force=False):
+        """Check-and-write a ref move atomically against the tip current right now (no branch
+        protection: the admin plane's intervening actor moves a branch so)."""
         with self.store.transaction():
             ref = self.store.ref(key, ref_name)
             if ref is None:
-                raise errors.Unprocessable(op, "Reference does not exist")
+                raise errors.Unprocessable("Reference does not exist")
             graph = self.store.graph(key)
             if sha not in graph:
-                raise errors.Unprocessable(op, "Object does not exist")
+                raise errors.Unprocessable("Object does not exist")
             fast_forward = git.is_ancestor(graph, ref["sha"], sha)
             if not force and not fast_forward:
-                raise errors.Unprocessable(op, "Update is not a fast forward")
+                raise errors.Unprocessable("Update is not a fast forward")
             return self._move_ref(key, ref, sha, forced=not fast_forward)
 
     def _move_ref(self, key, ref, sha, *, forced):
@@ -166,18 +147,14 @@ class RefRules:
             self._emit_synchronize(key, ref["ref"], before, sha)
         return ref
 
-    def delete_ref(self, owner, name, tail):
-        """Delete a reference; open PRs whose head or base was that branch close (as on GitHub)."""
-        op = "git/delete-ref"
-        repo = self.repos.find(owner, name, op)
-        ref_name = "refs/" + tail
-        _check_writable_ref(ref_name, op)
+    def delete(self, repo, name):
+        """`git/delete-ref`; open PRs whose head or base was that branch close (as on GitHub)."""
         key = repo["key"]
         with self.store.transaction():
-            ref = self.store.ref(key, ref_name)
+            ref = self.store.ref(key, name)
             if ref is None:
-                raise errors.Unprocessable(op, "Reference does not exist")
-            self._refuse_protected(repo, op, ref_name, ref["sha"], None)
+                raise errors.Unprocessable("Reference does not exist")
+            self._refuse_protected(repo, name, ref["sha"], None)
             self._remove_ref(repo, ref)
         return ref
 
@@ -192,7 +169,7 @@ class RefRules:
         if ref_name.startswith("refs/heads/"):
             self._close_pulls_on(repo, ref_name[len("refs/heads/"):], ref["sha"])
 
-    def write(self, repo, ref_name, sha, *, force=False, expect=None, op="git/update-ref"):
+    def write(self, repo, ref_name, sha, *, force=False, expect=None):
         """Create, move or delete (`sha` None) a ref of a repository record in one
         transaction, with its events: the path of a push and of the object layer's users.
 
@@ -215,7 +192,7 @@ class RefRules:
             graph = self.store.graph(key)
             if sha not in graph and not (not ref_name.startswith("refs/heads/")
                                          and has_objects(repo)
-                                         and self.repos.objects(repo, op).kind(sha) is not None):
+                                         and self.repos.objects(repo).kind(sha) is not None):
                 raise errors.RefRejected("missing necessary objects")
             if ref is None:
                 for existing in self.store.refs(key):
@@ -231,7 +208,7 @@ class RefRules:
                 raise errors.RefRejected("non-fast-forward")
             return self._move_ref(key, ref, sha, forced=not fast_forward)
 
-    def advertised_refs(self, repo):
+    def advertised(self, repo):
         """Return the refs git sees `{name: sha}`: every branch and tag, and
         `refs/pull/<n>/head` of every PR (the head branch's tip while open, its last head once
         closed), as GitHub keeps them."""
@@ -244,7 +221,7 @@ class RefRules:
         return refs
 
     def push(self, repo, commands, atomic):
-        """Apply a push's `(old, new, ref)` commands as ref writes (`write_ref`: events,
+        """Apply a push's `(old, new, ref)` commands as ref writes (`write`: events,
         synchronize, PRs closed by a deletion); return `[(ref, "ok" or git's reason)]`.
 
         Each ref is its own savepoint; `atomic` (git push --atomic) keeps all or none. The
@@ -266,8 +243,7 @@ class RefRules:
                         try:
                             with self.store.transaction():
                                 self.write(repo, ref_name, None if new == events.ZERO_SHA
-                                           else new, force=True, expect=old,
-                                           op="git/receive-pack")
+                                           else new, force=True, expect=old)
                         except errors.RefRejected as exc:
                             reason = exc.reason
                     statuses.append((ref_name, reason or "ok"))
@@ -341,32 +317,6 @@ class RefRules:
         """Stamp the repository's `pushed_at` (and `updated_at`) with a ref write's time."""
         repo = self.store.repo(key)
         self.store.put_repo(key, {**repo, "pushed_ms": self.clock.ms()})
-
-    def move_ref(self, body):
-        """Play the intervening actor of `refs/move`: a non-forced update, control-shaped errors."""
-        shape = "Expected owner, repo, full branch ref and seeded 40-hex sha"
-        if not (isinstance(body, dict) and isinstance(body.get("owner"), str)
-                and isinstance(body.get("repo"), str) and isinstance(body.get("ref"), str)
-                and body["ref"].startswith("refs/heads/") and git.valid_ref_name(body["ref"])
-                and isinstance(body.get("sha"), str) and git.SHA_ANY_CASE.match(body["sha"])):
-            raise errors.ControlInvalid(shape)
-        repo = self.store.repo(repo_key(body["owner"], body["repo"]))
-        if repo is None:
-            raise errors.ControlInvalid("Reference does not exist", 422)
-        try:
-            ref = self._fast_forward(repo["key"], body["ref"], body["sha"].lower(), force=False,
-                                     op="git/update-ref")
-        except errors.Unprocessable as exc:
-            raise errors.ControlInvalid(exc.message, 422) from None
-        return self.repos.ref_json(repo, ref)
-
-
-def _check_writable_ref(ref_name, op):
-    """Refuse a malformed ref name (422) and the provider-managed pull refs (mock-only 501)."""
-    if not git.valid_ref_name(ref_name):
-        raise errors.Unprocessable(op, "Reference name is not valid")
-    if ref_name.startswith("refs/pull/"):
-        raise errors.Unsupported(PULL_REFS)
 
 
 class _AtomicFailure(Exception):

@@ -17,32 +17,28 @@ class Repositories:
         self.base_url = base_url
         self._open = {}  # (repository key, "open_pulls" | "open_issues") -> written this request
 
-    def find(self, owner, name, op=None):
+    def get(self, owner, name):
+        """The repository record `owner/name`, or None."""
+        return self.store.repo(repo_key(owner, name))
+
+    def find(self, owner, name):
         """The repository record `owner/name`; 404 when there is none."""
-        repo = self.store.repo(repo_key(owner, name))
+        repo = self.get(owner, name)
         if repo is None:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         return repo
 
-    def with_refs(self, owner, name, op=None):
-        """The repository, refused as GitHub does when it has no branch yet (409)."""
-        repo = self.find(owner, name, op)
+    def require_branches(self, repo):
+        """Refuse a repository with no branch yet, as GitHub does (409)."""
         if self.store.count_refs(repo["key"], "heads") == 0:
-            raise errors.EmptyRepository(op)
-        return repo
+            raise errors.EmptyRepository()
 
-    def objects(self, repo, op=None):
+    def objects(self, repo):
         """The `GitObjects` of a repository record; a synthetic repository (seeded with SHAs
         only) answers the emulator-only `SyntheticRepository` error."""
         if not has_objects(repo) or not self.store.holds_objects:
-            raise errors.SyntheticRepository(op)
+            raise errors.SyntheticRepository()
         return self.store.git(repo["key"])
-
-    def with_objects(self, owner, name, op=None):
-        """(repository record, its `GitObjects`): 404 when absent, the emulator-only error when
-        synthetic."""
-        repo = self.find(owner, name, op)
-        return repo, self.objects(repo, op)
 
     # shapes and URLs ---------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ approve or request changes on their own pull request, review cannot be requested
 author, a user has at most one pending review per pull request, and only its author sees it.
 """
 
-from .. import errors, events, ids, schemas
+from .. import errors, events, ids
+from ..inputs import Listing
 from ..store import REVIEWS
 
 EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED",
@@ -25,87 +26,72 @@ class ReviewRules:
         self.repos = repos
         self.rules = rules
 
-    def create_review(self, owner, name, raw_number, parsed):
-        op = "pulls/create-review"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        if body.get("comments"):
-            raise errors.Unsupported("Mockingbird does not model review comments on lines")
-        if isinstance(body.get("body"), str) and len(body["body"]) > schemas.MAX_BODY:
-            raise errors.ReviewRefused(op, f"Body is too long (maximum is {schemas.MAX_BODY} "
-                                           "characters)")
+    def create(self, repo, number, *, event=None, body=None, commit_id=None):
+        """`pulls/create-review`: submitted with an `event` (`APPROVE`, `REQUEST_CHANGES`,
+        `COMMENT`), pending without one; on `commit_id` (the head by default)."""
         with self.store.transaction():
-            pull = self.rules.pulls.find(repo, raw_number, op)
+            pull = self.rules.pulls.find(repo, number)
             actor = self.accounts.actor()
-            if body.get("event") is None:
+            if event is None:
                 if any(r["state"] == "PENDING" and r["user"] == actor
                        for r in self._reviews(repo, pull)):
                     raise errors.ReviewRefused(
-                        op, "User can only have one pending review per pull request")
+                        "User can only have one pending review per pull request")
                 state = "PENDING"
             else:
-                state = self._review_state(pull, body, actor, op)
-            commit_id = body.get("commit_id") or self._head_sha(repo, pull)
+                state = self._review_state(pull, event, body, actor)
+            commit_id = commit_id or self._head_sha(repo, pull)
             if not isinstance(commit_id, str) or commit_id not in self.store.graph(repo["key"]):
-                raise errors.ReviewRefused(op, "Commit id is not part of the pull request")
-            number = self.store.next_id("review_ids")
-            review = {"repo": repo["key"], "number": pull["number"], "id": number,
-                      "node_id": ids.node_id("github", "PRR_", number), "user": actor,
-                      "body": body.get("body") or "", "state": state, "commit_id": commit_id,
+                raise errors.ReviewRefused("Commit id is not part of the pull request")
+            review_id = self.store.next_id("review_ids")
+            review = {"repo": repo["key"], "number": pull["number"], "id": review_id,
+                      "node_id": ids.node_id("github", "PRR_", review_id), "user": actor,
+                      "body": body or "", "state": state, "commit_id": commit_id,
                       "submitted_at": None if state == "PENDING" else self.clock.now()}
             self._put_review(review)
             if state != "PENDING":
                 self._submitted(repo, pull, review)
         return self.review_json(repo, review)
 
-    def submit_review(self, owner, name, raw_number, raw_id, parsed):
-        op = "pulls/submit-review"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
+    def submit(self, repo, number, review_id, *, event, body=None):
+        """`pulls/submit-review` of a pending review."""
         with self.store.transaction():
-            pull, review = self._review(repo, raw_number, raw_id, op)
+            pull, review = self.find(repo, number, review_id)
             if review["state"] != "PENDING":
-                raise errors.ReviewRefused(op, "Can not submit a non-pending review")
-            if not isinstance(body.get("event"), str):
-                raise errors.ReviewRefused(op, "Event is required to submit a review")
-            state = self._review_state(pull, body, review["user"], op)
-            review = {**review, "state": state,
-                      "body": body.get("body") or review["body"],
+                raise errors.ReviewRefused("Can not submit a non-pending review")
+            if not isinstance(event, str):
+                raise errors.ReviewRefused("Event is required to submit a review")
+            state = self._review_state(pull, event, body, review["user"])
+            review = {**review, "state": state, "body": body or review["body"],
                       "submitted_at": self.clock.now()}
             self._put_review(review)
             self._submitted(repo, pull, review)
         return self.review_json(repo, review)
 
-    def dismiss_review(self, owner, name, raw_number, raw_id, parsed):
-        """Dismiss a submitted review (`{message}`): it no longer counts for protection."""
-        op = "pulls/dismiss-review"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
+    def dismiss(self, repo, number, review_id, message):
+        """`pulls/dismiss-review` of a submitted review: it no longer counts for protection."""
         with self.store.transaction():
-            pull, review = self._review(repo, raw_number, raw_id, op)
-            if not isinstance(body.get("message"), str) or not body["message"]:
-                raise errors.ReviewRefused(op, "Message is required to dismiss a review")
+            pull, review = self.find(repo, number, review_id)
             if review["state"] == "PENDING":
-                raise errors.ReviewRefused(op, "Can not dismiss a pending review")
+                raise errors.ReviewRefused("Can not dismiss a pending review")
             review = {**review, "state": "DISMISSED"}
             self._put_review(review)
             self.emit("pull_request_review", lambda: self._review_event("dismissed", repo,
                                                                         pull, review))
         return self.review_json(repo, review)
 
-    def list_reviews(self, owner, name, raw_number, pairs):
-        op = "pulls/list-reviews"
-        repo = self.repos.find(owner, name, op)
-        pull = self.rules.pulls.find(repo, raw_number, op)
+    def list(self, repo, number, page):
+        """`pulls/list-reviews`: a `Listing` of a PR's reviews (pending ones only to their
+        author)."""
+        pull = self.rules.pulls.find(repo, number)
         actor = self.accounts.actor_login
         found = [r for r in self._reviews(repo, pull)
                  if r["state"] != "PENDING" or r["user"].lower() == actor.lower()]
-        return [self.review_json(repo, r) for r in schemas.page_of(found, pairs)[0]]
+        return Listing([self.review_json(repo, r) for r in page.of(found)], len(found))
 
-    def get_review(self, owner, name, raw_number, raw_id):
-        op = "pulls/get-review"
-        repo = self.repos.find(owner, name, op)
-        return self.review_json(repo, self._review(repo, raw_number, raw_id, op)[1])
+    def get(self, repo, number, review_id):
+        """`pulls/get-review`."""
+        return self.review_json(repo, self.find(repo, number, review_id)[1])
 
     def latest(self, repo, pull):
         """Each reviewer's latest approving or changes-requesting review (what protection
@@ -118,53 +104,49 @@ class ReviewRules:
 
     # requested reviewers -------------------------------------------------------------------
 
-    def request_reviewers(self, owner, name, raw_number, parsed, *, add):
-        op = "pulls/request-reviewers" if add else "pulls/remove-requested-reviewers"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        wanted, teams = body.get("reviewers", []), body.get("team_reviewers", [])
-        if not isinstance(wanted, list) or not all(isinstance(w, str) for w in wanted) \
-                or not isinstance(teams, list):
-            raise errors.ValidationFailed(op, field="reviewers")
-        if teams:
-            raise errors.Unsupported("Mockingbird does not model teams")
+    def request(self, repo, number, logins):
+        """`pulls/request-reviewers`: each must be a collaborator and not the PR's author."""
         with self.store.transaction():
-            pull = self.rules.pulls.find(repo, raw_number, op)
+            pull = self.rules.pulls.find(repo, number)
             current = pull.get("requested_reviewers", [])
-            if add:
-                logins = []
-                for login in wanted:
-                    record = self.accounts.collaborator(login)
-                    if record is None:
-                        raise errors.Unprocessable(
-                            op, "Reviews may only be requested from collaborators. One or "
-                                "more of the users or teams you specified is not a "
-                                "collaborator of the "
-                                f"{self.repos.json(repo)['full_name']} repository.")
-                    if record["login"].lower() == pull["user"].lower():
-                        raise errors.Unprocessable(
-                            op, "Review cannot be requested from pull request author.")
-                    logins.append(record["login"])
-                changed = [x for x in logins if x not in current]
-                after = [*current, *changed]
-                action = "review_requested"
-            else:
-                gone = {w.lower() for w in wanted}
-                changed = [x for x in current if x.lower() in gone]
-                after = [x for x in current if x.lower() not in gone]
-                action = "review_request_removed"
-            updated = {**pull, "requested_reviewers": after, "updated_at": self.clock.now()}
-            self.rules.pulls.put(updated, pull)
-            for login in changed:
-                self.emit("pull_request", lambda login=login: events.pull_request(
-                    action, self.rules.pulls.json(repo, updated), self.accounts.sender(),
-                    requested_reviewer=self.accounts.json(login)))
+            found = []
+            for login in logins:
+                record = self.accounts.collaborator(login)
+                if record is None:
+                    raise errors.Unprocessable(
+                        "Reviews may only be requested from collaborators. One or more of "
+                        "the users or teams you specified is not a collaborator of the "
+                        f"{self.repos.json(repo)['full_name']} repository.")
+                if record["login"].lower() == pull["user"].lower():
+                    raise errors.Unprocessable(
+                        "Review cannot be requested from pull request author.")
+                found.append(record["login"])
+            changed = [x for x in found if x not in current]
+            return self._requested(repo, pull, [*current, *changed], changed,
+                                   "review_requested")
+
+    def unrequest(self, repo, number, logins):
+        """`pulls/remove-requested-reviewers`."""
+        with self.store.transaction():
+            pull = self.rules.pulls.find(repo, number)
+            current = pull.get("requested_reviewers", [])
+            gone = {login.lower() for login in logins}
+            return self._requested(repo, pull, [x for x in current if x.lower() not in gone],
+                                   [x for x in current if x.lower() in gone],
+                                   "review_request_removed")
+
+    def _requested(self, repo, pull, after, changed, action):
+        updated = {**pull, "requested_reviewers": after, "updated_at": self.clock.now()}
+        self.rules.pulls.put(updated, pull)
+        for login in changed:
+            self.emit("pull_request", lambda login=login: events.pull_request(
+                action, self.rules.pulls.json(repo, updated), self.accounts.sender(),
+                requested_reviewer=self.accounts.json(login)))
         return self.rules.pulls.json(repo, updated, full=False)
 
-    def list_requested_reviewers(self, owner, name, raw_number):
-        op = "pulls/list-requested-reviewers"
-        repo = self.repos.find(owner, name, op)
-        pull = self.rules.pulls.find(repo, raw_number, op)
+    def requested(self, repo, number):
+        """`pulls/list-requested-reviewers`: `{users, teams}`."""
+        pull = self.rules.pulls.find(repo, number)
         return {"users": [self.accounts.json(x) for x in pull.get("requested_reviewers", [])],
                 "teams": []}
 
@@ -176,19 +158,19 @@ class ReviewRules:
         return self.repos.tips(repo["key"], (pull["head_ref"],)).get(pull["head_ref"],
                                                                      pull["head_sha"])
 
-    def _review_state(self, pull, body, actor, op):
-        event = body.get("event")
+    def _review_state(self, pull, event, body, actor):
+        """The state a review submitted with `event` takes, as GitHub checks it: a known event,
+        not approving (or requesting changes on) one's own PR, a body where one is needed."""
         if event not in EVENTS:
             raise errors.ReviewRefused(
-                op, "Variable $event of type PullRequestReviewEvent was provided invalid value")
+                "Variable $event of type PullRequestReviewEvent was provided invalid value")
         if actor.lower() == pull["user"].lower():
             if event == "APPROVE":
-                raise errors.ReviewRefused(op, "Can not approve your own pull request")
+                raise errors.ReviewRefused("Can not approve your own pull request")
             if event == "REQUEST_CHANGES":
-                raise errors.ReviewRefused(op, "Can not request changes on your own pull "
-                                               "request")
-        if event in ("REQUEST_CHANGES", "COMMENT") and not body.get("body"):
-            raise errors.ReviewRefused(op, f"A {event} review needs a body")
+                raise errors.ReviewRefused("Can not request changes on your own pull request")
+        if event in ("REQUEST_CHANGES", "COMMENT") and not body:
+            raise errors.ReviewRefused(f"A {event} review needs a body")
         return EVENTS[event]
 
     def _submitted(self, repo, pull, review):
@@ -214,13 +196,13 @@ class ReviewRules:
         return self.store.items(REVIEWS, {"repo": repo["key"], "number": pull["number"]},
                                 order_by="id")
 
-    def _review(self, repo, raw_number, raw_id, op):
-        """Return (PR record, review record) of a review's path, or raise 404."""
-        pull = self.rules.pulls.find(repo, raw_number, op)
-        review = self.store.item(REVIEWS, f"{repo['key']}:{raw_id}") if raw_id.isdigit() \
-            else None
+    def find(self, repo, number, review_id):
+        """(PR record, review record) of a review of PR `number`; 404 when either is not
+        there."""
+        pull = self.rules.pulls.find(repo, number)
+        review = self.store.item(REVIEWS, f"{repo['key']}:{review_id}")
         if review is None or review["number"] != pull["number"]:
-            raise errors.NotFound(op)
+            raise errors.NotFound()
         return pull, review
 
     def _put_review(self, review):

@@ -4,7 +4,8 @@ The combined state is GitHub's rule over the latest status of each context: `fai
 is `error` or `failure`, `pending` if there is none or any is `pending`, else `success`.
 """
 
-from .. import errors, ids, schemas
+from .. import errors, ids
+from ..inputs import Listing
 from ..store import STATUSES
 
 STATES = ("error", "failure", "pending", "success")
@@ -33,36 +34,25 @@ class StatusRules:
         self.repos = repos
         self.rules = rules
 
-    def create_status(self, owner, name, raw_sha, parsed):
-        op = "repos/create-commit-status"
-        repo = self.repos.find(owner, name, op)
-        body = schemas.json_object(parsed, op)
-        if body.get("state") not in STATES:
-            raise errors.ValidationFailed(op, resource="Status", field="state",
-                                          custom="state is not included in the list")
-        for field in ("target_url", "description", "context"):
-            if body.get(field) is not None and not isinstance(body[field], str):
-                raise errors.ValidationFailed(op, resource="Status", field=field)
-        schemas.check_length(body.get("description"), schemas.MAX_DESCRIPTION, op, "Status",
-                             "description")
+    def create(self, repo, ref, *, state, target_url=None, description=None, context=None):
+        """`repos/create-commit-status` on the commit `ref` names (422 when none)."""
         key = repo["key"]
         with self.store.transaction():
-            sha = self.rules.commits.commit_sha(key, raw_sha)
+            sha = self.rules.commits.commit_sha(key, ref)
             if sha is None:
-                raise errors.Unprocessable(op, f"No commit found for SHA: {raw_sha}")
-            context = body.get("context") or "default"
+                raise errors.Unprocessable(f"No commit found for SHA: {ref}")
+            context = context or "default"
             if self.store.count_items(STATUSES, {"repo": key, "sha": sha,
                                                  "context": context}) >= MAX_PER_SHA:
                 raise errors.ValidationFailed(
-                    op, resource="Status", custom="This SHA and context has reached the "
+                    resource="Status", custom="This SHA and context has reached the "
                     "maximum number of statuses.")
             now = self.clock.now()
             number = self.store.next_id("status_ids")
             record = {"repo": key, "sha": sha, "id": number,
                       "node_id": ids.node_id("github", "SC_", number),
-                      "state": body["state"], "context": context,
-                      "description": body.get("description"),
-                      "target_url": body.get("target_url"), "creator": self.accounts.actor(),
+                      "state": state, "context": context, "description": description,
+                      "target_url": target_url, "creator": self.accounts.actor(),
                       "created_at": now, "updated_at": now}
             self.store.put_item(STATUSES, f"{key}:{number}", record)
             self.emit("status", lambda: self._status_event(repo, record))
@@ -91,15 +81,14 @@ class StatusRules:
             latest.setdefault(status["context"], status)
         return sorted(latest.values(), key=lambda s: s["id"])
 
-    def list_statuses(self, owner, name, ref, pairs):
-        repo, sha = self.rules.commits.repo_commit(owner, name, ref,
-                                                   "repos/list-commit-statuses-for-ref")
-        shown = schemas.page_of(self._statuses_for(repo["key"], sha), pairs)[0]
-        return [self.status_json(repo, s) for s in shown]
+    def list(self, repo, sha, page):
+        """`repos/list-commit-statuses-for-ref`: a `Listing` of a commit's statuses, newest
+        first."""
+        found = self._statuses_for(repo["key"], sha)
+        return Listing([self.status_json(repo, s) for s in page.of(found)], len(found))
 
-    def combined_status(self, owner, name, ref):
-        repo, sha = self.rules.commits.repo_commit(owner, name, ref,
-                                                   "repos/get-combined-status-for-ref")
+    def combined(self, repo, sha):
+        """`repos/get-combined-status-for-ref`: the combined state of a commit."""
         latest = self.latest(repo["key"], sha)
         repo_url = self.repos.url(repo)
         return {"state": combined_state(latest),

@@ -6,7 +6,8 @@ from emulators.github.context import form_encode
 from emulators.github.git import is_ancestor, valid_ref_name
 from emulators.github.ids import node_id
 from emulators.github.models import GitHubBackend
-from emulators.github.models.pulls import parse_pull_number
+from emulators.github.resources.request import number
+from emulators.github.schemas import refs as refs_schema
 from emulators.github.times import epoch_s, normalized, timestamp
 from emulators.runtime.state.db import Database
 from emulators.runtime.state.records import Records
@@ -77,9 +78,10 @@ def test_ancestry_walks_a_100k_chain_without_recursion():
 
 
 def test_pull_numbers_are_decimal_safe_integers():
-    assert parse_pull_number("12") == 12
+    assert number("12") == 12
     for raw in ("0", "01", "-1", "1.5", "abc", "0x1", "1e0", "", str(2 ** 53)):
-        assert parse_pull_number(raw) is None
+        with pytest.raises(errors.NotFound):
+            number(raw)
 
 
 def test_form_encoding_is_whatwg():
@@ -121,7 +123,8 @@ def test_second_repository_of_an_owner_shares_the_first_login_casing(backend):
 
 def test_seed_branch_refs_follow_javascript_key_order(backend):
     backend.seeding.seed(seed_body(branches={"main": A, "10": B, "2": A}))
-    refs = {r["ref"]: r["node_id"] for r in backend.refs.matching_refs("synthetic-org", "example", "")}
+    repo = backend.repos.find("synthetic-org", "example")
+    refs = {r["ref"]: r["node_id"] for r in backend.refs.matching(repo, "")}
     assert refs == {"refs/heads/2": "REF_0kws1og1JQOhmC", "refs/heads/10": "REF_GLm9xBoBmWIp2B",
                     "refs/heads/main": "REF_RUcd6Qtr8CgHLy"}
 
@@ -175,14 +178,15 @@ def test_empty_repository_seed_defaults(backend):
     repo = backend.seeding.seed({"owner": "o", "name": "r", "commits": None, "branches": None})
     assert repo["default_branch"] == "main"
     with pytest.raises(errors.EmptyRepository):  # GitHub: 409 "Git Repository is empty."
-        backend.refs.matching_refs("o", "r", "")
+        backend.refs.matching(backend.repos.find("o", "r"), "")
 
 
 def test_seed_handles_a_100k_commit_chain(backend):
     shas = [f"{n:040x}" for n in range(1, 100_001)]
     commits = [{"sha": sha, "parents": [shas[i - 1]] if i else []} for i, sha in enumerate(shas)]
     backend.seeding.seed(seed_body(commits=commits, branches={"main": shas[0]}))
-    ref = backend.refs.update_ref("synthetic-org", "example", "heads/main", {"sha": shas[-1]})
+    ref = backend.refs.update(backend.repos.find("synthetic-org", "example"), "refs/heads/main",
+                              shas[-1])
     assert ref["object"]["sha"] == shas[-1]
 
 
@@ -193,4 +197,4 @@ def test_patterns_do_not_accept_a_trailing_newline(backend):
         backend.seeding.seed(seed_body(commits=[{"sha": A + "\n", "parents": []}]))
     backend.seeding.seed(seed_body())
     with pytest.raises(errors.Unprocessable):
-        backend.refs.update_ref("synthetic-org", "example", "heads/main", {"sha": B + "\n"})
+        refs_schema.update({"sha": B + "\n"}, "heads/main")

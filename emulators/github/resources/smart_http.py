@@ -9,9 +9,9 @@ import falcon
 
 from emulators.runtime import instance_of
 
-from . import context, errors, transport
-from .resources import _accepted, backend_for
-from .store import has_objects, repo_key
+from .. import context, errors, transport
+from ..store import has_objects
+from .request import accepted, backend_for
 
 MAX_PUSH = 2 * 1024 ** 3  # GitHub refuses a push over 2 GiB
 _NO_CACHE = {"Cache-Control": "no-cache, max-age=0, must-revalidate", "Pragma": "no-cache",
@@ -49,7 +49,7 @@ def _open(req, owner, name, service):
     instance = instance_of(req)
     backend = backend_for(instance, req.env)  # a push acts as its token's user
     name = name[:-4] if name.endswith(".git") else name
-    repo = backend.store.repo(repo_key(owner, name))
+    repo = backend.repos.get(owner, name)
     authed = context.credential(req.env) is not None
     # GitHub answers git 401 for a repository it will not show (absent, or private) and for
     # every push without credentials; with them, an absent repository is not found.
@@ -59,8 +59,8 @@ def _open(req, owner, name, service):
         raise GitAnswer(404, "Repository not found.")
     if not has_objects(repo):
         raise GitAnswer(409, errors.SYNTHETIC)
-    objects = backend.repos.objects(repo, "git/info-refs")
-    refs = {k.encode(): v.encode() for k, v in backend.refs.advertised_refs(repo).items()}
+    objects = backend.repos.objects(repo)
+    refs = {k.encode(): v.encode() for k, v in backend.refs.advertised(repo).items()}
     view = transport.RepoView(objects.store, refs, repo["default_branch"])
     instance.report_ids(repository=f"{owner}/{name}")
     return instance, backend, repo, view
@@ -80,6 +80,8 @@ def _answer(resp, service, kind, chunks):
 
 class InfoRefs:
     """`GET /{owner}/{repo}[.git]/info/refs?service=git-upload-pack|git-receive-pack`."""
+
+    operations = {"GET": "git/info-refs"}
 
     def on_get(self, req, resp, owner, repo):
         service = req.get_param("service")
@@ -101,6 +103,8 @@ class _Service:
 class UploadPack(_Service):
     """`POST /{owner}/{repo}[.git]/git-upload-pack`: clone and fetch (reads only)."""
 
+    operations = {"POST": "git/upload-pack"}
+
     service = transport.UPLOAD
 
     def on_post(self, req, resp, owner, repo):
@@ -114,6 +118,8 @@ class UploadPack(_Service):
 
 class ReceivePack(_Service):
     """`POST /{owner}/{repo}[.git]/git-receive-pack`: a push, applied as ref writes."""
+
+    operations = {"POST": "git/receive-pack"}
 
     service = transport.RECEIVE
 
@@ -135,5 +141,5 @@ class ReceivePack(_Service):
         except transport.ProtocolError as exc:
             raise GitAnswer(400, f"Bad git request: {exc}") from None
         if written:
-            _accepted(instance, ref=",".join(written))
+            accepted(instance, ref=",".join(written))
         _answer(resp, self.service, "result", chunks)

@@ -1,0 +1,72 @@
+"""The git database: `git/create-blob`, `git/get-blob`, `git/create-tree`, `git/get-tree`,
+`git/create-commit`, `git/get-commit`."""
+from ..schemas import contents
+from . import request
+
+
+def _wrote(req, resp, answer):
+    request.wrote(req, resp, 201, answer, sha=answer["sha"])
+
+
+class Blobs:
+    """`POST /repos/{owner}/{repo}/git/blobs`."""
+
+    operations = {"POST": "git/create-blob"}
+
+    def on_post(self, req, resp, owner, repo):
+        backend, record, given = request.object_write(req, owner, repo)
+        _wrote(req, resp, backend.git_data.create_blob(record, contents.blob(given)))
+
+
+class Blob:
+    """`GET /repos/{owner}/{repo}/git/blobs/{file_sha}`."""
+
+    operations = {"GET": "git/get-blob"}
+
+    def on_get(self, req, resp, owner, repo, file_sha):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.git_data.blob(backend.repos.find(owner, repo),
+                                                        file_sha))
+
+
+class Trees:
+    """`POST /repos/{owner}/{repo}/git/trees`."""
+
+    operations = {"POST": "git/create-tree"}
+
+    def on_post(self, req, resp, owner, repo):
+        backend, record, given = request.object_write(req, owner, repo)
+        _wrote(req, resp, backend.git_data.create_tree(record, **contents.tree(given)))
+
+
+class Tree:
+    """`GET /repos/{owner}/{repo}/git/trees/{tree_sha}?recursive`."""
+
+    operations = {"GET": "git/get-tree"}
+
+    def on_get(self, req, resp, owner, repo, tree_sha):
+        backend = request.backend_of(req)
+        recursive = any(name == "recursive" for name, _value in request.pairs(req))
+        request.answer(resp, 200, backend.git_data.tree(backend.repos.find(owner, repo),
+                                                        tree_sha, recursive))
+
+
+class GitCommits:
+    """`POST /repos/{owner}/{repo}/git/commits`."""
+
+    operations = {"POST": "git/create-commit"}
+
+    def on_post(self, req, resp, owner, repo):
+        backend, record, given = request.object_write(req, owner, repo)
+        _wrote(req, resp, backend.git_data.create_commit(record, **contents.commit(given)))
+
+
+class GitCommit:
+    """`GET /repos/{owner}/{repo}/git/commits/{commit_sha}`."""
+
+    operations = {"GET": "git/get-commit"}
+
+    def on_get(self, req, resp, owner, repo, commit_sha):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.git_data.commit(backend.repos.find(owner, repo),
+                                                          commit_sha))

@@ -1,0 +1,114 @@
+"""The conversation: issues (`issues/list-for-repo`, `issues/create`, `issues/get`,
+`issues/update`), their comments and assignees."""
+from ..schemas import body as bodies
+from ..schemas import issues, queries
+from . import request
+
+
+class Issues:
+    """`GET|POST /repos/{owner}/{repo}/issues` (issues and pull requests alike)."""
+
+    operations = {"GET": "issues/list-for-repo", "POST": "issues/create"}
+
+    def on_get(self, req, resp, owner, repo):
+        backend = request.backend_of(req)
+        record = backend.repos.find(owner, repo)
+        query = request.pairs(req)
+        page, filters = queries.page(query), queries.issue_list(query)
+        request.listing(req, resp, backend.issues.list(record, page, **filters), page)
+
+    def on_post(self, req, resp, owner, repo):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        issue = backend.issues.create(
+            record, **issues.create_issue(bodies.json_object(sent)))
+        request.wrote(req, resp, 201, issue, issueNumber=str(issue["number"]))
+
+
+class Issue:
+    """`GET|PATCH /repos/{owner}/{repo}/issues/{issue_number}`."""
+
+    operations = {"GET": "issues/get", "PATCH": "issues/update"}
+
+    def on_get(self, req, resp, owner, repo, issue_number):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.issues.get(backend.repos.find(owner, repo),
+                                                     request.number(issue_number)))
+
+    def on_patch(self, req, resp, owner, repo, issue_number):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = bodies.json_object(sent)
+        number = request.number(issue_number)
+        backend.issues.conversation(record, number)  # 404 before the fields are checked
+        issue = backend.issues.update(record, number, **issues.update_issue(given))
+        request.wrote(req, resp, 200, issue, issueNumber=str(issue["number"]))
+
+
+class IssueComments:
+    """`GET|POST /repos/{owner}/{repo}/issues/{issue_number}/comments`."""
+
+    operations = {"GET": "issues/list-comments", "POST": "issues/create-comment"}
+
+    def on_get(self, req, resp, owner, repo, issue_number):
+        backend = request.backend_of(req)
+        record = backend.repos.find(owner, repo)
+        number = request.number(issue_number)
+        backend.issues.conversation(record, number)  # 404 before the query is checked
+        query = request.pairs(req)
+        page = queries.page(query)
+        request.listing(req, resp, backend.issues.comments(record, number, page,
+                                                           since=queries.since(query)), page)
+
+    def on_post(self, req, resp, owner, repo, issue_number):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        text = issues.comment(bodies.json_object(sent))
+        comment = backend.issues.create_comment(record, request.number(issue_number), text)
+        request.wrote(req, resp, 201, comment, commentId=str(comment["id"]))
+
+
+class IssueComment:
+    """`GET|PATCH|DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}`."""
+
+    operations = {"GET": "issues/get-comment", "PATCH": "issues/update-comment",
+                  "DELETE": "issues/delete-comment"}
+
+    def on_get(self, req, resp, owner, repo, comment_id):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.issues.get_comment(backend.repos.find(owner, repo),
+                                                             request.number(comment_id)))
+
+    def on_patch(self, req, resp, owner, repo, comment_id):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        text = issues.comment(bodies.json_object(sent))
+        comment = backend.issues.update_comment(record, request.number(comment_id), text)
+        request.wrote(req, resp, 200, comment, commentId=str(comment["id"]))
+
+    def on_delete(self, req, resp, owner, repo, comment_id):
+        backend = request.backend_of(req)
+        backend.issues.delete_comment(backend.repos.find(owner, repo), request.number(comment_id))
+        request.wrote(req, resp, 204, None, commentId=comment_id)
+
+
+class IssueAssignees:
+    """`POST|DELETE /repos/{owner}/{repo}/issues/{issue_number}/assignees`."""
+
+    operations = {"POST": "issues/add-assignees", "DELETE": "issues/remove-assignees"}
+
+    def on_post(self, req, resp, owner, repo, issue_number):
+        backend, record, logins = self._read(req, owner, repo)
+        issue = backend.issues.assign(record, request.number(issue_number), logins)
+        request.wrote(req, resp, 201, issue, issueNumber=issue_number)
+
+    def on_delete(self, req, resp, owner, repo, issue_number):
+        backend, record, logins = self._read(req, owner, repo)
+        issue = backend.issues.unassign(record, request.number(issue_number), logins)
+        request.wrote(req, resp, 200, issue, issueNumber=issue_number)
+
+    @staticmethod
+    def _read(req, owner, repo):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        return backend, record, issues.assignees(bodies.json_object(sent))

@@ -1,0 +1,97 @@
+"""Labels: a repository's (`issues/list-labels-for-repo`, `issues/create-label`,
+`issues/get-label`, `issues/update-label`, `issues/delete-label`) and an issue's
+(`issues/list-labels-on-issue`, `issues/add-labels`, `issues/set-labels`,
+`issues/remove-all-labels`, `issues/remove-label`)."""
+from ..schemas import body as bodies
+from ..schemas import issues, queries
+from . import request
+
+
+class IssueLabels:
+    """`GET|POST|PUT|DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels`."""
+
+    operations = {"GET": "issues/list-labels-on-issue", "POST": "issues/add-labels",
+                  "PUT": "issues/set-labels", "DELETE": "issues/remove-all-labels"}
+
+    def on_get(self, req, resp, owner, repo, issue_number):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.labels.of_issue(backend.repos.find(owner, repo),
+                                                          request.number(issue_number)))
+
+    def on_post(self, req, resp, owner, repo, issue_number):
+        self._label(req, resp, owner, repo, issue_number, replace=False)
+
+    def on_put(self, req, resp, owner, repo, issue_number):
+        self._label(req, resp, owner, repo, issue_number, replace=True)
+
+    @staticmethod
+    def _label(req, resp, owner, repo, issue_number, *, replace):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = bodies.json_value(sent)
+        number = request.number(issue_number)
+        backend.issues.conversation(record, number)  # 404 before the labels are checked
+        names = issues.issue_labels(given)
+        write = backend.labels.replace if replace else backend.labels.add
+        labels = write(record, number, names)
+        request.wrote(req, resp, 200, labels, issueNumber=issue_number)
+
+    def on_delete(self, req, resp, owner, repo, issue_number):
+        backend = request.backend_of(req)
+        backend.labels.clear(backend.repos.find(owner, repo), request.number(issue_number))
+        request.wrote(req, resp, 204, None, issueNumber=issue_number)
+
+
+class IssueLabel:
+    """`DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}`."""
+
+    operations = {"DELETE": "issues/remove-label"}
+
+    def on_delete(self, req, resp, owner, repo, issue_number, name):
+        backend = request.backend_of(req)
+        labels = backend.labels.remove(backend.repos.find(owner, repo),
+                                       request.number(issue_number), name)
+        request.wrote(req, resp, 200, labels, issueNumber=issue_number)
+
+
+class Labels:
+    """`GET|POST /repos/{owner}/{repo}/labels`."""
+
+    operations = {"GET": "issues/list-labels-for-repo", "POST": "issues/create-label"}
+
+    def on_get(self, req, resp, owner, repo):
+        backend = request.backend_of(req)
+        page = queries.page(request.pairs(req))
+        request.listing(req, resp, backend.labels.list(backend.repos.find(owner, repo), page),
+                        page)
+
+    def on_post(self, req, resp, owner, repo):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = issues.create_label(bodies.json_object(sent))
+        label = backend.labels.create(record, given.pop("name"), **given)
+        request.wrote(req, resp, 201, label, label=label["name"])
+
+
+class Label:
+    """`GET|PATCH|DELETE /repos/{owner}/{repo}/labels/{name}`."""
+
+    operations = {"GET": "issues/get-label", "PATCH": "issues/update-label",
+                  "DELETE": "issues/delete-label"}
+
+    def on_get(self, req, resp, owner, repo, name):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.labels.get(backend.repos.find(owner, repo), name))
+
+    def on_patch(self, req, resp, owner, repo, name):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = bodies.json_object(sent)
+        backend.labels.find(record, name)  # 404 before the fields are checked
+        label = backend.labels.update(record, name, **issues.update_label(given))
+        request.wrote(req, resp, 200, label, label=label["name"])
+
+    def on_delete(self, req, resp, owner, repo, name):
+        backend = request.backend_of(req)
+        backend.labels.delete(backend.repos.find(owner, repo), name)
+        request.wrote(req, resp, 204, None, label=name)

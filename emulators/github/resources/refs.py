@@ -1,0 +1,78 @@
+"""Refs: `git/get-ref`, `git/list-matching-refs`, `git/list-refs`, `git/create-ref`,
+`git/update-ref`, `git/delete-ref`."""
+from ..inputs import Listing
+from ..schemas import body as bodies
+from ..schemas import queries, refs
+from . import request
+
+
+class Ref:
+    """`GET /repos/{owner}/{repo}/git/ref/{ref}`: one reference by its exact name."""
+
+    operations = {"GET": "git/get-ref"}
+
+    def on_get(self, req, resp, owner, repo, ref):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.refs.get(backend.repos.find(owner, repo), ref))
+
+
+class MatchingRefs:
+    """`GET /repos/{owner}/{repo}/git/matching-refs/{ref}`: refs whose name starts with the tail."""
+
+    operations = {"GET": "git/list-matching-refs"}
+
+    def on_get(self, req, resp, owner, repo, ref=""):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.refs.matching(backend.repos.find(owner, repo), ref))
+
+
+def _ref_listing(req, resp, owner, repo, tail):
+    """Answer the `git/refs[/{prefix}]` listing: one exact ref, or a page of refs with `Link`."""
+    backend = request.backend_of(req)
+    page = queries.page(request.pairs(req))
+    found = backend.refs.listing(backend.repos.find(owner, repo), tail, page)
+    if isinstance(found, Listing):
+        request.listing(req, resp, found, page)
+    else:
+        request.answer(resp, 200, found)
+
+
+class Refs:
+    """`GET|POST /repos/{owner}/{repo}/git/refs`: list every reference (paged), create one."""
+
+    operations = {"GET": "git/list-refs", "POST": "git/create-ref"}
+
+    def on_get(self, req, resp, owner, repo):
+        _ref_listing(req, resp, owner, repo, "")
+
+    def on_post(self, req, resp, owner, repo):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = refs.create(bodies.object_or_empty(sent))
+        ref = backend.refs.create(record, given["ref"], given["sha"])
+        request.wrote(req, resp, 201, ref, ref=ref["ref"])
+
+
+class RefItem:
+    """`GET|PATCH|DELETE /repos/{owner}/{repo}/git/refs/{ref}`: list under a prefix; move or
+    delete a reference."""
+
+    operations = {"GET": "git/list-refs", "PATCH": "git/update-ref",
+                  "DELETE": "git/delete-ref"}
+
+    def on_get(self, req, resp, owner, repo, ref):
+        _ref_listing(req, resp, owner, repo, ref)
+
+    def on_patch(self, req, resp, owner, repo, ref):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = refs.update(bodies.object_or_empty(sent), ref)
+        answer = backend.refs.update(record, given["ref"], given["sha"],
+                                     force=given.get("force") is True)
+        request.wrote(req, resp, 200, answer, ref=answer["ref"])
+
+    def on_delete(self, req, resp, owner, repo, ref):
+        backend = request.backend_of(req)
+        record = backend.repos.find(owner, repo)
+        deleted = backend.refs.delete(record, refs.name(ref))
+        request.wrote(req, resp, 204, None, ref=deleted["ref"])

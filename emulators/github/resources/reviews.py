@@ -1,0 +1,93 @@
+"""Reviews: `pulls/list-reviews`, `pulls/create-review`, `pulls/get-review`,
+`pulls/submit-review`, `pulls/dismiss-review`, and requested reviewers."""
+from ..schemas import body as bodies
+from ..schemas import queries, reviews
+from . import request
+
+
+class Reviews:
+    """`GET|POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews`."""
+
+    operations = {"GET": "pulls/list-reviews", "POST": "pulls/create-review"}
+
+    def on_get(self, req, resp, owner, repo, pull_number):
+        backend = request.backend_of(req)
+        found = backend.reviews.list(backend.repos.find(owner, repo), request.number(pull_number),
+                                     queries.page(request.pairs(req)))
+        request.answer(resp, 200, found.items)
+
+    def on_post(self, req, resp, owner, repo, pull_number):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = reviews.create(bodies.json_object(sent))
+        review = backend.reviews.create(record, request.number(pull_number), **given)
+        request.wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=str(review["id"]))
+
+
+class Review:
+    """`GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}`."""
+
+    operations = {"GET": "pulls/get-review"}
+
+    def on_get(self, req, resp, owner, repo, pull_number, review_id):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.reviews.get(
+            backend.repos.find(owner, repo), request.number(pull_number),
+            request.number(review_id)))
+
+
+class ReviewEvents:
+    """`POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/events`."""
+
+    operations = {"POST": "pulls/submit-review"}
+
+    def on_post(self, req, resp, owner, repo, pull_number, review_id):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = reviews.submit(bodies.json_object(sent))
+        review = backend.reviews.submit(record, request.number(pull_number),
+                                        request.number(review_id), **given)
+        request.wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=review_id)
+
+
+class ReviewDismissals:
+    """`PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals`."""
+
+    operations = {"PUT": "pulls/dismiss-review"}
+
+    def on_put(self, req, resp, owner, repo, pull_number, review_id):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        given = bodies.json_object(sent)
+        number, review_id_ = request.number(pull_number), request.number(review_id)
+        backend.reviews.find(record, number, review_id_)  # 404 before the message is checked
+        review = backend.reviews.dismiss(record, number, review_id_, reviews.dismissal(given))
+        request.wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=review_id)
+
+
+class RequestedReviewers:
+    """`GET|POST|DELETE /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers`."""
+
+    operations = {"GET": "pulls/list-requested-reviewers", "POST": "pulls/request-reviewers",
+                  "DELETE": "pulls/remove-requested-reviewers"}
+
+    def on_get(self, req, resp, owner, repo, pull_number):
+        backend = request.backend_of(req)
+        request.answer(resp, 200, backend.reviews.requested(backend.repos.find(owner, repo),
+                                                            request.number(pull_number)))
+
+    def on_post(self, req, resp, owner, repo, pull_number):
+        backend, record, logins = self._read(req, owner, repo)
+        pull = backend.reviews.request(record, request.number(pull_number), logins)
+        request.wrote(req, resp, 201, pull, pullNumber=pull_number)
+
+    def on_delete(self, req, resp, owner, repo, pull_number):
+        backend, record, logins = self._read(req, owner, repo)
+        pull = backend.reviews.unrequest(record, request.number(pull_number), logins)
+        request.wrote(req, resp, 200, pull, pullNumber=pull_number)
+
+    @staticmethod
+    def _read(req, owner, repo):
+        backend, sent = request.write(req)
+        record = backend.repos.find(owner, repo)
+        return backend, record, reviews.reviewers(bodies.json_object(sent))
