@@ -168,32 +168,54 @@ def cycles(graph):
     return found
 
 
-def folders_in_cycles(root):
-    """The import cycles among the modules of `root` once each folder below it is one node:
-    a folder imported by a module beside it that imports, directly or through a third, a
-    module that imports the folder (an arrow up). Names are dotted; [] when folders are
-    layers."""
-    package = root.replace("/", ".")
-    depth = len(package.split("."))
+def packages_of(graph):
+    """The packages among module_graph's names (a name other names stand under)."""
+    return {name for name in graph if any(other.startswith(f"{name}.") for other in graph)}
 
-    def node(name):  # a module of a folder below root stands for its folder
-        parts = name.split(".")
-        is_folder = (REPO / Path(*parts[:depth + 1])).is_dir() and len(parts) > depth
-        return ".".join(parts[:depth + 1]) if is_folder else name
 
-    graph = {}
-    for name, targets in module_graph(folders=(root,), files=()).items():
+def folder_graph(graph, package):
+    """The imports between what stands directly in `package` (a dotted name): each module
+    beside the others is a node, each sub-folder one node (`runs/`, all its modules), the
+    package's own `__init__` one more. `graph` is module_graph's; imports inside a sub-folder
+    are left out."""
+    folders = packages_of(graph)
+
+    def node(name):
         if name == package:
-            continue
-        edges = graph.setdefault(node(name), set())
-        edges.update(node(t) for t in targets if t.startswith(package + ".") and t != package)
-    for source, targets in graph.items():
-        targets.discard(source)
-        graph.setdefault(source, set())
-    for targets in list(graph.values()):
-        for target in targets:
-            graph.setdefault(target, set())
-    return cycles(graph)
+            return "__init__"
+        first = name[len(package) + 1:].split(".")[0]
+        return f"{first}/" if f"{package}.{first}" in folders else first
+
+    def here(name):
+        return name == package or name.startswith(f"{package}.")
+    nodes = {}
+    for name in filter(here, graph):
+        nodes.setdefault(node(name), set()).update(node(t) for t in graph[name] if here(t))
+    return {name: targets - {name} for name, targets in nodes.items()}
+
+
+def folder_cycles(folder):
+    """The loops that run through a sub-folder, at every level of `folder` (a path from the
+    repository's root): a sub-folder imported by a module beside it that imports, directly or
+    through a third, a module that imports it. Function-level imports count."""
+    graph = module_graph(folders=(folder,), files=())
+    return [[package, loop]
+            for package in sorted(packages_of(graph) | {folder.replace("/", ".")} & set(graph))
+            for loop in cycles(folder_graph(graph, package))
+            if any(name.endswith("/") for name in loop)]
+
+
+def test_the_folder_check_sees_a_sub_folder_in_a_loop_directly_or_through_a_third():
+    graph = {"p": set(), "p.app": {"p.resources", "p.runs.resources"},
+             "p.resources": {"p.runs.backend"}, "p.runs": set(),
+             "p.runs.resources": {"p.resources", "p.runs.backend"}, "p.runs.backend": set()}
+    assert cycles(folder_graph(graph, "p")) == [["resources", "runs/"]]
+    graph["p.resources"] = {"p.errors"}  # the resource builds no backend: a layer again
+    graph["p.errors"] = set()
+    assert cycles(folder_graph(graph, "p")) == []
+    graph.update({"p.jobs": set(), "p.jobs.resources": {"p.resources"},
+                  "p.errors": {"p.jobs.resources"}})  # jobs/ -> resources -> errors -> jobs/
+    assert cycles(folder_graph(graph, "p")) == [["errors", "jobs/", "resources"]]
 
 
 def test_no_import_cycles_anywhere_function_level_imports_included():
