@@ -52,7 +52,7 @@ class GitHubBackend:
         events = {"emit": self.emit, "accounts": accounts, "repos": repos, "rules": self}
         self.refs = RefRules(store, clock, **events)
         self.pulls = PullRules(store, clock, **events)
-        self.commits = CommitRules(store, clock, accounts=accounts, repos=repos, rules=self)
+        self.commits = CommitRules(store, clock, accounts=accounts, repos=repos)
         self.contents = ContentRules(store, repos=repos, rules=self)
         self.git_data = GitDataRules(repos=repos, rules=self)
         self.statuses = StatusRules(store, clock, **events)
@@ -60,7 +60,6 @@ class GitHubBackend:
         self.issues = IssueRules(store, clock, **events)
         self.labels = LabelRules(store, clock, **events)
         self.reviews = ReviewRules(store, clock, **events)
-        self.protection = ProtectionRules(store, clock, accounts=accounts, repos=repos,
-                                          rules=self)
+        self.protection = ProtectionRules(store, clock, repos=repos, rules=self)
         self.merges = MergeRules(store, clock, **events)
         self.seeding = Seeding(store, clock, repos=repos, refs=self.refs)

@@ -7,9 +7,10 @@ name, so a run re-made after a rerequest replaces the one that failed. Every run
 one GitHub App, `mockingbird-ci` (the emulator does not model app authentication).
 """
 
-from .. import errors, ids
+from .. import errors, ids, shapes
 from ..inputs import UNCHANGED
 from ..store import CHECK_RUNS, CHECK_SUITES
+from .rule import Rule
 
 STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
 CONCLUSIONS = ("action_required", "cancelled", "timed_out", "failure", "neutral", "success",
@@ -17,20 +18,11 @@ CONCLUSIONS = ("action_required", "cancelled", "timed_out", "failure", "neutral"
 PASSING = ("success", "neutral", "skipped")
 RUN_FIELDS = ("name", "details_url", "external_id", "started_at", "completed_at", "status",
               "conclusion", "output")
-APP_ID, APP_SLUG = 1, "mockingbird-ci"
 
 
-class CheckRules:
+class CheckRules(Rule):
     """Create, update and read check runs and suites; `rules` reaches commits (what a sha
     names, a suite's head commit)."""
-
-    def __init__(self, store, clock, *, emit, accounts, repos, rules):
-        self.store = store
-        self.clock = clock
-        self.emit = emit
-        self.accounts = accounts
-        self.repos = repos
-        self.rules = rules
 
     def create(self, repo, *, name, head_sha, details_url=UNCHANGED, external_id=UNCHANGED,
                started_at=UNCHANGED, completed_at=UNCHANGED, status=UNCHANGED,
@@ -144,17 +136,11 @@ class CheckRules:
 
     def run(self, repo, run_id):
         """The check run record `run_id`; 404 when there is none."""
-        run = self.store.item(CHECK_RUNS, f"{repo['key']}:{run_id}")
-        if run is None:
-            raise errors.NotFound()
-        return run
+        return self._record(CHECK_RUNS, repo, run_id)
 
     def suite(self, repo, suite_id):
         """The check suite record `suite_id`; 404 when there is none."""
-        suite = self.store.item(CHECK_SUITES, f"{repo['key']}:{suite_id}")
-        if suite is None:
-            raise errors.NotFound()
-        return suite
+        return self._record(CHECK_SUITES, repo, suite_id)
 
     def _suite_for(self, repo, sha, now):
         """The app's suite for a head commit, made with its first run."""
@@ -201,17 +187,8 @@ class CheckRules:
     # shapes --------------------------------------------------------------------------------
 
     def app_json(self, repo):
-        """The one GitHub App every check run belongs to (`integration`)."""
-        owner = self.accounts.json(repo["owner"])
-        return {"id": APP_ID, "slug": APP_SLUG, "node_id": ids.node_id("github", "A_", APP_ID),
-                "client_id": "Iv1.mockingbird", "owner": owner, "name": "Mockingbird CI",
-                "description": "The GitHub App the emulator credits with every check run",
-                "external_url": f"{self.repos.base_url}/apps/{APP_SLUG}",
-                "html_url": f"{self.repos.base_url}/apps/{APP_SLUG}",
-                "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z",
-                "permissions": {"checks": "write", "statuses": "write", "metadata": "read",
-                                "contents": "read", "pull_requests": "write"},
-                "events": ["check_run", "check_suite", "pull_request", "push"]}
+        """The one GitHub App every check run belongs to, owned by the repository's owner."""
+        return shapes.app(self.repos.base_url, self.accounts.json(repo["owner"]))
 
     def _minimal_pulls(self, repo, sha):
         """The open PRs whose head is at `sha` (`pull-request-minimal`): those of the branches
@@ -234,45 +211,21 @@ class CheckRules:
         return out
 
     def check_run_json(self, repo, run):
-        repo_url = self.repos.url(repo)
-        html = f"{self.repos.json(repo)['html_url']}/runs/{run['id']}"
-        return {"id": run["id"], "head_sha": run["head_sha"], "node_id": run["node_id"],
-                "external_id": run["external_id"], "url": f"{repo_url}/check-runs/{run['id']}",
-                "html_url": html, "details_url": run["details_url"] or html,
-                "status": run["status"], "conclusion": run["conclusion"],
-                "started_at": run["started_at"], "completed_at": run["completed_at"],
-                "output": {**run["output"], "annotations_count": 0,
-                           "annotations_url": f"{repo_url}/check-runs/{run['id']}/annotations"},
-                "name": run["name"], "check_suite": {"id": run["suite"]},
-                "app": self.app_json(repo),
-                "pull_requests": self._minimal_pulls(repo, run["head_sha"])}
+        """A run record as GitHub shows it (`check-run`)."""
+        return shapes.check_run(*self.repos.urls(repo), run, app=self.app_json(repo),
+                                pulls=self._minimal_pulls(repo, run["head_sha"]))
 
     def check_suite_json(self, repo, suite, *, event=False):
-        repo_url = self.repos.url(repo)
+        """A suite record as GitHub shows it (`check-suite`; a webhook's leaves out the
+        repository)."""
         runs = latest_per_name(self.store.items(CHECK_RUNS, {"repo": repo["key"],
                                                              "suite": suite["id"]},
                                                 order_by="id", desc=True))
-        commit = self.rules.commits.json(repo, suite["head_sha"])["commit"]
-        head_commit = {"id": suite["head_sha"], "tree_id": commit["tree"]["sha"],
-                       "message": commit["message"], "timestamp": commit["committer"]["date"],
-                       "author": {"name": commit["author"]["name"],
-                                  "email": commit["author"]["email"]},
-                       "committer": {"name": commit["committer"]["name"],
-                                     "email": commit["committer"]["email"]}}
-        shape = {"id": suite["id"], "node_id": suite["node_id"],
-                 "head_branch": suite["head_branch"], "head_sha": suite["head_sha"],
-                 "status": suite["status"], "conclusion": suite["conclusion"],
-                 "url": f"{repo_url}/check-suites/{suite['id']}", "before": None,
-                 "after": suite["head_sha"],
-                 "pull_requests": self._minimal_pulls(repo, suite["head_sha"]),
-                 "app": self.app_json(repo), "created_at": suite["created_at"],
-                 "updated_at": suite["updated_at"], "rerequestable": True,
-                 "runs_rerequestable": True, "latest_check_runs_count": len(runs),
-                 "check_runs_url": f"{repo_url}/check-suites/{suite['id']}/check-runs",
-                 "head_commit": head_commit}
-        if not event:
-            shape["repository"] = self.repos.json(repo)
-        return shape
+        return shapes.check_suite(
+            self.repos.url(repo), suite, app=self.app_json(repo),
+            pulls=self._minimal_pulls(repo, suite["head_sha"]), runs=runs,
+            commit=self.rules.commits.json(repo, suite["head_sha"])["commit"],
+            repository=None if event else self.repos.json(repo))
 
     def _check_run_event(self, action, repo, run):
         suite = self.store.item(CHECK_SUITES, f"{repo['key']}:{run['suite']}")

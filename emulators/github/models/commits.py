@@ -75,14 +75,14 @@ def changed_files(objects, old_tree, new_tree, *, limit=MAX_FILES):
 
 
 class CommitRules:
-    """Read commits; `rules` reaches pull requests (a PR's commits and files)."""
+    """Read commits (a leaf: no other area is called); `accounts` names a commit's author and
+    committer, the `clock` dates a synthetic commit."""
 
-    def __init__(self, store, clock, *, accounts, repos, rules):
+    def __init__(self, store, clock, *, accounts, repos):
         self.store = store
         self.clock = clock
         self.accounts = accounts
         self.repos = repos
-        self.rules = rules
         # (repository key, base, head) -> the files changed: commits never change, so each pair
         # is diffed once per request however many answers and events show it
         self._diffs = {}
@@ -123,20 +123,9 @@ class CommitRules:
         repository's commit, a synthetic one for a seeded SHA."""
         if has_objects(repo):
             return self.object_json(repo, self.repos.objects(repo), sha)
-        repo_json = self.repos.json(repo)
-        repo_url, html = repo_json["url"], repo_json["html_url"]
-        author = {**self.accounts.person(self.accounts.actor_login), "date": self.clock.now()}
-        parents = self.store.graph(repo["key"]).get(sha, [])
-        return {"sha": sha, "node_id": f"C_{sha[:20]}", "url": f"{repo_url}/commits/{sha}",
-                "html_url": f"{html}/commit/{sha}",
-                "comments_url": f"{repo_url}/commits/{sha}/comments",
-                "commit": {"author": author, "committer": author,
-                           "message": f"Synthetic commit {sha[:7]}",
-                           "tree": {"sha": sha, "url": f"{repo_url}/git/trees/{sha}"},
-                           "url": f"{repo_url}/git/commits/{sha}", "comment_count": 0},
-                "author": None, "committer": None,
-                "parents": [{"sha": p, "url": f"{repo_url}/commits/{p}",
-                             "html_url": f"{html}/commit/{p}"} for p in parents]}
+        person = {**self.accounts.person(self.accounts.actor_login), "date": self.clock.now()}
+        return shapes.synthetic_commit(*self.repos.urls(repo), sha,
+                                       self.store.graph(repo["key"]).get(sha, []), person)
 
     def _account(self, who):
         """The GitHub account of a commit's author or committer: the acting user for its

@@ -5,29 +5,16 @@ On GitHub every pull request is an issue: the issues API reads and writes a PR's
 state, labels, assignees and comments too, and answers a PR number with its issue shape
 (carrying `pull_request`).
 """
-from .. import errors, events, ids
+from .. import errors, events, ids, shapes
 from ..inputs import UNCHANGED, Listing
 from ..store import COMMENTS, ISSUES
 from .pulls import REOPEN_MERGED
+from .rule import Rule
 
 
-def reactions(url):
-    """The empty reactions summary GitHub attaches to issues and comments."""
-    return {"url": f"{url}/reactions", "total_count": 0, "+1": 0, "-1": 0, "laugh": 0,
-            "hooray": 0, "confused": 0, "heart": 0, "rocket": 0, "eyes": 0}
-
-
-class IssueRules:
+class IssueRules(Rule):
     """Open, change and read issues, their comments and assignees; `rules` reaches labels and
     pulls (an issue number may be a PR's: it is written back as one)."""
-
-    def __init__(self, store, clock, *, emit, accounts, repos, rules):
-        self.store = store
-        self.clock = clock
-        self.emit = emit
-        self.accounts = accounts
-        self.repos = repos
-        self.rules = rules
 
     # issues --------------------------------------------------------------------------------
 
@@ -242,10 +229,7 @@ class IssueRules:
 
     def find_comment(self, repo, comment_id):
         """The comment record `comment_id`; 404 when there is none."""
-        found = self.store.item(COMMENTS, f"{repo['key']}:{comment_id}")
-        if found is None:
-            raise errors.NotFound()
-        return found
+        return self._record(COMMENTS, repo, comment_id)
 
     # assignees -----------------------------------------------------------------------------
 
@@ -285,53 +269,21 @@ class IssueRules:
 
     def issue_json(self, repo, issue):
         """An issue or a PR as the issues API shows it (`issue`)."""
-        repo_json = self.repos.json(repo)
-        repo_url, number = repo_json["url"], issue["number"]
-        url = f"{repo_url}/issues/{number}"
-        is_pull = "pull" in issue or "head_ref" in issue
-        html = f"{repo_json['html_url']}/{'pull' if is_pull else 'issues'}/{number}"
-        assignees = [self.accounts.json(a) for a in issue.get("assignees", [])]
-        shape = {
-            "id": issue.get("issue_id", issue["id"]) if is_pull else issue["id"],
-            "node_id": issue["node_id"] if not is_pull else ids.node_id(
-                "github-issues", "I_", issue.get("issue_id", issue["id"])),
-            "url": url, "repository_url": repo_url,
-            "labels_url": f"{url}/labels{{/name}}", "comments_url": f"{url}/comments",
-            "events_url": f"{url}/events", "html_url": html, "number": number,
-            "state": issue["state"], "state_reason": issue.get("state_reason"),
-            "title": issue["title"], "body": issue["body"],
-            "user": self.accounts.json(issue["user"]),
-            "labels": self.rules.labels.on_issue(repo, issue),
-            "assignee": assignees[0] if assignees else None, "assignees": assignees,
-            "milestone": None, "locked": False, "active_lock_reason": None,
-            "comments": issue.get("comments", 0), "closed_at": issue["closed_at"],
-            "created_at": issue["created_at"], "updated_at": issue["updated_at"],
-            "closed_by": self.accounts.json(issue["closed_by"]) if issue.get("closed_by") else None,
-            "author_association": self.accounts.association(repo, issue["user"]),
-            "reactions": reactions(url), "timeline_url": f"{url}/timeline",
-            "performed_via_github_app": None,
-        }
-        if is_pull:
-            pull_url = f"{repo_url}/pulls/{number}"
-            shape["draft"] = issue.get("draft", False)
-            shape["pull_request"] = {"url": pull_url, "html_url": html,
-                                     "diff_url": f"{html}.diff", "patch_url": f"{html}.patch",
-                                     "merged_at": issue.get("merged_at")}
-        return shape
+        accounts = self.accounts
+        return shapes.issue(
+            self.repos.json(repo), issue, user=accounts.json(issue["user"]),
+            labels=self.rules.labels.on_issue(repo, issue),
+            assignees=[accounts.json(a) for a in issue.get("assignees", [])],
+            closed_by=accounts.json(issue["closed_by"]) if issue.get("closed_by") else None,
+            association=accounts.association(repo, issue["user"]))
 
     def comment_json(self, repo, comment):
-        repo_json = self.repos.json(repo)
-        url = f"{repo_json['url']}/issues/comments/{comment['id']}"
-        target = self.store.item(ISSUES, f"{repo['key']}:{comment['number']}")
-        kind = "issues" if target is not None else "pull"
-        return {"id": comment["id"], "node_id": comment["node_id"], "url": url,
-                "html_url": f"{repo_json['html_url']}/{kind}/{comment['number']}"
-                            f"#issuecomment-{comment['id']}",
-                "body": comment["body"], "user": self.accounts.json(comment["user"]),
-                "created_at": comment["created_at"], "updated_at": comment["updated_at"],
-                "issue_url": f"{repo_json['url']}/issues/{comment['number']}",
-                "author_association": self.accounts.association(repo, comment["user"]),
-                "performed_via_github_app": None, "reactions": reactions(url)}
+        """A comment record as GitHub shows it (`issue-comment`)."""
+        on_issue = self.store.item(ISSUES, f"{repo['key']}:{comment['number']}") is not None
+        return shapes.comment(*self.repos.urls(repo), comment,
+                              user=self.accounts.json(comment["user"]),
+                              association=self.accounts.association(repo, comment["user"]),
+                              on_issue=on_issue)
 
     def _issue_event(self, action, repo, issue, **extra):
         return {"action": action, "issue": self.issue_json(repo, issue), **extra,

@@ -4,28 +4,20 @@ event (and an issue's or PR's `labeled`/`unlabeled`, sent by issues.py).
 Naming a label an issue does not have in the repository makes it, as GitHub does; renaming or
 deleting one carries to every issue and PR.
 """
-from urllib.parse import quote
 
-from .. import errors, ids
+from .. import errors, ids, shapes
 from ..inputs import UNCHANGED, Listing
 from ..store import ISSUES, LABELS
+from .rule import Rule
 
 DEFAULT_COLOR = "ededed"  # the colour GitHub gives a label made by naming it on an issue
 MAX_LABELS = 100  # GitHub's limit of labels on one issue
 TOO_MANY_LABELS = f"An issue can have at most {MAX_LABELS} labels"
 
 
-class LabelRules:
+class LabelRules(Rule):
     """Create, change and read labels; `rules` reaches issues (the issue or PR a label is put
     on, written back with its events) and pulls (a PR renamed labels are carried to)."""
-
-    def __init__(self, store, clock, *, emit, accounts, repos, rules):
-        self.store = store
-        self.clock = clock
-        self.emit = emit
-        self.accounts = accounts
-        self.repos = repos
-        self.rules = rules
 
     def ref_json(self, repo, name):
         label = self.store.item(LABELS, f"{repo['key']}:{name.lower()}")
@@ -48,10 +40,7 @@ class LabelRules:
 
     def find(self, repo, name):
         """The label record `name` (any case); 404 when there is none."""
-        label = self.store.item(LABELS, f"{repo['key']}:{name.lower()}")
-        if label is None:
-            raise errors.NotFound()
-        return label
+        return self._record(LABELS, repo, name.lower())
 
     def get(self, repo, name):
         """`issues/get-label`."""
@@ -177,12 +166,8 @@ class LabelRules:
         return [self.ref_json(repo, n) for n in issue.get("labels", [])]
 
     def json(self, repo, label):
-        return {"id": label["id"], "node_id": label["node_id"],
-                "url": f"{self.repos.url(repo)}/labels/{quote(label['name'], safe='')}",
-                "name": label["name"], "color": label["color"], "default": False,
-                "description": label["description"],
-                # newer descriptions than the schemas' (githubkit's) require these two
-                "archived_at": None, "archived_by": None}
+        """A label record as GitHub shows it (`label`)."""
+        return shapes.label(self.repos.url(repo), label)
 
 
 def _made_label(name, number, color, description=None):

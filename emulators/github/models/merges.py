@@ -13,6 +13,7 @@ from dulwich.object_store import MemoryObjectStore
 
 from .. import errors, events, git
 from .protection import DRAFT, NOT_MERGEABLE
+from .rule import Rule
 
 METHODS = ("merge", "squash", "rebase")
 COMMITTER = {"name": "GitHub", "email": "noreply@github.com"}  # GitHub commits web merges so
@@ -48,18 +49,13 @@ class _Scratch(MemoryObjectStore):
         return [(obj, None) for obj in self._data.values()]
 
 
-class MergeRules:
+class MergeRules(Rule):
     """Merge pull requests and branches, and compute mergeability; `rules` reaches pulls (the
     PR merged), commits (merge bases), protection (what a merge must meet), statuses and checks
     (an `unstable` PR) and refs (the merge moves its base)."""
 
-    def __init__(self, store, clock, *, emit, accounts, repos, rules):
-        self.store = store
-        self.clock = clock
-        self.emit = emit
-        self.accounts = accounts
-        self.repos = repos
-        self.rules = rules
+    def __init__(self, store, clock, **shared):
+        super().__init__(store, clock, **shared)
         # (repository, head, base) -> conflicting paths: commits never change, so each pair
         # is merged once per request however many answers and events show the PR
         self._conflicts = {}

@@ -7,16 +7,13 @@ check run names, `strict` asking the head to contain the base), required approvi
 deletions. Protection holds for every actor, as with `enforce_admins` on: the emulator treats
 each token as an administrator, and an administrator who could bypass it would test nothing.
 """
-from urllib.parse import quote
 
-from .. import errors, git
+from .. import errors, git, shapes
 from ..inputs import Listing
+from ..shapes.protection import FLAGS
 from ..store import PROTECTIONS
 from .checks import PASSING
 
-# what protection stores and shows, beyond required checks and reviews and `enforce_admins`
-FLAGS = ("required_linear_history", "allow_force_pushes", "allow_deletions", "block_creations",
-         "required_conversation_resolution", "lock_branch")
 
 # GitHub's messages for a merge or push that protection refuses
 NOT_MERGEABLE = "Pull Request is not mergeable"
@@ -42,10 +39,9 @@ class ProtectionRules:
     `rules` reaches commits (a branch's tip), statuses and checks (required ones) and reviews
     (required approvals)."""
 
-    def __init__(self, store, clock, *, accounts, repos, rules):
+    def __init__(self, store, clock, *, repos, rules):
         self.store = store
         self.clock = clock
-        self.accounts = accounts
         self.repos = repos
         self.rules = rules
 
@@ -54,19 +50,9 @@ class ProtectionRules:
         ref = self.store.ref(repo["key"], f"refs/heads/{branch}")
         if ref is None:
             raise errors.NotFound("Branch not found")
-        url = f"{self.repos.url(repo)}/branches/{quote(branch, safe='')}"
-        found = self.record(repo["key"], branch)
-        protection = {"enabled": found is not None,
-                      "required_status_checks": {
-                          "enforcement_level": "everyone" if found and found.get("checks")
-                          else "off",
-                          "contexts": found["checks"]["contexts"] if found and found.get(
-                              "checks") else [], "checks": []}}
-        return {"name": branch, "commit": self.rules.commits.json(repo, ref["sha"]),
-                "_links": {"self": url, "html": f"{self.repos.json(repo)['html_url']}/tree/"
-                                                f"{quote(branch, safe='/')}"},
-                "protected": found is not None, "protection": protection,
-                "protection_url": f"{url}/protection"}
+        return shapes.branch_view(*self.repos.urls(repo), branch,
+                                  self.rules.commits.json(repo, ref["sha"]),
+                                  self.record(repo["key"], branch))
 
     def branches(self, repo, page, *, protected=None):
         """`repos/list-branches`: a `Listing` of branches, only the protected (True) or the
@@ -125,33 +111,8 @@ class ProtectionRules:
         return self.store.item(PROTECTIONS, f"{key}:{branch}")
 
     def protection_json(self, repo, branch, record, *, written=False):
-        url = f"{self.repos.url(repo)}/branches/{quote(branch, safe='')}/protection"
-        shape = {"url": url}
-        if "checks" in record:
-            checks = record["checks"]
-            shape["required_status_checks"] = {
-                "url": f"{url}/required_status_checks", "strict": checks["strict"],
-                "contexts": checks["contexts"],
-                "checks": [{"context": c, "app_id": None} for c in checks["contexts"]],
-                "contexts_url": f"{url}/required_status_checks/contexts"}
-        if "reviews" in record:
-            reviews = record["reviews"]
-            shape["required_pull_request_reviews"] = {
-                "url": f"{url}/required_pull_request_reviews",
-                "dismiss_stale_reviews": reviews["dismiss_stale"],
-                "require_code_owner_reviews": reviews["code_owners"],
-                "required_approving_review_count": reviews["count"],
-                "require_last_push_approval": reviews["last_push"]}
-        shape["required_signatures"] = {"url": f"{url}/required_signatures", "enabled": False}
-        shape["enforce_admins"] = {"url": f"{url}/enforce_admins",
-                                   "enabled": record["enforce_admins"]}
-        for flag in FLAGS:
-            shape[flag] = {"enabled": record[flag]}
-        shape["allow_fork_syncing"] = {"enabled": False}
-        if not written:
-            shape = {"url": url, "enabled": True, "name": branch, "protection_url": url,
-                     **{k: v for k, v in shape.items() if k != "url"}}
-        return shape
+        """A protection record as GitHub shows it (`written`: as an update answers it)."""
+        return shapes.protection(self.repos.url(repo), branch, record, written=written)
 
     # what protection asks -----------------------------------------------------------------
 

@@ -2,21 +2,14 @@
 """
 from .. import actors, errors, events, git, ids, shapes
 from ..inputs import UNCHANGED, Listing
+from .rule import Rule
 
 REOPEN_MERGED = "state cannot be changed. The pull request has been merged."
 
 
-class PullRules:
+class PullRules(Rule):
     """Open, read, list and update pull requests; `rules` reaches what a PR's shape shows of
     its life: labels, changed files (commits) and mergeability (merges)."""
-
-    def __init__(self, store, clock, *, emit, accounts, repos, rules):
-        self.store = store
-        self.clock = clock
-        self.emit = emit
-        self.accounts = accounts
-        self.repos = repos
-        self.rules = rules
 
     # pull requests ------------------------------------------------------------------------
 

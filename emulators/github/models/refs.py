@@ -7,20 +7,13 @@ fast-forward rules, compare-and-swap, branch protection's refusals and the event
 from .. import errors, events, git, ids
 from ..inputs import Listing
 from ..store import has_objects
+from .rule import Rule
 
 
-class RefRules:
+class RefRules(Rule):
     """Read and write a repository's refs; `rules` reaches branch protection (what a push may
     do), pull requests (those a push moves or a deletion closes) and commits (a push event's
     details)."""
-
-    def __init__(self, store, clock, *, emit, accounts, repos, rules):
-        self.store = store
-        self.clock = clock
-        self.emit = emit
-        self.accounts = accounts
-        self.repos = repos
-        self.rules = rules
 
     def get(self, repo, tail):
         """`git/get-ref`: the reference `refs/<tail>` (409 in a repository with no branch)."""

@@ -6,25 +6,18 @@ approve or request changes on their own pull request, review cannot be requested
 author, a user has at most one pending review per pull request, and only its author sees it.
 """
 
-from .. import errors, events, ids
+from .. import errors, events, ids, shapes
 from ..inputs import Listing
 from ..store import REVIEWS
+from .rule import Rule
 
 EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED",
           "COMMENT": "COMMENTED"}
 
 
-class ReviewRules:
+class ReviewRules(Rule):
     """Create, submit, dismiss and read reviews, and request reviewers; `rules` reaches pulls
     (the PR reviewed, its shape and its requested reviewers)."""
-
-    def __init__(self, store, clock, *, emit, accounts, repos, rules):
-        self.store = store
-        self.clock = clock
-        self.emit = emit
-        self.accounts = accounts
-        self.repos = repos
-        self.rules = rules
 
     def create(self, repo, number, *, event=None, body=None, commit_id=None):
         """`pulls/create-review`: submitted with an `event` (`APPROVE`, `REQUEST_CHANGES`,
@@ -209,16 +202,7 @@ class ReviewRules:
         self.store.put_item(REVIEWS, f"{review['repo']}:{review['id']}", review)
 
     def review_json(self, repo, review):
-        repo_json = self.repos.json(repo)
-        pull_url = f"{repo_json['url']}/pulls/{review['number']}"
-        html = f"{repo_json['html_url']}/pull/{review['number']}" \
-               f"#pullrequestreview-{review['id']}"
-        shape = {"id": review["id"], "node_id": review["node_id"],
-                 "user": self.accounts.json(review["user"]), "body": review["body"],
-                 "state": review["state"], "html_url": html, "pull_request_url": pull_url,
-                 "author_association": self.accounts.association(repo, review["user"]),
-                 "_links": {"html": {"href": html}, "pull_request": {"href": pull_url}},
-                 "commit_id": review["commit_id"]}
-        if review["submitted_at"]:
-            shape["submitted_at"] = review["submitted_at"]
-        return shape
+        """A review record as GitHub shows it (`pull-request-review`)."""
+        return shapes.review(*self.repos.urls(repo), review,
+                             user=self.accounts.json(review["user"]),
+                             association=self.accounts.association(repo, review["user"]))

@@ -4,9 +4,10 @@ The combined state is GitHub's rule over the latest status of each context: `fai
 is `error` or `failure`, `pending` if there is none or any is `pending`, else `success`.
 """
 
-from .. import errors, ids
+from .. import errors, ids, shapes
 from ..inputs import Listing
 from ..store import STATUSES
+from .rule import Rule
 
 STATES = ("error", "failure", "pending", "success")
 MAX_PER_SHA = 1000  # GitHub refuses a 1001st status for one sha and context pair
@@ -22,17 +23,9 @@ def combined_state(latest):
     return "success"
 
 
-class StatusRules:
+class StatusRules(Rule):
     """Create and read commit statuses; `rules` reaches commits (what a ref names, a commit's
     shape) and protection (a `status` event's branches say whether they are protected)."""
-
-    def __init__(self, store, clock, *, emit, accounts, repos, rules):
-        self.store = store
-        self.clock = clock
-        self.emit = emit
-        self.accounts = accounts
-        self.repos = repos
-        self.rules = rules
 
     def create(self, repo, ref, *, state, target_url=None, description=None, context=None):
         """`repos/create-commit-status` on the commit `ref` names (422 when none)."""
@@ -59,16 +52,9 @@ class StatusRules:
         return self.status_json(repo, record)
 
     def status_json(self, repo, record, *, creator=True):
-        url = f"{self.repos.url(repo)}/statuses/{record['sha']}"
-        author = self.accounts.json(record["creator"])
-        shape = {"url": url, "avatar_url": author["avatar_url"], "id": record["id"],
-                 "node_id": record["node_id"], "state": record["state"],
-                 "description": record["description"], "target_url": record["target_url"],
-                 "context": record["context"], "created_at": record["created_at"],
-                 "updated_at": record["updated_at"]}
-        if creator:
-            shape["creator"] = author
-        return shape
+        """A status record as GitHub shows it (`status`)."""
+        return shapes.status(self.repos.url(repo), record,
+                             self.accounts.json(record["creator"]), creator=creator)
 
     def _statuses_for(self, key, sha):
         """Every status of a commit, newest first."""

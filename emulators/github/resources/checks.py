@@ -15,8 +15,7 @@ class CheckRuns:
     operations = {"POST": "checks/create"}
 
     def on_post(self, req, resp, owner, repo):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         given = bodies.json_object(sent)
         backend.checks.head_commit(record, ci.run_head(given)["head_sha"])  # 422 first
         run = backend.checks.create(record, **ci.create_run(given))
@@ -30,17 +29,13 @@ class CheckRun:
     operations = {"GET": "checks/get", "PATCH": "checks/update"}
 
     def on_get(self, req, resp, owner, repo, check_run_id):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.checks.get(backend.repos.find(owner, repo),
-                                                     request.number(check_run_id)))
+        request.read(req, resp, owner, repo,
+                     lambda rules: rules.checks.get, request.number(check_run_id))
 
     def on_patch(self, req, resp, owner, repo, check_run_id):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
-        given = bodies.json_object(sent)
-        run_id = request.number(check_run_id)
-        backend.checks.run(record, run_id)  # a run that is not there is 404 before its fields
-        changes = ci.update_run(given)
+        backend, record, given = request.existing(req, owner, repo, lambda rules, record: (
+            rules.checks.run(record, request.number(check_run_id))))
+        run_id, changes = request.number(check_run_id), ci.update_run(given)
         if instance_of(req).fault_effect(LOST_UPDATE) is not None:
             request.answer(resp, 200, backend.checks.update(record, run_id, lost=True,
                                                             **changes))
@@ -67,8 +62,7 @@ class CommitCheckRuns:
     operations = {"GET": "checks/list-for-ref"}
 
     def on_get(self, req, resp, owner, repo, ref):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         sha = backend.commits.find_sha(record, ref)
         query = request.pairs(req)
         request.answer(resp, 200, backend.checks.runs_for(
@@ -81,8 +75,7 @@ class CommitCheckSuites:
     operations = {"GET": "checks/list-suites-for-ref"}
 
     def on_get(self, req, resp, owner, repo, ref):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         sha = backend.commits.find_sha(record, ref)
         request.answer(resp, 200, backend.checks.suites_for(record, sha,
                                                             queries.page(request.pairs(req))))
@@ -94,9 +87,8 @@ class CheckSuite:
     operations = {"GET": "checks/get-suite"}
 
     def on_get(self, req, resp, owner, repo, check_suite_id):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.checks.get_suite(backend.repos.find(owner, repo),
-                                                           request.number(check_suite_id)))
+        request.read(req, resp, owner, repo,
+                     lambda rules: rules.checks.get_suite, request.number(check_suite_id))
 
 
 class CheckSuiteRuns:
@@ -105,8 +97,7 @@ class CheckSuiteRuns:
     operations = {"GET": "checks/list-for-suite"}
 
     def on_get(self, req, resp, owner, repo, check_suite_id):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         suite_id = request.number(check_suite_id)
         backend.checks.suite(record, suite_id)  # 404 before the query's checks
         query = request.pairs(req)

@@ -11,8 +11,7 @@ class Commits:
     operations = {"GET": "repos/list-commits"}
 
     def on_get(self, req, resp, owner, repo):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         query = request.pairs(req)
         page, named = queries.page(query), first_values(query)
         request.listing(req, resp, backend.commits.list(record, page, sha=named.get("sha"),
@@ -38,8 +37,7 @@ class CommitPaths:
             listing = self.TAILS[tail]()
             req.context.operation = listing.operations["GET"]
             return listing.on_get(req, resp, owner, repo, head)
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.commits.get(backend.repos.find(owner, repo), ref))
+        request.read(req, resp, owner, repo, lambda rules: rules.commits.get, ref)
 
 
 class Compare:

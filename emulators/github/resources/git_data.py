@@ -4,7 +4,11 @@ from ..schemas import contents
 from . import request
 
 
-def _wrote(req, resp, answer):
+def _create(req, resp, owner, repo, create):
+    """Answer 201 with the object `create(git data rules, repository, body)` writes, journaled
+    with its sha."""
+    backend, record, given = request.object_write(req, owner, repo)
+    answer = create(backend.git_data, record, given)
     request.wrote(req, resp, 201, answer, sha=answer["sha"])
 
 
@@ -14,8 +18,8 @@ class Blobs:
     operations = {"POST": "git/create-blob"}
 
     def on_post(self, req, resp, owner, repo):
-        backend, record, given = request.object_write(req, owner, repo)
-        _wrote(req, resp, backend.git_data.create_blob(record, contents.blob(given)))
+        _create(req, resp, owner, repo, lambda rules, record, given: rules.create_blob(
+            record, contents.blob(given)))
 
 
 class Blob:
@@ -24,9 +28,7 @@ class Blob:
     operations = {"GET": "git/get-blob"}
 
     def on_get(self, req, resp, owner, repo, file_sha):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.git_data.blob(backend.repos.find(owner, repo),
-                                                        file_sha))
+        request.read(req, resp, owner, repo, lambda rules: rules.git_data.blob, file_sha)
 
 
 class Trees:
@@ -35,8 +37,8 @@ class Trees:
     operations = {"POST": "git/create-tree"}
 
     def on_post(self, req, resp, owner, repo):
-        backend, record, given = request.object_write(req, owner, repo)
-        _wrote(req, resp, backend.git_data.create_tree(record, **contents.tree(given)))
+        _create(req, resp, owner, repo, lambda rules, record, given: rules.create_tree(
+            record, **contents.tree(given)))
 
 
 class Tree:
@@ -57,8 +59,8 @@ class GitCommits:
     operations = {"POST": "git/create-commit"}
 
     def on_post(self, req, resp, owner, repo):
-        backend, record, given = request.object_write(req, owner, repo)
-        _wrote(req, resp, backend.git_data.create_commit(record, **contents.commit(given)))
+        _create(req, resp, owner, repo, lambda rules, record, given: rules.create_commit(
+            record, **contents.commit(given)))
 
 
 class GitCommit:
@@ -67,6 +69,4 @@ class GitCommit:
     operations = {"GET": "git/get-commit"}
 
     def on_get(self, req, resp, owner, repo, commit_sha):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.git_data.commit(backend.repos.find(owner, repo),
-                                                          commit_sha))
+        request.read(req, resp, owner, repo, lambda rules: rules.git_data.commit, commit_sha)

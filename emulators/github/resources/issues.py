@@ -11,15 +11,13 @@ class Issues:
     operations = {"GET": "issues/list-for-repo", "POST": "issues/create"}
 
     def on_get(self, req, resp, owner, repo):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         query = request.pairs(req)
         page, filters = queries.page(query), queries.issue_list(query)
         request.listing(req, resp, backend.issues.list(record, page, **filters), page)
 
     def on_post(self, req, resp, owner, repo):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         issue = backend.issues.create(
             record, **issues.create_issue(bodies.json_object(sent)))
         request.wrote(req, resp, 201, issue, issueNumber=str(issue["number"]))
@@ -31,17 +29,14 @@ class Issue:
     operations = {"GET": "issues/get", "PATCH": "issues/update"}
 
     def on_get(self, req, resp, owner, repo, issue_number):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.issues.get(backend.repos.find(owner, repo),
-                                                     request.number(issue_number)))
+        request.read(req, resp, owner, repo,
+                     lambda rules: rules.issues.get, request.number(issue_number))
 
     def on_patch(self, req, resp, owner, repo, issue_number):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
-        given = bodies.json_object(sent)
-        number = request.number(issue_number)
-        backend.issues.conversation(record, number)  # 404 before the fields are checked
-        issue = backend.issues.update(record, number, **issues.update_issue(given))
+        backend, record, given = request.existing(req, owner, repo, lambda rules, record: (
+            rules.issues.conversation(record, request.number(issue_number))))
+        issue = backend.issues.update(record, request.number(issue_number),
+                                      **issues.update_issue(given))
         request.wrote(req, resp, 200, issue, issueNumber=str(issue["number"]))
 
 
@@ -51,8 +46,7 @@ class IssueComments:
     operations = {"GET": "issues/list-comments", "POST": "issues/create-comment"}
 
     def on_get(self, req, resp, owner, repo, issue_number):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         number = request.number(issue_number)
         backend.issues.conversation(record, number)  # 404 before the query is checked
         query = request.pairs(req)
@@ -61,8 +55,7 @@ class IssueComments:
                                                            since=queries.since(query)), page)
 
     def on_post(self, req, resp, owner, repo, issue_number):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         text = issues.comment(bodies.json_object(sent))
         comment = backend.issues.create_comment(record, request.number(issue_number), text)
         request.wrote(req, resp, 201, comment, commentId=str(comment["id"]))
@@ -75,13 +68,11 @@ class IssueComment:
                   "DELETE": "issues/delete-comment"}
 
     def on_get(self, req, resp, owner, repo, comment_id):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.issues.get_comment(backend.repos.find(owner, repo),
-                                                             request.number(comment_id)))
+        request.read(req, resp, owner, repo,
+                     lambda rules: rules.issues.get_comment, request.number(comment_id))
 
     def on_patch(self, req, resp, owner, repo, comment_id):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         text = issues.comment(bodies.json_object(sent))
         comment = backend.issues.update_comment(record, request.number(comment_id), text)
         request.wrote(req, resp, 200, comment, commentId=str(comment["id"]))
@@ -98,17 +89,9 @@ class IssueAssignees:
     operations = {"POST": "issues/add-assignees", "DELETE": "issues/remove-assignees"}
 
     def on_post(self, req, resp, owner, repo, issue_number):
-        backend, record, logins = self._read(req, owner, repo)
-        issue = backend.issues.assign(record, request.number(issue_number), logins)
-        request.wrote(req, resp, 201, issue, issueNumber=issue_number)
+        request.members(req, resp, owner, repo, issue_number, issues.assignees,
+                        lambda rules: rules.issues.assign, 201, issueNumber=issue_number)
 
     def on_delete(self, req, resp, owner, repo, issue_number):
-        backend, record, logins = self._read(req, owner, repo)
-        issue = backend.issues.unassign(record, request.number(issue_number), logins)
-        request.wrote(req, resp, 200, issue, issueNumber=issue_number)
-
-    @staticmethod
-    def _read(req, owner, repo):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
-        return backend, record, issues.assignees(bodies.json_object(sent))
+        request.members(req, resp, owner, repo, issue_number, issues.assignees,
+                        lambda rules: rules.issues.unassign, 200, issueNumber=issue_number)

@@ -14,9 +14,8 @@ class IssueLabels:
                   "PUT": "issues/set-labels", "DELETE": "issues/remove-all-labels"}
 
     def on_get(self, req, resp, owner, repo, issue_number):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.labels.of_issue(backend.repos.find(owner, repo),
-                                                          request.number(issue_number)))
+        request.read(req, resp, owner, repo,
+                     lambda rules: rules.labels.of_issue, request.number(issue_number))
 
     def on_post(self, req, resp, owner, repo, issue_number):
         self._label(req, resp, owner, repo, issue_number, replace=False)
@@ -26,14 +25,11 @@ class IssueLabels:
 
     @staticmethod
     def _label(req, resp, owner, repo, issue_number, *, replace):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
-        given = bodies.json_value(sent)
-        number = request.number(issue_number)
-        backend.issues.conversation(record, number)  # 404 before the labels are checked
-        names = issues.issue_labels(given)
+        backend, record, given = request.existing(req, owner, repo, lambda rules, record: (
+            rules.issues.conversation(record, request.number(issue_number))),
+            kind=bodies.json_value)
         write = backend.labels.replace if replace else backend.labels.add
-        labels = write(record, number, names)
+        labels = write(record, request.number(issue_number), issues.issue_labels(given))
         request.wrote(req, resp, 200, labels, issueNumber=issue_number)
 
     def on_delete(self, req, resp, owner, repo, issue_number):
@@ -66,8 +62,7 @@ class Labels:
                         page)
 
     def on_post(self, req, resp, owner, repo):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         given = issues.create_label(bodies.json_object(sent))
         label = backend.labels.create(record, given.pop("name"), **given)
         request.wrote(req, resp, 201, label, label=label["name"])
@@ -80,14 +75,11 @@ class Label:
                   "DELETE": "issues/delete-label"}
 
     def on_get(self, req, resp, owner, repo, name):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.labels.get(backend.repos.find(owner, repo), name))
+        request.read(req, resp, owner, repo, lambda rules: rules.labels.get, name)
 
     def on_patch(self, req, resp, owner, repo, name):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
-        given = bodies.json_object(sent)
-        backend.labels.find(record, name)  # 404 before the fields are checked
+        backend, record, given = request.existing(
+            req, owner, repo, lambda rules, record: rules.labels.find(record, name))
         label = backend.labels.update(record, name, **issues.update_label(given))
         request.wrote(req, resp, 200, label, label=label["name"])
 

@@ -18,12 +18,10 @@ class PullMerge:
         resp.status = 204
 
     def on_put(self, req, resp, owner, repo, pull_number):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
-        given = bodies.json_object(sent)
-        number = request.number(pull_number)
-        backend.pulls.find(record, number)  # 404 before the fields are checked
-        answer = backend.merges.merge(record, number, **merges.merge_pull(given))
+        backend, record, given = request.existing(req, owner, repo, lambda rules, record: (
+            rules.pulls.find(record, request.number(pull_number))))
+        answer = backend.merges.merge(record, request.number(pull_number),
+                                      **merges.merge_pull(given))
         request.wrote(req, resp, 200, answer, pullNumber=pull_number, sha=answer["sha"])
 
 
@@ -33,8 +31,7 @@ class Merges:
     operations = {"POST": "repos/merge"}
 
     def on_post(self, req, resp, owner, repo):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         commit = backend.merges.merge_branches(
             record, **merges.merge_branches(bodies.json_object(sent)))
         request.wrote(req, resp, 204 if commit is None else 201, commit,

@@ -25,9 +25,7 @@ class Branch:
     operations = {"GET": "repos/get-branch"}
 
     def on_get(self, req, resp, owner, repo, branch):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.protection.get_branch(backend.repos.find(owner, repo),
-                                                                branch))
+        request.read(req, resp, owner, repo, lambda rules: rules.protection.get_branch, branch)
 
 
 class BranchProtection:
@@ -37,12 +35,10 @@ class BranchProtection:
                   "DELETE": "repos/delete-branch-protection"}
 
     def on_get(self, req, resp, owner, repo, branch):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.protection.get(backend.repos.find(owner, repo), branch))
+        request.read(req, resp, owner, repo, lambda rules: rules.protection.get, branch)
 
     def on_put(self, req, resp, owner, repo, branch):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         settings = protection.protection(bodies.json_object(sent))
         answer = backend.protection.update(record, branch, **settings)
         request.wrote(req, resp, 200, answer, branch=branch)

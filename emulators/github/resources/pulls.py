@@ -30,8 +30,7 @@ class Pulls:
 
     def on_post(self, req, resp, owner, repo):
         param = request.media_param(req, resp)
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         pull = backend.pulls.create(record, **pulls.create(bodies.pull_object(sent)))
         request.accepted(instance_of(req), pullNumber=str(pull["number"]))
         request.answer(resp, 201, media.with_bodies(pull, param))
@@ -54,8 +53,7 @@ class Pull:
 
     def on_patch(self, req, resp, owner, repo, pull_number):
         param = request.media_param(req, resp)
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         number = request.number(pull_number)
         given = bodies.pull_object(sent)
         backend.pulls.find(record, number)  # a PR that is not there is 404 before its fields
@@ -64,17 +62,21 @@ class Pull:
         request.answer(resp, 200, media.with_bodies(pull, param))
 
 
+def _of_pull(req, resp, owner, repo, pull_number, listed):
+    """Answer a page of what a PR holds, `listed(commit rules)` (its commits or files)."""
+    backend, record = request.repository(req, owner, repo)
+    pull = backend.pulls.find(record, request.number(pull_number))
+    page = queries.page(request.pairs(req))
+    request.listing(req, resp, listed(backend.commits)(record, pull, page), page)
+
+
 class PullCommits:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/commits`."""
 
     operations = {"GET": "pulls/list-commits"}
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
-        pull = backend.pulls.find(record, request.number(pull_number))
-        page = queries.page(request.pairs(req))
-        request.listing(req, resp, backend.commits.of_pull(record, pull, page), page)
+        _of_pull(req, resp, owner, repo, pull_number, lambda commits: commits.of_pull)
 
 
 class PullFiles:
@@ -83,8 +85,4 @@ class PullFiles:
     operations = {"GET": "pulls/list-files"}
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
-        pull = backend.pulls.find(record, request.number(pull_number))
-        page = queries.page(request.pairs(req))
-        request.listing(req, resp, backend.commits.files_of_pull(record, pull, page), page)
+        _of_pull(req, resp, owner, repo, pull_number, lambda commits: commits.files_of_pull)

@@ -12,8 +12,7 @@ class Ref:
     operations = {"GET": "git/get-ref"}
 
     def on_get(self, req, resp, owner, repo, ref):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.refs.get(backend.repos.find(owner, repo), ref))
+        request.read(req, resp, owner, repo, lambda rules: rules.refs.get, ref)
 
 
 class MatchingRefs:
@@ -22,8 +21,7 @@ class MatchingRefs:
     operations = {"GET": "git/list-matching-refs"}
 
     def on_get(self, req, resp, owner, repo, ref=""):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.refs.matching(backend.repos.find(owner, repo), ref))
+        request.read(req, resp, owner, repo, lambda rules: rules.refs.matching, ref)
 
 
 def _ref_listing(req, resp, owner, repo, tail):
@@ -46,8 +44,7 @@ class Refs:
         _ref_listing(req, resp, owner, repo, "")
 
     def on_post(self, req, resp, owner, repo):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         given = refs.create(bodies.object_or_empty(sent))
         ref = backend.refs.create(record, given["ref"], given["sha"])
         request.wrote(req, resp, 201, ref, ref=ref["ref"])
@@ -64,15 +61,13 @@ class RefItem:
         _ref_listing(req, resp, owner, repo, ref)
 
     def on_patch(self, req, resp, owner, repo, ref):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         given = refs.update(bodies.object_or_empty(sent), ref)
         answer = backend.refs.update(record, given["ref"], given["sha"],
                                      force=given.get("force") is True)
         request.wrote(req, resp, 200, answer, ref=answer["ref"])
 
     def on_delete(self, req, resp, owner, repo, ref):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         deleted = backend.refs.delete(record, refs.name(ref))
         request.wrote(req, resp, 204, None, ref=deleted["ref"])

@@ -44,11 +44,18 @@ def body(req):
     return bodies.classify(req.content_type, req.bounded_stream.read())
 
 
-def write(req):
-    """(backend, the body sent) of a write: the body is read first, so one past the runtime's
-    limit is 413 whatever else is wrong; what its kind makes of it is the write's to say."""
+def repository(req, owner, repo):
+    """(backend, the repository record) a request names; 404 when there is none."""
+    backend = backend_of(req)
+    return backend, backend.repos.find(owner, repo)
+
+
+def write(req, owner, repo):
+    """(backend, repository, the body sent) of a write: the body is read first, so one past
+    the runtime's limit is 413 whatever else is wrong; what its kind makes of it is the
+    write's to say."""
     sent = body(req)
-    return backend_of(req), sent
+    return (*repository(req, owner, repo), sent)
 
 
 def pairs(req):
@@ -73,6 +80,24 @@ def object_write(req, owner, repo):
     record = backend.repos.find(owner, repo)
     backend.repos.objects(record)
     return backend, record, given
+
+
+def existing(req, owner, repo, find, kind=bodies.json_object):
+    """(backend, repository, what `kind` makes of the body) of a write to something that must
+    be there: `find(backend, repository)` answers 404 before the body's fields are checked."""
+    backend, record, sent = write(req, owner, repo)
+    given = kind(sent)
+    find(backend, record)
+    return backend, record, given
+
+
+def members(req, resp, owner, repo, raw_number, logins, change, status, **ids):
+    """Answer a write that adds or removes the users a body names (`logins(body)`) on an issue
+    or a pull request: `change(backend)` (the rule) with the repository, the number, the
+    logins."""
+    backend, record, sent = write(req, owner, repo)
+    names = logins(bodies.json_object(sent))
+    wrote(req, resp, status, change(backend)(record, number(raw_number), names), **ids)
 
 
 def media_param(req, resp):
@@ -114,6 +139,13 @@ def answer_cached(req, resp, token, build):
     resp.data = data
     resp.content_type = falcon.MEDIA_JSON
     return extra
+
+
+def read(req, resp, owner, repo, get, *args):
+    """Answer 200 with what a rule reads: `get(backend)` (the rule) called with the repository
+    and `args`."""
+    backend, record = repository(req, owner, repo)
+    answer(resp, 200, get(backend)(record, *args))
 
 
 def link(req, resp, page, last):

@@ -17,8 +17,7 @@ class Reviews:
         request.answer(resp, 200, found.items)
 
     def on_post(self, req, resp, owner, repo, pull_number):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         given = reviews.create(bodies.json_object(sent))
         review = backend.reviews.create(record, request.number(pull_number), **given)
         request.wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=str(review["id"]))
@@ -42,8 +41,7 @@ class ReviewEvents:
     operations = {"POST": "pulls/submit-review"}
 
     def on_post(self, req, resp, owner, repo, pull_number, review_id):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         given = reviews.submit(bodies.json_object(sent))
         review = backend.reviews.submit(record, request.number(pull_number),
                                         request.number(review_id), **given)
@@ -56,12 +54,10 @@ class ReviewDismissals:
     operations = {"PUT": "pulls/dismiss-review"}
 
     def on_put(self, req, resp, owner, repo, pull_number, review_id):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
-        given = bodies.json_object(sent)
-        number, review_id_ = request.number(pull_number), request.number(review_id)
-        backend.reviews.find(record, number, review_id_)  # 404 before the message is checked
-        review = backend.reviews.dismiss(record, number, review_id_, reviews.dismissal(given))
+        backend, record, given = request.existing(req, owner, repo, lambda rules, record: (
+            rules.reviews.find(record, request.number(pull_number), request.number(review_id))))
+        review = backend.reviews.dismiss(record, request.number(pull_number),
+                                         request.number(review_id), reviews.dismissal(given))
         request.wrote(req, resp, 200, review, pullNumber=pull_number, reviewId=review_id)
 
 
@@ -72,22 +68,13 @@ class RequestedReviewers:
                   "DELETE": "pulls/remove-requested-reviewers"}
 
     def on_get(self, req, resp, owner, repo, pull_number):
-        backend = request.backend_of(req)
-        request.answer(resp, 200, backend.reviews.requested(backend.repos.find(owner, repo),
-                                                            request.number(pull_number)))
+        request.read(req, resp, owner, repo,
+                     lambda rules: rules.reviews.requested, request.number(pull_number))
 
     def on_post(self, req, resp, owner, repo, pull_number):
-        backend, record, logins = self._read(req, owner, repo)
-        pull = backend.reviews.request(record, request.number(pull_number), logins)
-        request.wrote(req, resp, 201, pull, pullNumber=pull_number)
+        request.members(req, resp, owner, repo, pull_number, reviews.reviewers,
+                        lambda rules: rules.reviews.request, 201, pullNumber=pull_number)
 
     def on_delete(self, req, resp, owner, repo, pull_number):
-        backend, record, logins = self._read(req, owner, repo)
-        pull = backend.reviews.unrequest(record, request.number(pull_number), logins)
-        request.wrote(req, resp, 200, pull, pullNumber=pull_number)
-
-    @staticmethod
-    def _read(req, owner, repo):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
-        return backend, record, reviews.reviewers(bodies.json_object(sent))
+        request.members(req, resp, owner, repo, pull_number, reviews.reviewers,
+                        lambda rules: rules.reviews.unrequest, 200, pullNumber=pull_number)

@@ -11,8 +11,7 @@ class Statuses:
     operations = {"POST": "repos/create-commit-status"}
 
     def on_post(self, req, resp, owner, repo, sha):
-        backend, sent = request.write(req)
-        record = backend.repos.find(owner, repo)
+        backend, record, sent = request.write(req, owner, repo)
         status = backend.statuses.create(record, sha,
                                          **ci.status(bodies.json_object(sent)))
         request.wrote(req, resp, 201, status, statusId=str(status["id"]))
@@ -24,8 +23,7 @@ class CommitStatuses:
     operations = {"GET": "repos/list-commit-statuses-for-ref"}
 
     def on_get(self, req, resp, owner, repo, ref):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         sha = backend.commits.find_sha(record, ref)
         found = backend.statuses.list(record, sha, queries.page(request.pairs(req)))
         request.answer(resp, 200, found.items)
@@ -37,7 +35,6 @@ class CombinedStatus:
     operations = {"GET": "repos/get-combined-status-for-ref"}
 
     def on_get(self, req, resp, owner, repo, ref):
-        backend = request.backend_of(req)
-        record = backend.repos.find(owner, repo)
+        backend, record = request.repository(req, owner, repo)
         request.answer(resp, 200, backend.statuses.combined(
             record, backend.commits.find_sha(record, ref)))

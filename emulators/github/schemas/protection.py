@@ -3,7 +3,7 @@
 each possibly null), and the branch listing's `protected` filter."""
 from marshmallow import post_load
 
-from ..models.protection import FLAGS
+from ..shapes.protection import FLAGS
 from .base import (Again, Body, Value, check, fail, first_values, load, not_supplied,
                    unprocessable, unsupported)
 

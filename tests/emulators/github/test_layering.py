@@ -17,11 +17,13 @@ SCHEMAS = ["schemas.ci", "schemas.contents", "schemas.issues", "schemas.merges",
 RULES = ["models.backend", "models.seeding", "models.merges", "models.protection",
          "models.reviews", "models.issues", "models.labels", "models.checks",
          "models.statuses", "models.refs", "models.pulls", "models.git_data",
-         "models.contents", "models.commits", "models.accounts", "models.repositories"]
-PACKAGES = ["resources", "schemas", "models"]  # `from .schemas import refs` names the package
+         "models.contents", "models.commits", "models.rule", "models.accounts",
+         "models.repositories"]
+PACKAGES = ["resources", "schemas", "models", "shapes"]  # `from .schemas import refs` names the package
 ORDER = ["app", "admin", "resources", *HTTP, "schemas", *SCHEMAS, "models", *RULES,
          "transport", "shallow", "context", "openapi", "presets", "media", "events", "shapes",
-         "store", "objects", "inputs", "git", "ids", "times", "actors", "errors"]
+         "shapes.ci", "shapes.conversation", "shapes.protection", "shapes.repos",
+         "shapes.commits", "shapes.accounts", "store", "objects", "inputs", "git", "ids", "times", "actors", "errors"]
 
 
 def modules():
