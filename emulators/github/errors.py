@@ -195,6 +195,9 @@ class ReviewRefused(GitHubError):
         super().__init__()
         self.reason = reason
 
+    def __str__(self):
+        return self.reason
+
     def body(self):
         return {"message": self.message, "errors": [self.reason],
                 "documentation_url": self.documentation_url, "status": "422"}
