@@ -249,7 +249,7 @@ class RefRules(Rule):
 
     def _protected(self, repo, old, new, ref_name):
         """GitHub's refusal of a push that branch protection forbids: the `ng` reason, then
-        the lines git shows as `remote: error:` (lifecycle/protection.py), or None."""
+        the lines git shows as `remote: error:` (models/protection.py), or None."""
         if old == events.ZERO_SHA:
             return None
         deleting = new == events.ZERO_SHA
