@@ -12,8 +12,6 @@ from . import request
 class CheckRuns:
     """`POST /repos/{owner}/{repo}/check-runs`."""
 
-    operations = {"POST": "checks/create"}
-
     def on_post(self, req, resp, owner, repo):
         backend, record, sent = request.write(req, owner, repo)
         given = bodies.json_object(sent)
@@ -25,8 +23,6 @@ class CheckRuns:
 class CheckRun:
     """`GET|PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}`; a `github.lost_update`
     effect answers 200 as if the update had been applied, and writes nothing."""
-
-    operations = {"GET": "checks/get", "PATCH": "checks/update"}
 
     def on_get(self, req, resp, owner, repo, check_run_id):
         request.read(req, resp, owner, repo,
@@ -47,8 +43,6 @@ class CheckRun:
 class CheckRunRerequest:
     """`POST /repos/{owner}/{repo}/check-runs/{check_run_id}/rerequest`."""
 
-    operations = {"POST": "checks/rerequest-run"}
-
     def on_post(self, req, resp, owner, repo, check_run_id):
         backend = request.backend_of(req)
         answer = backend.checks.rerequest(backend.repos.find(owner, repo),
@@ -58,8 +52,6 @@ class CheckRunRerequest:
 
 class CommitCheckRuns:
     """`GET /repos/{owner}/{repo}/commits/{ref}/check-runs`."""
-
-    operations = {"GET": "checks/list-for-ref"}
 
     def on_get(self, req, resp, owner, repo, ref):
         backend, record = request.repository(req, owner, repo)
@@ -72,8 +64,6 @@ class CommitCheckRuns:
 class CommitCheckSuites:
     """`GET /repos/{owner}/{repo}/commits/{ref}/check-suites`."""
 
-    operations = {"GET": "checks/list-suites-for-ref"}
-
     def on_get(self, req, resp, owner, repo, ref):
         backend, record = request.repository(req, owner, repo)
         sha = backend.commits.find_sha(record, ref)
@@ -84,8 +74,6 @@ class CommitCheckSuites:
 class CheckSuite:
     """`GET /repos/{owner}/{repo}/check-suites/{check_suite_id}`."""
 
-    operations = {"GET": "checks/get-suite"}
-
     def on_get(self, req, resp, owner, repo, check_suite_id):
         request.read(req, resp, owner, repo,
                      lambda rules: rules.checks.get_suite, request.number(check_suite_id))
@@ -93,8 +81,6 @@ class CheckSuite:
 
 class CheckSuiteRuns:
     """`GET /repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs`."""
-
-    operations = {"GET": "checks/list-for-suite"}
 
     def on_get(self, req, resp, owner, repo, check_suite_id):
         backend, record = request.repository(req, owner, repo)

@@ -8,8 +8,6 @@ from . import checks, request, statuses
 class Commits:
     """`GET /repos/{owner}/{repo}/commits?sha&path&page&per_page`."""
 
-    operations = {"GET": "repos/list-commits"}
-
     def on_get(self, req, resp, owner, repo):
         backend, record = request.repository(req, owner, repo)
         query = request.pairs(req)
@@ -26,24 +24,23 @@ class CommitPaths:
     names the listing, the rest the ref, and the request is routed as its own template.
     """
 
-    operations = {"GET": "repos/get-commit"}
-    TAILS = {"status": statuses.CombinedStatus, "statuses": statuses.CommitStatuses,
-             "check-runs": checks.CommitCheckRuns, "check-suites": checks.CommitCheckSuites}
+    TAILS = {  # the listing below a commit, and its operation
+        "status": (statuses.CombinedStatus, "repos/get-combined-status-for-ref"),
+        "statuses": (statuses.CommitStatuses, "repos/list-commit-statuses-for-ref"),
+        "check-runs": (checks.CommitCheckRuns, "checks/list-for-ref"),
+        "check-suites": (checks.CommitCheckSuites, "checks/list-suites-for-ref")}
 
     def on_get(self, req, resp, owner, repo, ref):
         head, _, tail = ref.rpartition("/")
         if head and tail in self.TAILS:
             req.uri_template = f"/repos/{{owner}}/{{repo}}/commits/{{ref}}/{tail}"
-            listing = self.TAILS[tail]()
-            req.context.operation = listing.operations["GET"]
-            return listing.on_get(req, resp, owner, repo, head)
+            listing, req.context.operation = self.TAILS[tail]
+            return listing().on_get(req, resp, owner, repo, head)
         request.read(req, resp, owner, repo, lambda rules: rules.commits.get, ref)
 
 
 class Compare:
     """`GET /repos/{owner}/{repo}/compare/{base}...{head}`."""
-
-    operations = {"GET": "repos/compare-commits-with-basehead"}
 
     def on_get(self, req, resp, owner, repo, basehead):
         backend = request.backend_of(req)

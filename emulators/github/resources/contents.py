@@ -19,9 +19,6 @@ class Contents:
     """`GET|PUT|DELETE /repos/{owner}/{repo}/contents/{path}`: read a file or folder at
     `?ref=`; write or delete a file as a commit."""
 
-    operations = {"GET": "repos/get-content", "PUT": "repos/create-or-update-file-contents",
-                  "DELETE": "repos/delete-file"}
-
     def on_get(self, req, resp, owner, repo, path=""):
         backend = request.backend_of(req)
         ref = first_values(request.pairs(req)).get("ref")
@@ -42,8 +39,6 @@ class Contents:
 class Readme:
     """`GET /repos/{owner}/{repo}/readme`."""
 
-    operations = {"GET": "repos/get-readme"}
-
     def on_get(self, req, resp, owner, repo):
         backend = request.backend_of(req)
         ref = first_values(request.pairs(req)).get("ref")
@@ -52,8 +47,6 @@ class Readme:
 
 class Raw:
     """`GET /{owner}/{repo}/raw/{ref}/{path}`: a file's bytes (`download_url`, `raw_url`)."""
-
-    operations = {"GET": "contents/raw"}
 
     def on_get(self, req, resp, owner, repo, tail):
         backend = request.backend_of(req)

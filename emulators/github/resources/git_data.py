@@ -15,8 +15,6 @@ def _create(req, resp, owner, repo, create):
 class Blobs:
     """`POST /repos/{owner}/{repo}/git/blobs`."""
 
-    operations = {"POST": "git/create-blob"}
-
     def on_post(self, req, resp, owner, repo):
         _create(req, resp, owner, repo, lambda rules, record, given: rules.create_blob(
             record, contents.blob(given)))
@@ -25,16 +23,12 @@ class Blobs:
 class Blob:
     """`GET /repos/{owner}/{repo}/git/blobs/{file_sha}`."""
 
-    operations = {"GET": "git/get-blob"}
-
     def on_get(self, req, resp, owner, repo, file_sha):
         request.read(req, resp, owner, repo, lambda rules: rules.git_data.blob, file_sha)
 
 
 class Trees:
     """`POST /repos/{owner}/{repo}/git/trees`."""
-
-    operations = {"POST": "git/create-tree"}
 
     def on_post(self, req, resp, owner, repo):
         _create(req, resp, owner, repo, lambda rules, record, given: rules.create_tree(
@@ -43,8 +37,6 @@ class Trees:
 
 class Tree:
     """`GET /repos/{owner}/{repo}/git/trees/{tree_sha}?recursive`."""
-
-    operations = {"GET": "git/get-tree"}
 
     def on_get(self, req, resp, owner, repo, tree_sha):
         backend = request.backend_of(req)
@@ -56,8 +48,6 @@ class Tree:
 class GitCommits:
     """`POST /repos/{owner}/{repo}/git/commits`."""
 
-    operations = {"POST": "git/create-commit"}
-
     def on_post(self, req, resp, owner, repo):
         _create(req, resp, owner, repo, lambda rules, record, given: rules.create_commit(
             record, **contents.commit(given)))
@@ -65,8 +55,6 @@ class GitCommits:
 
 class GitCommit:
     """`GET /repos/{owner}/{repo}/git/commits/{commit_sha}`."""
-
-    operations = {"GET": "git/get-commit"}
 
     def on_get(self, req, resp, owner, repo, commit_sha):
         request.read(req, resp, owner, repo, lambda rules: rules.git_data.commit, commit_sha)

@@ -8,8 +8,6 @@ from . import request
 class Issues:
     """`GET|POST /repos/{owner}/{repo}/issues` (issues and pull requests alike)."""
 
-    operations = {"GET": "issues/list-for-repo", "POST": "issues/create"}
-
     def on_get(self, req, resp, owner, repo):
         backend, record = request.repository(req, owner, repo)
         query = request.pairs(req)
@@ -26,8 +24,6 @@ class Issues:
 class Issue:
     """`GET|PATCH /repos/{owner}/{repo}/issues/{issue_number}`."""
 
-    operations = {"GET": "issues/get", "PATCH": "issues/update"}
-
     def on_get(self, req, resp, owner, repo, issue_number):
         request.read(req, resp, owner, repo,
                      lambda rules: rules.issues.get, request.number(issue_number))
@@ -42,8 +38,6 @@ class Issue:
 
 class IssueComments:
     """`GET|POST /repos/{owner}/{repo}/issues/{issue_number}/comments`."""
-
-    operations = {"GET": "issues/list-comments", "POST": "issues/create-comment"}
 
     def on_get(self, req, resp, owner, repo, issue_number):
         backend, record = request.repository(req, owner, repo)
@@ -64,9 +58,6 @@ class IssueComments:
 class IssueComment:
     """`GET|PATCH|DELETE /repos/{owner}/{repo}/issues/comments/{comment_id}`."""
 
-    operations = {"GET": "issues/get-comment", "PATCH": "issues/update-comment",
-                  "DELETE": "issues/delete-comment"}
-
     def on_get(self, req, resp, owner, repo, comment_id):
         request.read(req, resp, owner, repo,
                      lambda rules: rules.issues.get_comment, request.number(comment_id))
@@ -85,8 +76,6 @@ class IssueComment:
 
 class IssueAssignees:
     """`POST|DELETE /repos/{owner}/{repo}/issues/{issue_number}/assignees`."""
-
-    operations = {"POST": "issues/add-assignees", "DELETE": "issues/remove-assignees"}
 
     def on_post(self, req, resp, owner, repo, issue_number):
         request.members(req, resp, owner, repo, issue_number, issues.assignees,

@@ -10,9 +10,6 @@ from . import request
 class IssueLabels:
     """`GET|POST|PUT|DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels`."""
 
-    operations = {"GET": "issues/list-labels-on-issue", "POST": "issues/add-labels",
-                  "PUT": "issues/set-labels", "DELETE": "issues/remove-all-labels"}
-
     def on_get(self, req, resp, owner, repo, issue_number):
         request.read(req, resp, owner, repo,
                      lambda rules: rules.labels.of_issue, request.number(issue_number))
@@ -41,8 +38,6 @@ class IssueLabels:
 class IssueLabel:
     """`DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}`."""
 
-    operations = {"DELETE": "issues/remove-label"}
-
     def on_delete(self, req, resp, owner, repo, issue_number, name):
         backend = request.backend_of(req)
         labels = backend.labels.remove(backend.repos.find(owner, repo),
@@ -52,8 +47,6 @@ class IssueLabel:
 
 class Labels:
     """`GET|POST /repos/{owner}/{repo}/labels`."""
-
-    operations = {"GET": "issues/list-labels-for-repo", "POST": "issues/create-label"}
 
     def on_get(self, req, resp, owner, repo):
         backend = request.backend_of(req)
@@ -70,9 +63,6 @@ class Labels:
 
 class Label:
     """`GET|PATCH|DELETE /repos/{owner}/{repo}/labels/{name}`."""
-
-    operations = {"GET": "issues/get-label", "PATCH": "issues/update-label",
-                  "DELETE": "issues/delete-label"}
 
     def on_get(self, req, resp, owner, repo, name):
         request.read(req, resp, owner, repo, lambda rules: rules.labels.get, name)

@@ -8,8 +8,6 @@ from . import request
 class PullMerge:
     """`GET|PUT /repos/{owner}/{repo}/pulls/{pull_number}/merge`: merged? (204/404); merge."""
 
-    operations = {"GET": "pulls/check-if-merged", "PUT": "pulls/merge"}
-
     def on_get(self, req, resp, owner, repo, pull_number):
         backend = request.backend_of(req)
         if not backend.merges.is_merged(backend.repos.find(owner, repo),
@@ -27,8 +25,6 @@ class PullMerge:
 
 class Merges:
     """`POST /repos/{owner}/{repo}/merges`: 201 the merge commit, 204 when nothing to merge."""
-
-    operations = {"POST": "repos/merge"}
 
     def on_post(self, req, resp, owner, repo):
         backend, record, sent = request.write(req, owner, repo)

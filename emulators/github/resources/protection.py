@@ -9,8 +9,6 @@ from . import request
 class Branches:
     """`GET /repos/{owner}/{repo}/branches`."""
 
-    operations = {"GET": "repos/list-branches"}
-
     def on_get(self, req, resp, owner, repo):
         backend = request.backend_of(req)
         query = request.pairs(req)
@@ -22,17 +20,12 @@ class Branches:
 class Branch:
     """`GET /repos/{owner}/{repo}/branches/{branch}`."""
 
-    operations = {"GET": "repos/get-branch"}
-
     def on_get(self, req, resp, owner, repo, branch):
         request.read(req, resp, owner, repo, lambda rules: rules.protection.get_branch, branch)
 
 
 class BranchProtection:
     """`GET|PUT|DELETE /repos/{owner}/{repo}/branches/{branch}/protection`."""
-
-    operations = {"GET": "repos/get-branch-protection", "PUT": "repos/update-branch-protection",
-                  "DELETE": "repos/delete-branch-protection"}
 
     def on_get(self, req, resp, owner, repo, branch):
         request.read(req, resp, owner, repo, lambda rules: rules.protection.get, branch)

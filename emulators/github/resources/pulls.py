@@ -12,8 +12,6 @@ from . import request
 class Pulls:
     """`GET|POST /repos/{owner}/{repo}/pulls`: list (paged, `Link`) and create."""
 
-    operations = {"GET": "pulls/list", "POST": "pulls/create"}
-
     def on_get(self, req, resp, owner, repo):
         param = request.media_param(req, resp)
         backend = request.backend_of(req)
@@ -38,8 +36,6 @@ class Pulls:
 
 class Pull:
     """`GET|PATCH /repos/{owner}/{repo}/pulls/{pull_number}`."""
-
-    operations = {"GET": "pulls/get", "PATCH": "pulls/update"}
 
     def on_get(self, req, resp, owner, repo, pull_number):
         param = request.media_param(req, resp)
@@ -73,16 +69,12 @@ def _of_pull(req, resp, owner, repo, pull_number, listed):
 class PullCommits:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/commits`."""
 
-    operations = {"GET": "pulls/list-commits"}
-
     def on_get(self, req, resp, owner, repo, pull_number):
         _of_pull(req, resp, owner, repo, pull_number, lambda commits: commits.of_pull)
 
 
 class PullFiles:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/files`."""
-
-    operations = {"GET": "pulls/list-files"}
 
     def on_get(self, req, resp, owner, repo, pull_number):
         _of_pull(req, resp, owner, repo, pull_number, lambda commits: commits.files_of_pull)

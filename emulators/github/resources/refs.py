@@ -9,16 +9,12 @@ from . import request
 class Ref:
     """`GET /repos/{owner}/{repo}/git/ref/{ref}`: one reference by its exact name."""
 
-    operations = {"GET": "git/get-ref"}
-
     def on_get(self, req, resp, owner, repo, ref):
         request.read(req, resp, owner, repo, lambda rules: rules.refs.get, ref)
 
 
 class MatchingRefs:
     """`GET /repos/{owner}/{repo}/git/matching-refs/{ref}`: refs whose name starts with the tail."""
-
-    operations = {"GET": "git/list-matching-refs"}
 
     def on_get(self, req, resp, owner, repo, ref=""):
         request.read(req, resp, owner, repo, lambda rules: rules.refs.matching, ref)
@@ -38,8 +34,6 @@ def _ref_listing(req, resp, owner, repo, tail):
 class Refs:
     """`GET|POST /repos/{owner}/{repo}/git/refs`: list every reference (paged), create one."""
 
-    operations = {"GET": "git/list-refs", "POST": "git/create-ref"}
-
     def on_get(self, req, resp, owner, repo):
         _ref_listing(req, resp, owner, repo, "")
 
@@ -53,9 +47,6 @@ class Refs:
 class RefItem:
     """`GET|PATCH|DELETE /repos/{owner}/{repo}/git/refs/{ref}`: list under a prefix; move or
     delete a reference."""
-
-    operations = {"GET": "git/list-refs", "PATCH": "git/update-ref",
-                  "DELETE": "git/delete-ref"}
 
     def on_get(self, req, resp, owner, repo, ref):
         _ref_listing(req, resp, owner, repo, ref)

@@ -5,8 +5,6 @@ from . import request
 class Repository:
     """`GET /repos/{owner}/{repo}`."""
 
-    operations = {"GET": "repos/get"}
-
     def on_get(self, req, resp, owner, repo):
         backend = request.backend_of(req)
         request.answer_cached(req, resp, ("repos/get", owner, repo), lambda: (

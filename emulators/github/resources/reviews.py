@@ -8,8 +8,6 @@ from . import request
 class Reviews:
     """`GET|POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews`."""
 
-    operations = {"GET": "pulls/list-reviews", "POST": "pulls/create-review"}
-
     def on_get(self, req, resp, owner, repo, pull_number):
         backend = request.backend_of(req)
         found = backend.reviews.list(backend.repos.find(owner, repo), request.number(pull_number),
@@ -26,8 +24,6 @@ class Reviews:
 class Review:
     """`GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}`."""
 
-    operations = {"GET": "pulls/get-review"}
-
     def on_get(self, req, resp, owner, repo, pull_number, review_id):
         backend = request.backend_of(req)
         request.answer(resp, 200, backend.reviews.get(
@@ -37,8 +33,6 @@ class Review:
 
 class ReviewEvents:
     """`POST /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/events`."""
-
-    operations = {"POST": "pulls/submit-review"}
 
     def on_post(self, req, resp, owner, repo, pull_number, review_id):
         backend, record, sent = request.write(req, owner, repo)
@@ -51,8 +45,6 @@ class ReviewEvents:
 class ReviewDismissals:
     """`PUT /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/dismissals`."""
 
-    operations = {"PUT": "pulls/dismiss-review"}
-
     def on_put(self, req, resp, owner, repo, pull_number, review_id):
         backend, record, given = request.existing(req, owner, repo, lambda rules, record: (
             rules.reviews.find(record, request.number(pull_number), request.number(review_id))))
@@ -63,9 +55,6 @@ class ReviewDismissals:
 
 class RequestedReviewers:
     """`GET|POST|DELETE /repos/{owner}/{repo}/pulls/{pull_number}/requested_reviewers`."""
-
-    operations = {"GET": "pulls/list-requested-reviewers", "POST": "pulls/request-reviewers",
-                  "DELETE": "pulls/remove-requested-reviewers"}
 
     def on_get(self, req, resp, owner, repo, pull_number):
         request.read(req, resp, owner, repo,

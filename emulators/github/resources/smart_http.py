@@ -81,8 +81,6 @@ def _answer(resp, service, kind, chunks):
 class InfoRefs:
     """`GET /{owner}/{repo}[.git]/info/refs?service=git-upload-pack|git-receive-pack`."""
 
-    operations = {"GET": "git/info-refs"}
-
     def on_get(self, req, resp, owner, repo):
         service = req.get_param("service")
         if service not in _SERVICES:  # the dumb protocol: GitHub serves smart HTTP only
@@ -103,8 +101,6 @@ class _Service:
 class UploadPack(_Service):
     """`POST /{owner}/{repo}[.git]/git-upload-pack`: clone and fetch (reads only)."""
 
-    operations = {"POST": "git/upload-pack"}
-
     service = transport.UPLOAD
 
     def on_post(self, req, resp, owner, repo):
@@ -118,8 +114,6 @@ class UploadPack(_Service):
 
 class ReceivePack(_Service):
     """`POST /{owner}/{repo}[.git]/git-receive-pack`: a push, applied as ref writes."""
-
-    operations = {"POST": "git/receive-pack"}
 
     service = transport.RECEIVE
 

@@ -8,8 +8,6 @@ from . import request
 class Statuses:
     """`POST /repos/{owner}/{repo}/statuses/{sha}`."""
 
-    operations = {"POST": "repos/create-commit-status"}
-
     def on_post(self, req, resp, owner, repo, sha):
         backend, record, sent = request.write(req, owner, repo)
         status = backend.statuses.create(record, sha,
@@ -20,8 +18,6 @@ class Statuses:
 class CommitStatuses:
     """`GET /repos/{owner}/{repo}/commits/{ref}/statuses` (newest first)."""
 
-    operations = {"GET": "repos/list-commit-statuses-for-ref"}
-
     def on_get(self, req, resp, owner, repo, ref):
         backend, record = request.repository(req, owner, repo)
         sha = backend.commits.find_sha(record, ref)
@@ -31,8 +27,6 @@ class CommitStatuses:
 
 class CombinedStatus:
     """`GET /repos/{owner}/{repo}/commits/{ref}/status`."""
-
-    operations = {"GET": "repos/get-combined-status-for-ref"}
 
     def on_get(self, req, resp, owner, repo, ref):
         backend, record = request.repository(req, owner, repo)

@@ -1,7 +1,7 @@
-"""The route table of app.py is the one list of what the emulator serves: every resource names
-the operation of each method it answers, the OpenAPI document (the runtime's journal and fault
-rules match on it) and the README's route table list exactly those operations, so a new route
-cannot be served undocumented."""
+"""The route table of app.py is the one list of what the emulator serves: it names the operation
+of each method a resource answers (and a resource answers exactly those), and the OpenAPI
+document (the runtime's journal and fault rules match on it) and the README's route table list
+exactly those operations, so a new route cannot be served undocumented."""
 import re
 from pathlib import Path
 
@@ -16,14 +16,14 @@ MOCK_ONLY = {"git/info-refs", "git/upload-pack", "git/receive-pack", "contents/r
 def served():
     """{operationId: {(METHOD, OpenAPI path)}} of every route app.py serves."""
     found = {}
-    routes = [*app.ROUTES, *((f"/repos/{{owner}}/{{repo}}/commits/{{ref}}/{tail}", resource)
-                             for tail, resource in CommitPaths.TAILS.items())]
-    for path, resource in routes:
+    routes = [*app.ROUTES, *((f"{app.REPO}/commits/{{ref}}/{tail}", resource, {"GET": operation})
+                             for tail, (resource, operation) in CommitPaths.TAILS.items())]
+    for path, resource, operations in routes:
         responders = {name[len("on_"):].upper() for name in vars(resource)
                       if name.startswith("on_")}
-        assert responders == set(resource.operations), f"{resource.__name__} names " \
-            f"{sorted(resource.operations)} and answers {sorted(responders)}"
-        for method, operation in resource.operations.items():
+        assert responders == set(operations), f"{resource.__name__} answers " \
+            f"{sorted(responders)}, the route table names {sorted(operations)}"
+        for method, operation in operations.items():
             template = re.sub(r":path}", "}", path)
             found.setdefault(operation, set()).add((method, template))
     return found
