@@ -5,6 +5,8 @@ the acting user, the base URL) and holds the rule objects, one per area. Each ru
 what it uses in its constructor; it reaches a sibling through `rules` (this backend), so a rule
 can be read one file at a time and built in a test with a store and a clock.
 """
+from functools import cached_property
+
 from .. import actors
 from ..store import GitHubStore
 from ..times import Clock
@@ -36,7 +38,8 @@ class GitHubBackend:
     `objects(repository key)` gives the runtime's object rows of a repository (None: synthetic
     repositories only); `actor` is the login the request acts as, or a callable returning it
     (looked up once, when first needed); `named(login)` tells whether the credential map names
-    that user."""
+    that user. A rule object is made when a request first reaches its area (a backend lives
+    for one request, and most requests reach two or three areas)."""
 
     def __init__(self, records, *, now_ms, transaction, base_url, emit=None, objects=None,
                  actor=actors.DEFAULT, named=None):
@@ -44,22 +47,63 @@ class GitHubBackend:
         self.transaction = transaction
         self.base_url = base_url.rstrip("/")
         self.emit = emit or no_events
-        self.store = store = GitHubStore(records, transaction=transaction, object_rows=objects,
-                                         now_s=self.clock.seconds)
-        clock = self.clock
-        self.accounts = accounts = Accounts(store, self.base_url, actor=actor, named=named)
-        self.repos = repos = Repositories(store, self.base_url)
-        events = {"emit": self.emit, "accounts": accounts, "repos": repos, "rules": self}
-        self.refs = RefRules(store, clock, **events)
-        self.pulls = PullRules(store, clock, **events)
-        self.commits = CommitRules(store, clock, accounts=accounts, repos=repos)
-        self.contents = ContentRules(store, repos=repos, rules=self)
-        self.git_data = GitDataRules(repos=repos, rules=self)
-        self.statuses = StatusRules(store, clock, **events)
-        self.checks = CheckRules(store, clock, **events)
-        self.issues = IssueRules(store, clock, **events)
-        self.labels = LabelRules(store, clock, **events)
-        self.reviews = ReviewRules(store, clock, **events)
-        self.protection = ProtectionRules(store, clock, repos=repos, rules=self)
-        self.merges = MergeRules(store, clock, **events)
-        self.seeding = Seeding(store, clock, repos=repos, refs=self.refs)
+        self.store = GitHubStore(records, transaction=transaction, object_rows=objects,
+                                 now_s=self.clock.seconds)
+        self.accounts = Accounts(self.store, self.base_url, actor=actor, named=named)
+        self.repos = Repositories(self.store, self.base_url)
+
+    def _shared(self):
+        """What a `Rule` takes beside the store and the clock."""
+        return {"emit": self.emit, "accounts": self.accounts, "repos": self.repos, "rules": self}
+
+    @cached_property
+    def refs(self):
+        return RefRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def pulls(self):
+        return PullRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def commits(self):
+        return CommitRules(self.store, self.clock, accounts=self.accounts, repos=self.repos)
+
+    @cached_property
+    def contents(self):
+        return ContentRules(self.store, repos=self.repos, rules=self)
+
+    @cached_property
+    def git_data(self):
+        return GitDataRules(repos=self.repos, rules=self)
+
+    @cached_property
+    def statuses(self):
+        return StatusRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def checks(self):
+        return CheckRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def issues(self):
+        return IssueRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def labels(self):
+        return LabelRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def reviews(self):
+        return ReviewRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def protection(self):
+        return ProtectionRules(self.store, self.clock, repos=self.repos, rules=self)
+
+    @cached_property
+    def merges(self):
+        return MergeRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def seeding(self):
+        return Seeding(self.store, self.clock, repos=self.repos, refs=self.refs)
