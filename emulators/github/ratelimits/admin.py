@@ -1,6 +1,7 @@
 """`GET|PUT /__admin/github/rate-limits`: the namespace's limits, one record of its state (a
 reset restores GitHub's defaults; checkpoints hold it)."""
-from . import quotas, schemas
+from ..schemas.rate_limits import rate_limits
+from . import quotas
 
 
 def get_limits(call):
@@ -12,7 +13,9 @@ def get_limits(call):
 def put_limits(call):
     """Set every credential's limits of the namespace from now on (a resource left out or
     null: GitHub's default)."""
-    call.instance.records.put(*quotas.SETTINGS, schemas.rate_limits(call.body))
+    given = rate_limits(call.body)
+    call.instance.records.put(*quotas.SETTINGS, {resource: given.get(resource)
+                                                   for resource in quotas.SETTABLE})
     return 200, quotas.settings(call.instance.records)
 
 

@@ -158,7 +158,7 @@ def exceeded(instance, metered):
             f"API rate limit exceeded for {who.name}. (But here's the good news: Authenticated"
             " requests get a higher rate limit. Check out the documentation for more details.)",
             metered)
-    account = GitHubStore(instance.records).owner(who.name)
+    account = GitHubStore(instance.records, transaction=instance.transaction).owner(who.name)
     if account is None:
         return RateLimitExceeded(f"API rate limit exceeded for user {who.name}.", metered)
     return RateLimitExceeded(f"API rate limit exceeded for user ID {account['id']}.", metered)
