@@ -14,7 +14,7 @@ from . import admin, context, errors, events, media
 from .openapi import DOCUMENT
 from .presets import PRESETS
 from .ratelimits.admin import ROUTES as RATE_LIMIT_ADMIN_ROUTES
-from .ratelimits.middleware import Conditional, RateLimits
+from .ratelimits.middleware import AnswerHeaders
 from .ratelimits.resources import RateLimit
 from .resources import (checks, commits, contents, git_data, issues, labels, merges, protection,
                         pulls, refs, repos, reviews, smart_http, statuses)
@@ -186,10 +186,9 @@ def _unexpected(req, resp, exc, params):
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
     operations = Operations()
-    # RateLimits first: its answer headers are the last made, over the final status
+    # AnswerHeaders first: its headers are the last made, over the final status
     app = add_fallback_handlers(falcon.App(middleware=[
-        RateLimits(OUTSIDE_API), Conditional(OUTSIDE_API), ApiVersion(), MediaType(), operations,
-        EmptySegments()]))
+        AnswerHeaders(OUTSIDE_API), ApiVersion(), MediaType(), operations, EmptySegments()]))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource, methods in ROUTES:
         routed = resource()

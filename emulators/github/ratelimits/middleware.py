@@ -1,13 +1,14 @@
-"""The headers GitHub puts on every API answer, as two falcon middlewares of the provider app.
+"""The headers GitHub puts on every REST answer, as one falcon middleware of the provider app
+(outermost, so it sees the final status).
 
-`RateLimits` (outermost) counts each API request against its caller's window (quotas.py) and
-sends the five `X-RateLimit-*` headers, and for a classic token the OAuth scope headers; a full
-window is GitHub's 403. A write is counted before its responder runs (a refused write writes
-nothing, inside the runtime's transaction for it); a read once its answer is known, because a
-304 is not counted. `Conditional` gives a 2xx answer with a body its `ETag`, `Cache-Control`
-and `Vary` (GET: `Last-Modified` too), and turns a GET whose `If-None-Match` or
-`If-Modified-Since` still matches into a 304 without a body. Git's routes and `raw` (not the
-REST API) get none of this.
+Each request is counted against its caller's window (quotas.py): a write before its responder
+runs (a refused write writes nothing, inside the runtime's transaction for it), a read once its
+answer is known, because a 304 is not counted; a full window is GitHub's 403. A 2xx answer with
+a body gets its `ETag`, `Cache-Control` and `Vary` (a GET `Last-Modified` too), and a GET whose
+`If-None-Match` or `If-Modified-Since` still matches becomes a 304 without a body. Every answer
+gets the five `X-RateLimit-*` headers, and one to a classic token the OAuth scope headers. Git's
+routes and `raw` (not the REST API) get none of this. One pass, every header set at once: this
+runs on every request.
 """
 from emulators.runtime import instance_of
 
@@ -32,14 +33,16 @@ UNSCOPED = ("github_pat_", "ghs_")
 
 def caller(req):
     """Whom a request counts as (quotas.caller), worked out once per request."""
-    who = req.context.get("caller")
+    context = req.context
+    who = context.get("caller")
     if who is None:
-        who = req.context["caller"] = quotas.caller(instance_of(req), req.env)
+        who = context["caller"] = quotas.caller(instance_of(req), req.env)
     return who
 
 
-class RateLimits:
-    """Meter each REST request of the caller's window and stamp the result on its answer."""
+class AnswerHeaders:
+    """Meter each REST request against its caller's window, answer conditional GETs, and put
+    GitHub's rate limit, cache and scope headers on the answer."""
 
     def __init__(self, outside_api):
         self._outside = tuple(outside_api)  # resource classes that are not the REST API
@@ -47,32 +50,79 @@ class RateLimits:
     def process_resource(self, req, resp, resource, params):
         if isinstance(resource, self._outside):
             resp.context["quota"] = OUTSIDE
-        elif req.method not in READS and "quota" not in resp.context:
-            self._meter(req, resp, count=True)  # a full window refuses before the write
+        elif req.method not in READS:
+            _meter(req, resp, count=True)  # a full window refuses before the write
 
     def process_response(self, req, resp, resource, req_succeeded):
         metered = resp.context.get("quota")
         if metered is OUTSIDE:
             return
+        headers = _cache_headers(req, resp)
         if metered is None:
             try:
-                metered = self._meter(req, resp, count=resp.status_code != 304)
+                metered = _meter(req, resp, count=resp.status_code != 304)
             except quotas.RateLimitExceeded as refusal:
                 _refuse(resp, refusal)
-                metered = refusal.metered
-        _stamp(req, resp, metered)
+                metered, headers = refusal.metered, [("vary", FRONT_VARY)]
+        window = metered.window
+        headers += (("x-ratelimit-limit", str(metered.limit)),
+                    ("x-ratelimit-remaining", str(max(metered.limit - window.used, 0))),
+                    ("x-ratelimit-reset", str(window.reset_ms // 1000)),
+                    ("x-ratelimit-used", str(window.used)),
+                    ("x-ratelimit-resource", metered.resource))
+        token = metered.caller.token
+        if token is not None and not token.startswith(UNSCOPED) and token.count(".") != 2:
+            # GitHub names `repo` for the repository routes it documents so
+            headers += (("x-oauth-scopes", SCOPES), ("x-accepted-oauth-scopes",
+                        "repo" if req.path.startswith("/repos/") else ""))
+        resp.set_headers(headers)
 
-    @staticmethod
-    def _meter(req, resp, *, count):
-        instance = instance_of(req)
-        try:
-            metered = quotas.meter(instance, caller(req), quotas.resource_of(req.path),
-                                   count=count)
-        except quotas.RateLimitExceeded as refusal:
-            resp.context["quota"] = refusal.metered
-            raise
-        resp.context["quota"] = metered
-        return metered
+
+def _meter(req, resp, *, count):
+    """Meter the request (quotas.meter), remembering how in the answer's context."""
+    try:
+        metered = quotas.meter(instance_of(req), caller(req), quotas.resource_of(req.path),
+                               count=count)
+    except quotas.RateLimitExceeded as refusal:
+        resp.context["quota"] = refusal.metered
+        raise
+    resp.context["quota"] = metered
+    return metered
+
+
+def _cache_headers(req, resp):
+    """The cache headers of an answer (a list to add to); a GET that still matches what the
+    client holds becomes a 304 here."""
+    if resp.context.get("cache") == NO_CACHE:
+        return [("cache-control", NO_CACHE), ("vary", FRONT_VARY)]
+    code = resp.status_code
+    if not 200 <= code < 300 or code == 204 or resp.stream is not None or \
+            quotas.resource_of(req.path) == "graphql":  # GitHub caches no GraphQL answer
+        return [("vary", FRONT_VARY)]
+    body_digest = resp.context.get("digest")  # made with a cached answer (resources/request.py)
+    if body_digest is None:
+        body_digest = conditional.digest(resp.render_body() or b"")
+    token, environ = caller(req).token, req.env
+    tag = conditional.etag(body_digest, environ.get("HTTP_ACCEPT"), token)
+    headers = [("etag", tag), ("cache-control", CACHE_CONTROL[token is not None]),
+               ("vary", VARY[token is not None])]
+    if req.method not in READS or code != 200:
+        return headers
+    modified = conditional.last_modified(resp.media)
+    if modified is not None:
+        headers.append(("last-modified", modified))
+    if_none_match = environ.get("HTTP_IF_NONE_MATCH")
+    if if_none_match is not None:
+        unchanged = conditional.matches(if_none_match, tag)
+    else:  # If-Modified-Since counts only without If-None-Match (RFC 9110)
+        since = environ.get("HTTP_IF_MODIFIED_SINCE")
+        unchanged = since is not None and modified is not None and \
+            conditional.unmodified_since(since, modified)
+    if unchanged:
+        resp.status = 304
+        resp.text = resp.data = resp.media = None
+        resp.content_type = None
+    return headers
 
 
 def _refuse(resp, refusal):
@@ -82,65 +132,4 @@ def _refuse(resp, refusal):
     resp.media = refusal.body()
     resp.content_type = "application/json"
     resp.status = refusal.status
-    for name in ("Link", "ETag", "Last-Modified", "Cache-Control"):
-        resp.delete_header(name)
-    resp.set_header("Vary", FRONT_VARY)
-
-
-def _stamp(req, resp, metered):
-    window = metered.window
-    resp.set_header("X-RateLimit-Limit", str(metered.limit))
-    resp.set_header("X-RateLimit-Remaining", str(max(metered.limit - window.used, 0)))
-    resp.set_header("X-RateLimit-Reset", str(window.reset_ms // 1000))
-    resp.set_header("X-RateLimit-Used", str(window.used))
-    resp.set_header("X-RateLimit-Resource", metered.resource)
-    token = metered.caller.token
-    if token is not None and not token.startswith(UNSCOPED) and token.count(".") != 2:
-        resp.set_header("X-OAuth-Scopes", SCOPES)
-        # GitHub names `repo` for the repository routes it documents so
-        resp.set_header("X-Accepted-OAuth-Scopes",
-                        "repo" if req.path.startswith("/repos/") else "")
-
-
-class Conditional:
-    """ETag, Last-Modified, Cache-Control and Vary on REST answers; 304 when they still match."""
-
-    def __init__(self, outside_api):
-        self._outside = tuple(outside_api)
-
-    def process_response(self, req, resp, resource, req_succeeded):
-        if isinstance(resource, self._outside) or resp.stream is not None:
-            return
-        if resp.context.get("cache") == NO_CACHE:
-            resp.set_header("Cache-Control", NO_CACHE)
-            resp.set_header("Vary", FRONT_VARY)
-            return
-        code = resp.status_code
-        if not 200 <= code < 300 or code == 204 or \
-                quotas.resource_of(req.path) == "graphql":  # GitHub caches no GraphQL answer
-            resp.set_header("Vary", FRONT_VARY)
-            return
-        body_digest = resp.context.get("digest")  # made with a cached answer (resources.py)
-        if body_digest is None:
-            body_digest = conditional.digest(resp.render_body() or b"")
-        token, environ = caller(req).token, req.env
-        tag = conditional.etag(body_digest, environ.get("HTTP_ACCEPT"), token)
-        resp.set_header("ETag", tag)
-        resp.set_header("Cache-Control", CACHE_CONTROL[token is not None])
-        resp.set_header("Vary", VARY[token is not None])
-        if req.method not in READS or code != 200:
-            return
-        modified = conditional.last_modified(resp.media)
-        if modified is not None:
-            resp.set_header("Last-Modified", modified)
-        if_none_match = environ.get("HTTP_IF_NONE_MATCH")
-        if if_none_match is not None:
-            unchanged = conditional.matches(if_none_match, tag)
-        else:  # If-Modified-Since counts only without If-None-Match (RFC 9110)
-            since = environ.get("HTTP_IF_MODIFIED_SINCE")
-            unchanged = since is not None and modified is not None and \
-                conditional.unmodified_since(since, modified)
-        if unchanged:
-            resp.status = 304
-            resp.text = resp.data = resp.media = None
-            resp.content_type = None
+    resp.delete_header("Link")

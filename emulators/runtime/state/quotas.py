@@ -5,8 +5,9 @@ A service decides who a caller is, which resource a request counts against, its 
 window's length; this module only counts, on the namespace's clock. A window starts with the
 first request counted in it and ends `window_ms` later (on a whole second, as GitHub's
 `X-RateLimit-Reset` is in seconds); a window that ended, or that starts after the clock (the
-clock was set back), begins anew. Counting is one `INSERT … ON CONFLICT … RETURNING`: within a
-request's transaction when one is open, else a transaction of its own.
+clock was set back), begins anew. Counting is one `UPDATE … RETURNING` while a window holds (an
+`INSERT … ON CONFLICT` begins one): within a request's transaction when one is open, else a
+statement of its own under the writer lock.
 """
 from typing import NamedTuple
 
@@ -25,6 +26,12 @@ class Window(NamedTuple):
 # `:reset` is the end a window starting now would have: a stored end past it means the window
 # started after the clock's current time (the clock was set back), so it starts anew too.
 _FRESH = "(reset_ms <= :now OR reset_ms > :reset)"
+# The common case first: a window that holds the request already has its row, in time.
+_COUNT = (
+    "UPDATE quotas SET used = used + 1 WHERE service=:service AND namespace=:namespace AND"
+    " who=:who AND resource=:resource AND reset_ms > :now AND reset_ms <= :reset AND"
+    " used < :limit RETURNING used, reset_ms")
+# Else a window begins (none yet, over, or starting after the clock), or the window is full.
 _TAKE = (
     "INSERT INTO quotas (service, namespace, who, resource, reset_ms, used) VALUES (:service,"
     " :namespace, :who, :resource, :reset, 1) ON CONFLICT (service, namespace, who, resource)"
@@ -56,9 +63,9 @@ class Quotas:
         already; return the window (`taken` False: not counted, the limit is reached)."""
         reset = window_end(now_ms, window_ms)
         if limit > 0:
-            rows = self._db.write(_TAKE, {
-                "service": self._service, "namespace": namespace, "who": who,
-                "resource": resource, "reset": reset, "now": now_ms, "limit": limit})
+            params = {"service": self._service, "namespace": namespace, "who": who,
+                      "resource": resource, "reset": reset, "now": now_ms, "limit": limit}
+            rows = self._db.write(_COUNT, params) or self._db.write(_TAKE, params)
             if rows:
                 return Window(*rows[0])
         return self.peek(namespace, who, resource, window_ms, now_ms)._replace(taken=False)

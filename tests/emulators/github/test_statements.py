@@ -22,7 +22,7 @@ def test_a_read_begins_no_transaction_and_writes_only_its_rate_limit_count(seede
     # every read counts against the caller's window (GitHub's primary rate limit), which all
     # workers share: one statement each, and nothing else
     assert len(writes) == len(paths)
-    assert all(sql.startswith("INSERT INTO quotas ") for sql in writes)
+    assert all(sql.startswith(("INSERT INTO quotas ", "UPDATE quotas ")) for sql in writes)
 
 
 def test_a_conditional_read_that_still_matches_writes_nothing(seeded, runtime):
