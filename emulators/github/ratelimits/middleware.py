@@ -4,7 +4,7 @@
 Each request is counted against its caller's window (quotas.py): a write before its responder
 runs (a refused write writes nothing, inside the runtime's transaction for it), a read once its
 answer is known, because a 304 is not counted; a full window is GitHub's 403. A 2xx answer with
-a body gets its `ETag`, `Cache-Control` and `Vary` (a GET `Last-Modified` too), and a GET whose
+a body gets `Cache-Control` and `Vary` (a GET's its `ETag` and `Last-Modified` too), and a GET whose
 `If-None-Match` or `If-Modified-Since` still matches becomes a 304 without a body. Every answer
 gets the five `X-RateLimit-*` headers, and one to a classic token the OAuth scope headers. Git's
 routes and `raw` (not the REST API) get none of this. One pass, every header set at once: this
@@ -92,22 +92,24 @@ def _meter(req, resp, *, count):
 
 def _cache_headers(req, resp):
     """The cache headers of an answer (a list to add to); a GET that still matches what the
-    client holds becomes a 304 here."""
+    client holds becomes a 304 here. A write's answer gets no ETag (GitHub sends one, but no
+    client revalidates a write, and digesting its body would hold the write lock longer)."""
     if resp.context.get("cache") == NO_CACHE:
         return [("cache-control", NO_CACHE), ("vary", FRONT_VARY)]
     code = resp.status_code
     if not 200 <= code < 300 or code == 204 or resp.stream is not None or \
             quotas.resource_of(req.path) == "graphql":  # GitHub caches no GraphQL answer
         return [("vary", FRONT_VARY)]
-    body_digest = resp.context.get("digest")  # made with a cached answer (resources/request.py)
-    if body_digest is None:
-        body_digest = conditional.digest(resp.render_body() or b"")
     token, environ = caller(req).token, req.env
-    tag = conditional.etag(body_digest, environ.get("HTTP_ACCEPT"), token)
-    headers = [("etag", tag), ("cache-control", CACHE_CONTROL[token is not None]),
+    headers = [("cache-control", CACHE_CONTROL[token is not None]),
                ("vary", VARY[token is not None])]
     if req.method not in READS or code != 200:
         return headers
+    body_digest = resp.context.get("digest")  # made with a cached answer (resources/request.py)
+    if body_digest is None:
+        body_digest = conditional.digest(resp.render_body() or b"")
+    tag = conditional.etag(body_digest, environ.get("HTTP_ACCEPT"), token)
+    headers.append(("etag", tag))
     modified = conditional.last_modified(resp.media)
     if modified is not None:
         headers.append(("last-modified", modified))
