@@ -18,7 +18,7 @@ from .admin.app import NAMESPACE_KEY, Admin
 from .bodies import guard
 from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
-from .instance import MUTATING, Instance
+from .instance import MUTATING, OPERATION_KEY, Instance
 from .mount import BASE_URL_KEY, origin, public_base, rewrite_response
 from .names import NAME
 from .requestlog import guarded_sink
@@ -241,7 +241,7 @@ class Runtime:
         environ, start_response, entry, echo, started = call
         environ["emulators.instance"] = instance
         # a body past the limit is refused by the provider's first read
-        operation = entry.get("operationId")
+        operation = environ[OPERATION_KEY] = entry.get("operationId")
         guard(environ, self._limits.get(operation, self.emulator.settings.max_body))
         captured = []
 
