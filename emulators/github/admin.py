@@ -6,6 +6,7 @@ with its own status and mock-only envelope (`{message, code}`).
 """
 
 from . import context, events, times
+from .apps.admin import ROUTES as APP_ROUTES
 from .resources import backend_for
 
 
@@ -29,4 +30,4 @@ def webhook_ping(instance, endpoint):
 
 
 ROUTES = [("POST", "/github/repositories", seed_repository),
-          ("POST", "/github/refs/move", move_ref)]
+          ("POST", "/github/refs/move", move_ref), *APP_ROUTES]

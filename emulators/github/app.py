@@ -8,9 +8,11 @@ import logging
 
 import falcon
 
-from emulators.runtime import Service, add_fallback_handlers, bodies
+from emulators.runtime import Service, add_fallback_handlers, bodies, instance_of
 
 from . import admin, context, errors, events, media, resources, smart_http
+from .apps.resources import ROUTES as APP_ROUTES
+from .auth.enforce import AppAccess
 from .lifecycle.resources import ROUTES as LIFECYCLE_ROUTES, CommitPaths
 from .openapi import DOCUMENT
 from .presets import PRESETS
@@ -49,7 +51,19 @@ ROUTES = (  # path, resource class
     ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack),
     ("/{owner}/{repo}/raw/{tail:path}", resources.Raw),  # where download_url points
     *LIFECYCLE_ROUTES,  # a pull request's life: CI results, conversation, review, merge
+    *APP_ROUTES,  # GitHub Apps: the App's JWT routes and its installation tokens'
 )
+
+
+class EnterpriseLayout:
+    """Serve the REST API (and git) under `/api/v3` too, as GitHub Enterprise Server does:
+    probot's `GHE_HOST`, octokit's and PyGithub's `…/api/v3` base URLs work unchanged, and
+    every URL of the answer carries `/api/v3` (context.enter_api_prefix)."""
+
+    def process_request(self, req, resp):
+        routed = context.enter_api_prefix(req.env)
+        if routed != req.path:
+            req.path = routed  # falcon routes on req.path as process_request leaves it
 
 
 class ApiVersion:
@@ -73,6 +87,14 @@ class MediaType:
             resp.set_header("X-GitHub-Media-Type", media.served(resp.context.get("media")))
 
 
+class ClockDate:
+    """`Date` is the emulator's clock: octokit's App sign-in corrects its own clock from it
+    after a JWT time refusal (servers that add their own keep the first: serve() keeps ours)."""
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        resp.set_header("Date", context.http_date(instance_of(req).now_ms()))
+
+
 class EmptySegments:
     """Treat an empty path parameter (`/pulls/`, `/git/ref/`) as an unknown route.
 
@@ -81,7 +103,7 @@ class EmptySegments:
 
     def process_resource(self, req, resp, resource, params):
         if not isinstance(resource, resources.MatchingRefs) and "" in params.values():
-            raise errors.NotFound("repos/get")
+            raise errors.RouteNotFound()
 
 
 def _github_error(req, resp, exc, params):
@@ -93,8 +115,9 @@ def _github_error(req, resp, exc, params):
 
 
 def _not_found(req, resp, exc, params):
-    # No 405 on GitHub's surface here: any unknown path or method is the generic 404.
-    _github_error(req, resp, errors.NotFound("repos/get"), params)
+    # No 405 on GitHub's surface here: any unknown path or method is the generic 404, which
+    # names no operation.
+    _github_error(req, resp, errors.RouteNotFound(), params)
 
 
 def _too_large(req, resp, exc, params):
@@ -110,7 +133,9 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
-    app = add_fallback_handlers(falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()]))
+    app = add_fallback_handlers(falcon.App(middleware=[
+        EnterpriseLayout(), ApiVersion(), MediaType(), ClockDate(), EmptySegments(),
+        AppAccess()]))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in ROUTES:
         app.add_route(path, resource())
@@ -136,7 +161,9 @@ def create_service(settings=None):
                    # REST and git alike: a token routes through the credential map
                    credential=context.credential,
                    read_operations={"git/upload-pack"}, own_transactions={"git/receive-pack"},
-                   body_limits={"git/receive-pack": smart_http.MAX_PUSH})
+                   body_limits={"git/receive-pack": smart_http.MAX_PUSH},
+                   # `/api/v3/...` is the same operation as the root route (EnterpriseLayout)
+                   operation_path=context.route_path)
 
 
 def from_env(environ):

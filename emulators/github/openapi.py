@@ -4,6 +4,7 @@
 `x-slash-bearing: true`: the runtime's operation matcher lets such a parameter span segments,
 so fault rules by operationId match nested refs too.
 """
+from .apps.openapi import PATHS as APP_PATHS
 from .errors import API_VERSION
 from .lifecycle.openapi import PATHS as LIFECYCLE_PATHS
 
@@ -250,3 +251,4 @@ DOCUMENT["paths"]["/{owner}/{repo}/raw/{tail}"] = {"get": {
     "x-mockingbird-git": True, "parameters": [*_OWNER_REPO, _slash("tail")],
     "responses": {"200": {"description": "the file"}, "404": {"description": "Not Found"}}}}
 DOCUMENT["paths"].update(LIFECYCLE_PATHS)  # a pull request's life
+DOCUMENT["paths"].update(APP_PATHS)  # GitHub Apps

@@ -11,19 +11,23 @@ import falcon
 from emulators.runtime import instance_of
 
 from . import actors, context, errors, media, schemas
+from .apps.events import Fanout
+from .auth.credentials import identify, rules as rules_of
 from .models import GitHubBackend
 from .presets import ACCEPTED_DROP, MERGEABILITY_PENDING
 
 
 def backend_for(instance, environ=None):
     """Build the rules object over one instance's records, clock, transaction and base URL,
-    acting as the user of the request's token (`environ`; none: the default member)."""
-    actor = (lambda: actors.login_of(instance, context.credential(environ))) \
-        if environ is not None else actors.DEFAULT
+    acting as whom the request's credential names (`environ`; none: the default member: a
+    user's token is that user, an App's installation token its `<slug>[bot]`), its events
+    sent to the namespace's hooks and to the Apps installed where they happen."""
+    actor = (lambda: identify(instance, environ).login) if environ is not None \
+        else actors.DEFAULT
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
                          transaction=instance.transaction, base_url=context.public_base(instance),
-                         emit=instance.emit, objects=instance.objects, actor=actor,
-                         named=instance.names_user)
+                         emit=Fanout(instance, rules_of(instance)), objects=instance.objects,
+                         actor=actor, named=instance.names_user)
 
 
 def backend_of(req):

@@ -4,12 +4,18 @@ from pathlib import Path
 from tests.test_layering import assert_layers_point_down, imports_of
 
 FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
-ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "context", "models",
+ORDER = ["app", "admin", "apps.admin", "apps.resources", "smart_http", "auth.enforce",
+         "lifecycle.resources", "resources", "apps.events", "apps.schemas", "auth.credentials",
+         "apps.rules", "apps.signin", "apps.keys", "apps.store", "apps.shapes",
+         "auth.permissions", "context", "models",
          "lifecycle.merges", "lifecycle.protection", "lifecycle.reviews", "lifecycle.issues",
          "lifecycle.checks", "lifecycle.statuses", "refs", "pulls", "database", "contents",
          "commits", "transport", "shallow", "events", "media", "schemas", "shapes", "store", "objects",
-         "git", "ids", "times", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
-HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources")
+         "git", "ids", "times", "actors", "openapi", "apps.openapi", "lifecycle.openapi",
+         "presets", "errors"]
+# the http layer: falcon, and marshmallow for the bodies it reads (apps.schemas)
+HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources", "apps.resources",
+              "apps.schemas", "auth.enforce")
 
 
 def modules():

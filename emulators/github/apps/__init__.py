@@ -1,0 +1,2 @@
+"""GitHub Apps: their registration, installations and installation tokens (apps/README in
+emulators/github/README.md, "GitHub Apps")."""
