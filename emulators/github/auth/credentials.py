@@ -1,14 +1,16 @@
 """What credential a request carries, and whose it is: the one answer every part asks (who
 acts, what an App's token may do, and per-credential limits).
 
-`identify(instance, environ)` returns a typed value, cached in the environ for the request:
+`identify(instance, environ)` returns a typed value, cached in the environ for the request,
+each with `kind`, `key` (whose credential: what per-credential limits count by) and `login`
+(who acts):
 
-| value | credential | `key` (whose) | `login` (who acts) |
-|---|---|---|---|
-| `Anonymous` | none | `address:<client address>` | `mockingbird-user` |
-| `UserToken` | any other token (the credential map may name its user) | `user:<login>` | that user |
-| `InstallationToken` | an installation token the emulator issued, alive | `installation:<id>` | `<slug>[bot]` |
-| `AppJwt` | an App's JWT, verified | `app:<id>` | `<slug>[bot]` |
+- `Anonymous`: no credential; `address:<client address>`; `mockingbird-user`.
+- `UserToken`: any other token (the credential map may name its user); `user:<login>`; that
+  user.
+- `InstallationToken`: an installation token the emulator issued, alive;
+  `installation:<id>`; `<slug>[bot]`.
+- `AppJwt`: an App's JWT, verified on the emulator's clock; `app:<id>`; `<slug>[bot]`.
 
 A JWT that fails GitHub's checks, and a token of an installation token's form that is unknown,
 revoked or expired, raise GitHub's 401 (`errors.Unauthorized`).
