@@ -53,3 +53,13 @@ def test_the_pull_request_life_example_runs():
     assert done.stdout.splitlines() == [
         "405 At least 1 approving review is required by reviewers with write access.",
         "clean True"]
+
+
+def test_the_github_apps_example_runs():
+    section = README.read_text().split("## GitHub Apps", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=README.parents[2])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["my-bot[bot]",
+                                        "403 Resource not accessible by integration"]
