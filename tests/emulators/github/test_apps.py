@@ -332,3 +332,18 @@ def test_an_app_brings_its_own_key(gh):
                                             "private_key": key}, 201).json
     assert "private_key" not in made
     assert gh.get("/app", 200, headers=bearer(sign(made["app"]["id"], key)))
+
+
+def test_api_v3_urls_keep_the_namespace_and_the_mount(gh, runtime):
+    import webtest
+
+    from emulators.runtime import PathDispatcher
+    gh.post("/__admin/github/repositories", {"owner": "octo", "name": "demo"}, 201,
+            headers={"x-mockingbird-namespace": "w1"})
+    carried = gh.get(f"/api/v3{REPO}", 200, headers={"x-mockingbird-namespace": "w1"}).json
+    assert carried["url"] == f"{BASE}/__admin/ns/w1/api/v3{REPO}"
+    assert gh.get(f"/__admin/ns/w1/api/v3{REPO}", 200).json["url"] == carried["url"]
+    mounted = webtest.TestApp(PathDispatcher(None, {"/emulators/github": runtime}),
+                              extra_environ={"HTTP_HOST": "127.0.0.1:8828"})
+    seen = mounted.get(f"/emulators/github/__admin/ns/w1/api/v3{REPO}").json
+    assert seen["url"] == f"{BASE}/emulators/github/__admin/ns/w1/api/v3{REPO}"
