@@ -347,3 +347,27 @@ def test_api_v3_urls_keep_the_namespace_and_the_mount(gh, runtime):
                               extra_environ={"HTTP_HOST": "127.0.0.1:8828"})
     seen = mounted.get(f"/emulators/github/__admin/ns/w1/api/v3{REPO}").json
     assert seen["url"] == f"{BASE}/emulators/github/__admin/ns/w1/api/v3{REPO}"
+
+
+def test_what_the_token_writes_is_by_the_bot(gh):
+    gh.post("/__admin/github/repositories", {"owner": "octo", "name": "demo", "files": {
+        "main": {"README.md": "# demo\n"},
+        "topic": {"README.md": "# demo\n", "new.txt": "new\n"}}}, 201)
+    made = gh.post("/__admin/github/apps", {
+        "slug": "merger", "permissions": {"pull_requests": "write", "contents": "write",
+                                          "statuses": "write"},
+        "installations": [{"account": "octo"}]}, 201).json
+    bot = {"Authorization": f"token {token_of(gh, made).json['token']}"}
+    user = {"Authorization": "token tok-ada"}
+    pull = gh.post(f"{REPO}/pulls", {"title": "T", "head": "topic", "base": "main"}, 201,
+                   headers=user).json
+    status = gh.post(f"{REPO}/statuses/{pull['head']['sha']}", {"state": "success",
+                                                                 "context": "ci"}, 201,
+                     headers=bot).json
+    review = gh.post(f"{REPO}/pulls/{pull['number']}/reviews", {"event": "APPROVE"}, 200,
+                     headers=bot).json
+    gh.app.put_json(f"{REPO}/pulls/{pull['number']}/merge", {}, headers=bot, status=200)
+    merged = gh.get(f"{REPO}/pulls/{pull['number']}", 200).json
+    for account in (status["creator"], review["user"], merged["merged_by"]):
+        assert (account["login"], account["type"]) == ("merger[bot]", "Bot")
+    assert pull["user"]["login"] != "merger[bot]"
