@@ -45,7 +45,7 @@ class _Scratch(MemoryObjectStore):
             return self.base.get_raw(name)
 
     def written(self):
-        return [(obj, None) for obj in self._data.values()]
+        return [(self[sha], None) for sha in self]  # (iterating gives this store's own only)
 
 
 class MergeRules:

@@ -34,6 +34,9 @@ LOCK_WAIT_S = 10
 # Every message a thread not let in gets starts so: how the relay knows the question before it
 # still waits (only the host writes `hermes` messages, so a browser cannot forge one).
 NOTICE_MARKER = "This conversation cannot reach Hermes yet."
+# The one line a thread told so gets when the host lets it in: the page shows from it that an
+# answer is on its way. Like the notice it is the relay's, never Hermes' to see (passes.py).
+LET_IN_LINE = "The host let this conversation in: your message is on its way to Hermes."
 APPROVE_COMMAND = "scripts/chat.py pairing approve"
 ALLOW_COMMAND = "scripts/chat.py pairing allow"
 # Cron relays every minute (a pass lasts at most about its budget): a cron record older than
@@ -101,6 +104,11 @@ def new_code():
 def is_notice(message):
     """True for the message a thread not let in was told (see NOTICE_MARKER)."""
     return message["author"] == "hermes" and message["text"].startswith(NOTICE_MARKER)
+
+
+def is_let_in(message):
+    """True for the line the relay wrote when the host let a told thread in (LET_IN_LINE)."""
+    return message["author"] == "hermes" and message["text"] == LET_IN_LINE
 
 
 def _digest(code, salt_hex):

@@ -16,7 +16,7 @@ import time
 
 from .. import errors
 from ..files import LockTimeout, lock
-from .access import Access, is_notice, mode_conflict
+from .access import LET_IN_LINE, Access, is_let_in, is_notice, mode_conflict
 from .answers import repair_unicode, split_text
 from .approvals import Approvals, watcher_alive
 from .hermes_client import HermesUnreachable
@@ -144,20 +144,28 @@ class Relay:
         return rows + [row for row in released if row]
 
     def _released(self, thread):
-        """A thread just let in whose question waits behind the notice it was told: a row
-        for that question, answered after the notice. None when it holds no such question
-        (then the access state stops offering it, unless a run of it is in flight)."""
-        try:
-            messages = self.service.history(thread)
-        except errors.ThreadNotFound:
-            messages = []
-        if len(messages) >= 2 and is_notice(messages[-1]) \
-                and messages[-2]["author"] != "hermes":
-            return {"thread": thread, "last_id": messages[-1]["id"],
-                    "input": messages[-2]["id"], "last_epoch": messages[-1]["epoch"]}
+        """A thread just let in whose question waits behind the notice it was told: it is told
+        once that it is let in (LET_IN_LINE: the page shows from it that an answer is on its
+        way), and the row is for its newest message before that line, answered after the line.
+        None when it holds no such question (then the access state stops offering it, unless
+        a run of it is in flight)."""
+        messages = self._history_or_empty(thread)
+        if _waits_behind_notice(messages):
+            self.service.announce(thread, messages[-1]["id"], LET_IN_LINE)
+            messages = self._history_or_empty(thread)  # what was written meanwhile counts too
+        asked = [m for m in messages[:-1] if m["author"] != "hermes"]
+        if messages and is_let_in(messages[-1]) and asked:
+            return {"thread": thread, "last_id": messages[-1]["id"], "input": asked[-1]["id"],
+                    "last_epoch": messages[-1]["epoch"]}
         if thread not in self.state.threads:
             self.access.released(thread)
         return None
+
+    def _history_or_empty(self, thread):
+        try:
+            return self.service.history(thread)
+        except errors.ThreadNotFound:
+            return []
 
     def _isolated(self, thread, step, *args):
         """Run one thread's step; a fault in it is that thread's problem, not the run's."""
@@ -426,7 +434,8 @@ class Relay:
         at = ids.index(question_id)
         earlier = messages[max(0, at - self.settings.relay_history):at] \
             if self.settings.relay_history else []
-        earlier = [m for m in earlier if not is_notice(m)]  # how it got in is not Hermes' to see
+        # How it got in is not Hermes' to see: the relay's own lines, never the person's words.
+        earlier = [m for m in earlier if not (is_notice(m) or is_let_in(m))]
         return {
             "input": messages[at]["text"],
             "conversation_history": [
@@ -452,6 +461,18 @@ class Relay:
         if problem:
             self.problems += 1
         self.log(("relay: PROBLEM " if problem else "relay: ") + line, problem)
+
+
+def _waits_behind_notice(messages):
+    """True when the thread's newest notice (access.py) ends it, right after a question, or is
+    followed by questions only: what it asked waits for the line saying it is let in."""
+    told = [i for i, m in enumerate(messages) if is_notice(m)]
+    if not told:
+        return False
+    after = messages[told[-1] + 1:]
+    if after:
+        return all(m["author"] != "hermes" for m in after)
+    return told[-1] > 0 and messages[told[-1] - 1]["author"] != "hermes"
 
 
 def cron_tick(service, *, sweep_only, log, client=None):

@@ -1,18 +1,18 @@
-"""The gunicorn worker the monolith ships with (`worker_class` in gunicorn.conf.py).
+"""The gunicorn worker the repository ships with (`worker_class` in gunicorn.conf.py): it serves
+whichever app gunicorn runs, the chat alone in production or the monolith under `make serve`.
 
 Each worker process runs `threads` request threads. A request thread waits in a blocking
 accept(), takes what the client has sent so far without waiting, and when that is the whole
 request (as it is from a reverse proxy), answers it, with plain blocking calls: no selector,
-no thread pool, no futures queue. A request not yet whole goes to the process's reader: one
-thread with an epoll that collects requests from slow or silent clients (each must be in
-within `timeout` seconds of its accept, else its connection is closed) and hands each whole
-one to the process's `threads` late threads. So a request thread never waits on a client, and
-a slow client costs a socket and its bytes so far, not a thread (the reader is
-spaces/reader.py). A request bigger than the
-reader's buffer, or one whose client waits for `100 Continue`, is handed over as soon as its
-head is in, and a late thread reads its body as it arrives. An answer that streams (a Hermes
-event stream: an iterator, not a list) is handed to a thread of its own, so streams never
-hold request threads and never starve chat requests, however many are open (up to
+no thread pool, no futures queue. A request not yet whole goes to the process's reader
+(reader.py): one thread with an epoll that collects requests from slow or silent clients (each
+must be in within `timeout` seconds of its accept, else its connection is closed) and hands
+each whole one to the process's `threads` late threads. So a request thread never waits on a
+client, and a slow client costs a socket and its bytes so far, not a thread. A request bigger
+than the reader's buffer, or one whose client waits for `100 Continue`, is handed over as soon
+as its head is in, and a late thread reads its body as it arrives. An answer that streams (a
+Hermes event stream: an iterator, not a list) is handed to a thread of its own, so streams
+never hold request threads and never starve chat requests, however many are open (up to
 `worker_connections` per process; past that the thread that answered streams it). A process
 whose request threads are all busy accepts nothing: the kernel gives new connections to a
 thread waiting elsewhere.
@@ -21,19 +21,20 @@ A connection is kept alive after an answer (HTTP/1.1, or a client that asks; `ke
 0): the thread that answered gives it back to the reader, which waits for its next request in
 the same epoll (a late thread answers it), so an idle connection holds no thread either. It
 is closed after `keepalive` idle seconds, after REQUESTS_PER_CONNECTION answers, when the
-reader needs room for others (idle connections go first), and when the worker stops (its
-answers then say `Connection: close`; see `run`). A request read ahead behind another
-(pipelined) is answered next by the same thread. A request whose body was still arriving
-closes its connection after the answer.
+reader needs room for others (idle connections go first), and when the worker stops (it still
+answers, with `Connection: close`, what arrives on a kept connection for STOP_LINGER_S, then
+closes the idle ones; see `run`). A request read ahead behind another (pipelined) is answered
+next by the same thread. A request whose body was still arriving closes its connection after
+the answer.
 
 Why not gunicorn's `gthread`: behind nginx its selector, pool and queue cost more CPU per idle
-poll than the whole chat app, and each of its threads is one more to share the GIL with
-(figures in gunicorn.conf.py). A plain whole request (as a reverse proxy sends it) is read
-straight into the environ gunicorn's parser would build (spaces/lean.py), for a fraction of
-that parser's CPU; any other goes through gunicorn's parser. Response framing, error pages,
-hooks and logs are gunicorn's own. All of a worker's threads run on one CPU, the workers spread
-over the CPUs (`choose_cpu`, the shipped config's `pre_fork`): they hand the GIL to each other
-at every system call, and a hand-over within one CPU is far cheaper than across two.
+poll than the whole chat app, and each of its threads is one more to share the GIL with. A
+plain whole request (as a reverse proxy sends it) is read straight into the environ gunicorn's
+parser would build (lean.py), for less CPU than that parser; any other goes through gunicorn's
+parser. Response framing, error pages, hooks and logs are gunicorn's own. All of a worker's
+threads run on one CPU, the workers spread over the CPUs (`choose_cpu`, the shipped config's
+`pre_fork`): they hand the GIL to each other at every system call, and a hand-over within one
+CPU is far cheaper than across two.
 """
 import errno
 import gc
@@ -66,7 +67,7 @@ REQUESTS_PER_CONNECTION = 1000
 STOP_LINGER_S = 0.5
 
 # How often a thread waiting for a connection looks at `alive`: a stopping worker waits this long
-# for its idle threads (10 wake-ups a second per idle thread cost ~0.1 % of a core).
+# for its idle threads, and an idle thread wakes this often for nothing else.
 IDLE_WAKE_S = 0.1
 HEARTBEAT_S = 0.5  # the heartbeat at the latest (the arbiter's timeout is seconds)
 # accept() errors that concern one connection, or a shortage that passes: never fatal.
@@ -148,7 +149,8 @@ class AcceptingThreadsWorker(Worker):
         self._keepalive = self.cfg.keepalive > 0
         self._lean = LeanReader(self.cfg)
         # gunicorn's default hooks: pre_request logs the request at debug level, post_request
-        # does nothing. Neither is called then (a debug log keeps its line): 2 % of a post's CPU.
+        # does nothing. Neither is called then (a debug log keeps its line): a call per request
+        # saved.
         debug = self.log.error_log.isEnabledFor(logging.DEBUG)
         self._pre_request_hook = None if self.cfg.pre_request is PreRequest.default and not debug \
             else self.cfg.pre_request
@@ -397,8 +399,8 @@ class AcceptingThreadsWorker(Worker):
 
 class SettledConfig:
     """gunicorn's settings as this worker runs with them, each looked up once: `Config` answers
-    every read through `__getattr__` and a Setting object (about 0.9 us; a request reads some
-    twenty), and a running worker's settings never change (a reload starts new workers)."""
+    every read through `__getattr__` and a Setting object (a request reads some twenty), and a
+    running worker's settings never change (a reload starts new workers)."""
 
     def __init__(self, cfg):
         self._cfg = cfg

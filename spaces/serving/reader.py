@@ -2,7 +2,7 @@
 request (whole, partial, to hand over, closed) and the reader, one thread per worker process
 with an epoll that collects the requests of slow or silent clients, and waits for the next
 request of kept-alive connections, and hands each whole one to the worker's late threads
-(spaces/worker.py), so that no request thread waits on a client.
+(spaces/serving/worker.py), so that no request thread waits on a client.
 """
 import fcntl
 import os

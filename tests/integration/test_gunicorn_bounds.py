@@ -1,7 +1,9 @@
-"""The lowest gunicorn that setup.cfg declares serves the shipped config: installed from the
-package index into a venv of its own (beside the project's other dependencies), it answers
-a post, polls on a kept-alive connection, a slow client, and a body it refuses unread
-(gunicorn's graceful close)."""
+"""The lowest and the newest gunicorn that setup.cfg allows serve the shipped config: each
+installed from the package index into a venv of its own (beside the project's other
+dependencies), it answers a post, polls on a kept-alive connection, a slow client, and a body it
+refuses unread (gunicorn's graceful close); and the worker's tests, the lean reader side by side
+with that gunicorn's parser and the private names we use of it (tests/test_dependency_pins.py)
+pass on it."""
 import secrets
 import socket
 import time
@@ -10,23 +12,29 @@ import pytest
 import requests
 
 from spaces.newos4.app import POLL_PATH
-from testkit.floor import floor_venv
+from testkit.bounds import bound_venv, run_tests
 from testkit.servers import gunicorn
 
-pytestmark = [pytest.mark.gunicorn, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.gunicorn, pytest.mark.timeout(240)]
 POST_PATH = "/spaces/newos4/api/chat/post.php"
 
 
-@pytest.fixture(scope="module")
-def floor_python(tmp_path_factory):
-    return floor_venv(tmp_path_factory.mktemp("gunicorn-floor"), "gunicorn")
+@pytest.fixture(scope="module", params=["lowest", "newest"])
+def bound_python(request, tmp_path_factory):
+    folder = tmp_path_factory.mktemp(f"gunicorn-{request.param}")
+    return bound_venv(folder, "gunicorn", request.param)
 
 
-def test_the_lowest_declared_gunicorn_serves_the_shipped_config(floor_python, tmp_path):
+def test_the_worker_and_the_private_names_it_uses_hold_on_the_bounds(bound_python):
+    run_tests(bound_python, "tests/test_dependency_pins.py", "tests/test_lean.py",
+              "tests/test_worker.py")
+
+
+def test_the_bounds_serve_the_shipped_config(bound_python, tmp_path):
     env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db")}
     token = secrets.token_hex(32)
     with gunicorn(env=env, workers=2, threads=None, ready_path=POLL_PATH,
-                  python=floor_python) as url:
+                  python=bound_python) as url:
         posted = requests.post(url + POST_PATH, json={"text": "hello"},
                                headers={"X-Chat-Token": token}, timeout=5)
         assert posted.status_code == 201, posted.text

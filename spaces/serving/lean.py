@@ -9,6 +9,7 @@ Why: behind nginx's kept connections an idle poll spent more CPU in gunicorn's g
 and environ (its header policy, body readers, per-request allocations) than in the chat app.
 """
 import io
+import ipaddress
 import os
 import re
 import time
@@ -16,7 +17,6 @@ from email.utils import formatdate
 
 from gunicorn import util
 from gunicorn.http import wsgi
-from gunicorn.http.message import _ip_in_allow_list
 
 # The methods the chat and the emulators serve; another one takes gunicorn's path.
 REQUEST_LINE = re.compile(rb"(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS) (/(?!/)[\x21-\x22\x24-\x7e]*)"
@@ -39,7 +39,7 @@ class LeanRequest:
 
     __slots__ = ("method", "uri", "path", "query", "fragment", "version", "headers", "trailers",
                  "scheme", "body", "must_close", "peer_addr", "remote_addr", "req_number",
-                 "proxy_protocol_info", "_expected_100_continue")
+                 "proxy_protocol_info")
 
     def __init__(self, method, uri, path, query, headers, scheme, body, peer, number):
         self.method, self.uri, self.path, self.query = method, uri, path, query
@@ -47,7 +47,6 @@ class LeanRequest:
         self.scheme, self.body, self.must_close = scheme, body, False
         self.peer_addr = self.remote_addr = peer
         self.req_number, self.proxy_protocol_info = number, None
-        self._expected_100_continue = False
 
     def force_close(self):
         self.must_close = True
@@ -60,7 +59,6 @@ class LeanReader:
     """Reads plain requests for one worker process, with that worker's settings."""
 
     def __init__(self, cfg):
-        self._cfg = cfg
         self._line_limit = cfg.limit_request_line if 0 < cfg.limit_request_line < 8190 else 8190
         self._fields = cfg.limit_request_fields if 0 < cfg.limit_request_fields <= 32768 \
             else 32768
@@ -72,6 +70,8 @@ class LeanReader:
                        and not cfg.is_ssl and not self._script_name)
         self._secure = cfg.secure_scheme_headers
         self._trusted = {}  # peer address -> may it set the scheme headers (forwarded_allow_ips)
+        self._proxies = None if "*" in cfg.forwarded_allow_ips else \
+            [ipaddress.ip_network(proxy) for proxy in cfg.forwarded_allow_ips]
         self._base = wsgi.base_environ(cfg)  # (its wsgi.errors serves every request alike)
         self._base["wsgi.multithread"] = True
 
@@ -148,10 +148,18 @@ class LeanReader:
         if trusted is None:
             if len(self._trusted) >= 1024:
                 self._trusted.clear()
-            cfg = self._cfg
-            trusted = self._trusted[address] = _ip_in_allow_list(
-                address, cfg.forwarded_allow_ips, cfg.forwarded_allow_networks())
+            trusted = self._trusted[address] = self._is_proxy(address)
         return trusted
+
+    def _is_proxy(self, address):
+        """Whether `forwarded_allow_ips` names the peer, as gunicorn's parser reads it."""
+        if self._proxies is None:  # "*": every peer
+            return True
+        try:
+            peer = ipaddress.ip_address(address)
+        except ValueError:
+            return False
+        return any(peer in network for network in self._proxies)
 
 
 class Response(wsgi.Response):
