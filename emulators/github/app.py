@@ -89,7 +89,7 @@ class MediaType:
 
 class ClockDate:
     """`Date` is the emulator's clock: octokit's App sign-in corrects its own clock from it
-    after a JWT time refusal (servers that add their own keep the first: serve() keeps ours)."""
+    after a JWT time refusal (serve() keeps it; gunicorn puts its own in its place)."""
 
     def process_response(self, req, resp, resource, req_succeeded):
         resp.set_header("Date", context.http_date(instance_of(req).now_ms()))
