@@ -79,6 +79,15 @@ def discard(tmp):
         pass
 
 
+def keep_aside(path, now_ms):
+    """Move a file whose content cannot be used to `<name>.corrupt-<now_ms>` beside it, before
+    anything is written in its place (an OSError here stops the writer: better than writing
+    over the only copy); the new name."""
+    aside = f"{os.path.basename(path)}.corrupt-{now_ms}"
+    os.replace(path, os.path.join(os.path.dirname(path), aside))
+    return aside
+
+
 def read_file(path):
     """(stat, bytes) of a file: open, fstat, read, close, without a buffered file object's
     extra calls (a changed thread's poll needs the stat for its cache)."""

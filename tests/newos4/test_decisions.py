@@ -108,8 +108,7 @@ def test_the_host_approves_with_always_and_the_thread_is_told_once(
     assert [a for a, _ in texts(service, client.thread)] == ["operator", "hermes", "hermes",
                                                              "hermes"]
     assert texts(service, client.thread)[-1] == ("hermes", "Tool result: done")
-    assert state_path(settings).exists() and RelayState(
-        state_path(settings), now_ms=0).threads == {}
+    assert state_path(settings).exists() and RelayState.read(state_path(settings)).threads == {}
     assert len(hermes.submits) == 1
 
 
@@ -141,7 +140,7 @@ def test_the_host_decides_a_request_a_pass_wrote_but_died_before_recording(
     saved = path.read_bytes()
     relay()
     path.write_bytes(saved)  # as if the pass died between the message and the save
-    [row] = pending(RelayState(path, now_ms=0), service)
+    [row] = pending(RelayState.read(path), service)
     assert (row["command"], row["person"]) == (COMMAND, ["once", "session", "deny"])
     status, out, err = approve(settings, client.thread, "once")
     assert (status, err) == (0, "") and "recorded: 'once'" in out
@@ -172,7 +171,7 @@ def test_the_host_decision_is_recorded_once(client, service, hermes, relay, sett
     assert approve(settings, client.thread, "deny")[0] == 0
     status, _, err = approve(settings, client.thread, "once")
     assert status == 1 and "the host already decided 'deny'" in err
-    state = RelayState(state_path(settings), now_ms=0)
+    state = RelayState.read(state_path(settings))
     with pytest.raises(NotPending):
         record_host_decision(state, service, client.thread, "once")
 
@@ -180,7 +179,7 @@ def test_the_host_decision_is_recorded_once(client, service, hermes, relay, sett
 def test_approvals_lists_thread_command_reason_age_and_choices(
         client, service, hermes, relay, settings, clock):
     asked(client, service, hermes, relay)
-    [row] = pending(RelayState(state_path(settings), now_ms=0), service)
+    [row] = pending(RelayState.read(state_path(settings)), service)
     assert (row["thread"], row["command"], row["reason"]) == (
         client.thread, COMMAND, "world/other-writable permissions")
     assert row["choices"] == ["once", "session", "always", "deny"]

@@ -7,7 +7,8 @@ import textwrap
 
 from ..files import LockTimeout, lock
 from .approvals import CHOICE_WORDS, NotPending, host_choice, pending, record_host_decision
-from .state import RelayState, pass_lock_wait_s, state_path
+from .schemas import Unfit
+from .state import RelayState, StateUnreadable, pass_lock_wait_s, state_path
 
 APPROVE_DESCRIPTION = textwrap.fill(
     "Decide THREAD's pending approval request from the host, with any choice Hermes offered "
@@ -52,28 +53,40 @@ class Busy(Exception):
     """A relay pass held the state lock for longer than a pass may."""
 
 
+class Unusable(Exception):
+    """The relay state cannot be read; the host's commands repair nothing (a pass does)."""
+
+
 @contextlib.contextmanager
-def _relay_state(service, stderr):
+def _relay_state(service):
     """The relay state, read under its lock, as a pass reads it."""
     path = state_path(service.settings)
     wait_s = pass_lock_wait_s(service.settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         with lock(f"{path}.lock", wait_s):
-            state = RelayState(path, now_ms=service.clock.now_ms())
-            for problem in state.problems:
-                print(f"chat.py: {problem}", file=stderr)
-            yield state
+            yield _read(path)
     except LockTimeout:
         raise Busy(f"a relay pass held {path}.lock for {wait_s}s; try again")
+
+
+def _read(path):
+    try:
+        return RelayState.read(path)
+    except StateUnreadable as exc:
+        raise Unusable(str(exc))
+    except Unfit as exc:
+        raise Unusable(f"relay state {path}: {exc}; nothing is listed or decided here until "
+                       "the relay's next pass keeps the file aside (as state.json.corrupt-<ms>) "
+                       "and starts over, or the field is repaired")
 
 
 def _runs(service, args, stdout, stderr):
     now_ms = service.clock.now_ms()
     if state_path(service.settings).exists():
-        with _relay_state(service, stderr) as state:
+        with _relay_state(service) as state:
             rows = [_run_row(thread, entry) for thread, entry in state.threads.items()
-                    if entry.get("run_id")]
+                    if entry.run_id]
     else:
         rows = []
     rows.sort(key=lambda row: row["submitted_ms"] or 0, reverse=True)
@@ -102,15 +115,15 @@ WAITS = {"answer": "working on an answer", "person": "waits for the person's dec
 
 def _run_row(thread, entry):
     """A run in flight as `runs` shows it."""
-    waits = "host" if host_choice(entry) else "person" if entry.get("asked") else "answer"
-    return {"run": entry["run_id"], "thread": thread, "question": entry["question"],
-            "submitted_ms": entry["submitted_ms"], "waits": waits}
+    waits = "host" if host_choice(entry) else "person" if entry.asked else "answer"
+    return {"run": entry.run_id, "thread": thread, "question": entry.question,
+            "submitted_ms": entry.submitted_ms, "waits": waits}
 
 
 def _approvals(service, args, stdout, stderr):
     now_ms = service.clock.now_ms()
     if state_path(service.settings).exists():
-        with _relay_state(service, stderr) as state:
+        with _relay_state(service) as state:
             rows = pending(state, service)
     else:
         rows = []
@@ -132,7 +145,7 @@ def _approvals(service, args, stdout, stderr):
 
 
 def _approve(service, args, stdout, stderr):
-    with _relay_state(service, stderr) as state:
+    with _relay_state(service) as state:
         choice, row = record_host_decision(state, service, args.thread, args.choice)
     print(f"recorded: {choice!r} for {row['command']!r} in thread {args.thread}; the relay "
           "sends it to Hermes at its next pass and tells the thread the host decided",
@@ -145,7 +158,7 @@ def _refusing(action):
     def run(service, args, stdin, stdout, stderr):
         try:
             return action(service, args, stdout, stderr)
-        except (NotPending, Busy) as exc:
+        except (NotPending, Busy, Unusable) as exc:
             print(f"chat.py: {exc}", file=stderr)
             return 1
     return run
