@@ -47,6 +47,8 @@ class AppAccess:
             if "owner" in params and "repo" in params:
                 repo = GitHubStore(instance.records).repo(repo_key(params["owner"],
                                                                     params["repo"]))
+                if repo is None:
+                    return  # the route answers its 404, whatever the token may do
             found = verdict(credential, operation, repo)
             if found == HIDDEN:
                 raise errors.NotFound(operation)

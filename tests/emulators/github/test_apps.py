@@ -287,6 +287,7 @@ def test_the_token_needs_the_permission_of_each_operation(gh):
     assert gh.get(REPO, 200, headers=token)  # metadata: every App has it
     assert gh.post(f"{REPO}/git/refs", {"ref": "refs/heads/x", "sha": "0" * 40}, 403,
                    headers=token)
+    assert gh.get("/repos/octo/absent/pulls", 404, headers=token)  # absent before forbidden
 
 
 def test_every_operation_has_its_permission():
