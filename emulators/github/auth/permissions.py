@@ -90,11 +90,10 @@ def grants(permissions, names, level):
 
 
 def verdict(token, operation, repo):
-    """What an installation token may do with `operation` on a repository record (None when
-    the operation names none, or the repository does not exist: the route answers that):
-    None (go on), HIDDEN (a repository outside its selection, which GitHub answers as absent)
-    or FORBIDDEN (a permission it lacks). An operation outside the table is forbidden: a route
-    added without its permission fails closed."""
+    """What an installation token may do with `operation` on the repository record it names
+    (None when it names none): None (go on), HIDDEN (a repository outside its selection, which
+    GitHub answers as absent) or FORBIDDEN (a permission it lacks). An operation outside the
+    table is forbidden: a route added without its permission fails closed."""
     if repo is not None and not token.reaches(repo):
         return HIDDEN
     needed = REQUIRED.get(operation)
