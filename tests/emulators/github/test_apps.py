@@ -112,7 +112,7 @@ def test_octokit_writes_bearer_in_lower_case(bot, gh):
 
 
 def _other_key():
-    from emulators.github.apps.keys import new_private_key
+    from emulators.github.keys import new_private_key
     return new_private_key()
 
 
@@ -237,7 +237,7 @@ def test_a_revoked_token_is_bad_credentials(bot, gh):
 
 
 def test_a_token_of_that_form_never_issued_is_bad_credentials_and_others_stay_users(bot, gh):
-    from emulators.github.apps.rules import new_token
+    from emulators.github.models.apps import new_token
     assert gh.get(REPO, 401, headers={"Authorization": f"token {new_token()}"})
     # any other token is a user, as before (ghs_ alone does not make an installation token)
     created = gh.post(f"{REPO}/issues", {"title": "x"}, 201,
@@ -291,8 +291,8 @@ def test_the_token_needs_the_permission_of_each_operation(gh):
 
 
 def test_every_operation_has_its_permission():
-    from emulators.github.auth.enforce import APP_ROUTES, GIT_ROUTES, INSTALLATION_ROUTES
-    from emulators.github.auth.permissions import REQUIRED
+    from emulators.github.resources.access import APP_ROUTES, GIT_ROUTES, INSTALLATION_ROUTES
+    from emulators.github.permissions import REQUIRED
     from emulators.github.openapi import DOCUMENT
     served = {op["operationId"] for item in DOCUMENT["paths"].values() for op in item.values()
               if isinstance(op, dict) and "operationId" in op}
