@@ -36,6 +36,13 @@ def backend_for(instance, environ=None):
                          named=instance.names_user)
 
 
+def acting_app(req):
+    """The slug of the App whose installation token the request carries (None for any other
+    credential): what a check run it creates belongs to."""
+    credential = identify(instance_of(req), req.env)
+    return credential.app_slug if credential.kind == "installation" else None
+
+
 def deliveries(instance):
     """The emitter of a request: the namespace's hooks, and the Apps installed where an event
     happens (`models.apps.AppDeliveries`)."""

@@ -372,3 +372,20 @@ def test_what_the_token_writes_is_by_the_bot(gh):
     for account in (status["creator"], review["user"], merged["merged_by"]):
         assert (account["login"], account["type"]) == ("merger[bot]", "Bot")
     assert pull["user"]["login"] != "merger[bot]"
+
+
+def test_a_check_run_an_apps_token_creates_is_that_apps(gh):
+    seed(gh, names=("demo",))
+    made = gh.post("/__admin/github/apps", {"slug": "ci-bot", "permissions": {"checks": "write"},
+                                            "installations": [{"account": "octo"}]}, 201).json
+    bot = {"Authorization": f"token {token_of(gh, made).json['token']}"}
+    sha = gh.get(f"{REPO}/branches/main", 200).json["commit"]["sha"]
+    run = gh.post(f"{REPO}/check-runs", {"name": "lint", "head_sha": sha}, 201, headers=bot).json
+    assert (run["app"]["slug"], run["app"]["id"]) == ("ci-bot", made["app"]["id"])
+    other = gh.post(f"{REPO}/check-runs", {"name": "test", "head_sha": sha}, 201,
+                    headers={"Authorization": "token tok-ada"}).json
+    assert other["app"]["slug"] == "mockingbird-ci"  # any other token: the emulator's own App
+    suites = gh.get(f"{REPO}/commits/{sha}/check-suites", 200).json
+    assert sorted(s["app"]["slug"] for s in suites["check_suites"]) == ["ci-bot",
+                                                                          "mockingbird-ci"]
+    assert run["check_suite"]["id"] != other["check_suite"]["id"]  # one suite per App
