@@ -81,7 +81,7 @@ def test_chat_layers_point_down():
              "relay.lost_runs", "relay.outcomes", "relay.polling",
              "relay.run_events", "relay.state", "relay.hermes_client", "relay.access",
              "relay.modes", "relay.schemas", "relay.records", "service", "ratelimit", "store",
-             "files", "errors", "settings", "clock"]
+             "files", "errors", "settings", "clock", "arguments", "launch"]
     assert_layers_point_down("spaces/newos4", order)
     modules = {".".join(p.relative_to(REPO / "spaces/newos4").with_suffix("").parts)
                for p in python_files("spaces/newos4") if p.name != "__init__.py"}
