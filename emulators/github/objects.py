@@ -308,7 +308,7 @@ class GitObjects:
     """Read and write one repository's objects: the emulator's object layer.
 
     Every SHA is git's own (a blob written here has the id `git hash-object` gives it). Writes
-    are immutable rows; pointing a ref at a commit is `GitHubBackend.write_ref` (refs.py).
+    are immutable rows; pointing a ref at a commit is `RefRules.write` (models/refs.py).
     """
 
     def __init__(self, rows, *, now_s=time.time):
