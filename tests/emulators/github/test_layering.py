@@ -10,20 +10,22 @@ FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
 HTTP = ["resources.commits", "resources.checks", "resources.statuses", "resources.contents",
         "resources.git_data", "resources.issues", "resources.labels", "resources.merges",
         "resources.protection", "resources.pulls", "resources.refs", "resources.repos",
-        "resources.reviews", "resources.smart_http", "resources.request"]
+        "resources.reviews", "resources.smart_http", "resources.apps", "resources.access",
+        "resources.request"]
 SCHEMAS = ["schemas.ci", "schemas.contents", "schemas.issues", "schemas.merges",
            "schemas.protection", "schemas.pulls", "schemas.queries", "schemas.refs",
-           "schemas.reviews", "schemas.base", "schemas.body"]
+           "schemas.reviews", "schemas.apps", "schemas.base", "schemas.body"]
 RULES = ["models.backend", "models.seeding", "models.merges", "models.protection",
          "models.reviews", "models.issues", "models.labels", "models.checks",
          "models.statuses", "models.refs", "models.pulls", "models.git_data",
          "models.contents", "models.commits", "models.rule", "models.accounts",
-         "models.repositories"]
+         "models.repositories", "models.apps", "models.signin"]
 PACKAGES = ["resources", "schemas", "models", "shapes"]  # `from .schemas import refs` names the package
-ORDER = ["app", "admin", "resources", *HTTP, "schemas", *SCHEMAS, "models", *RULES,
-         "transport", "shallow", "context", "openapi", "presets", "media", "events", "shapes",
-         "shapes.ci", "shapes.conversation", "shapes.protection", "shapes.repos",
-         "shapes.commits", "shapes.accounts", "store", "objects", "inputs", "git", "ids", "times", "actors", "errors"]
+ORDER = ["app", "admin", "resources", *HTTP, "schemas", *SCHEMAS, "credentials", "models",
+         *RULES, "permissions", "keys", "transport", "shallow", "context", "openapi", "presets",
+         "media", "events", "shapes", "shapes.ci", "shapes.conversation", "shapes.protection",
+         "shapes.repos", "shapes.commits", "shapes.accounts", "shapes.apps", "store", "objects",
+         "inputs", "git", "ids", "times", "actors", "errors"]
 
 
 def modules():
