@@ -8,7 +8,7 @@ import logging
 
 import falcon
 
-from emulators.runtime import Service, add_fallback_handlers, bodies
+from emulators.runtime import Service, add_fallback_handlers, bodies, instance_of
 
 from . import admin, context, errors, events, media
 from .openapi import DOCUMENT
@@ -16,8 +16,9 @@ from .presets import PRESETS
 from .ratelimits.admin import ROUTES as RATE_LIMIT_ADMIN_ROUTES
 from .ratelimits.middleware import AnswerHeaders
 from .ratelimits.resources import RateLimit
-from .resources import (checks, commits, contents, git_data, issues, labels, merges, protection,
-                        pulls, refs, repos, reviews, smart_http, statuses)
+from .resources import (apps, checks, commits, contents, git_data, issues, labels, merges,
+                        protection, pulls, refs, repos, reviews, smart_http, statuses)
+from .resources.access import AppAccess
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +109,7 @@ ROUTES = (  # path, resource class, {method: the operation it answers}
     (REPO + "/branches/{branch}/protection", protection.BranchProtection, {
         "GET": "repos/get-branch-protection", "PUT": "repos/update-branch-protection",
         "DELETE": "repos/delete-branch-protection"}),
+    *apps.ROUTES,  # GitHub Apps: the App's JWT routes and its installation tokens'
     ("/rate_limit", RateLimit, {"GET": "rate-limit/get"}),  # the caller's windows (ratelimits/)
 )
 # git's smart HTTP routes and `raw` are not the REST API: no rate limit, no ETag
@@ -123,6 +125,25 @@ class Operations:
 
     def process_resource(self, req, resp, resource, params):
         req.context.operation = self.of.get(id(resource), {}).get(req.method)
+
+
+class EnterpriseLayout:
+    """Serve the REST API (and git) under `/api/v3` too, as GitHub Enterprise Server does:
+    probot's `GHE_HOST`, octokit's and PyGithub's `…/api/v3` base URLs work unchanged, and
+    every URL of the answer carries `/api/v3` (context.enter_api_prefix)."""
+
+    def process_request(self, req, resp):
+        routed = context.enter_api_prefix(req.env)
+        if routed != req.path:
+            req.path = routed  # falcon routes on req.path as process_request leaves it
+
+
+class ClockDate:
+    """`Date` is the emulator's clock: octokit's App sign-in corrects its own clock from it
+    after a JWT time refusal (serve() keeps it; gunicorn puts its own in its place)."""
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        resp.set_header("Date", context.http_date(instance_of(req).now_ms()))
 
 
 class ApiVersion:
@@ -154,7 +175,7 @@ class EmptySegments:
 
     def process_resource(self, req, resp, resource, params):
         if not isinstance(resource, refs.MatchingRefs) and "" in params.values():
-            raise errors.NotFound(operation="repos/get")
+            raise errors.RouteNotFound()
 
 
 def _github_error(req, resp, exc, params):
@@ -168,8 +189,9 @@ def _github_error(req, resp, exc, params):
 
 
 def _not_found(req, resp, exc, params):
-    # No 405 on GitHub's surface here: any unknown path or method is the generic 404.
-    _github_error(req, resp, errors.NotFound(operation="repos/get"), params)
+    # No 405 on GitHub's surface here: any unknown path or method is the generic 404, which
+    # names no operation.
+    _github_error(req, resp, errors.RouteNotFound(), params)
 
 
 def _too_large(req, resp, exc, params):
@@ -186,9 +208,11 @@ def _unexpected(req, resp, exc, params):
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
     operations = Operations()
-    # AnswerHeaders first: its headers are the last made, over the final status
+    # AnswerHeaders last: a write is counted once AppAccess let it through (a refused one when
+    # it is answered), and its answer headers are made over the final status
     app = add_fallback_handlers(falcon.App(middleware=[
-        AnswerHeaders(OUTSIDE_API), ApiVersion(), MediaType(), operations, EmptySegments()]))
+        EnterpriseLayout(), ApiVersion(), MediaType(), ClockDate(), operations, EmptySegments(),
+        AppAccess(), AnswerHeaders(OUTSIDE_API)]))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource, methods in ROUTES:
         routed = resource()
@@ -217,6 +241,8 @@ def create_service(settings=None):
                    credential=context.credential,
                    read_operations={"git/upload-pack"}, own_transactions={"git/receive-pack"},
                    body_limits={"git/receive-pack": smart_http.MAX_PUSH},
+                   # `/api/v3/...` is the same operation as the root route (EnterpriseLayout)
+                   operation_path=context.route_path,
                    # each answer names its journal entry, as GitHub names a request
                    request_id_header="X-GitHub-Request-Id")
 

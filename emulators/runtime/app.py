@@ -18,7 +18,7 @@ from .admin.app import NAMESPACE_KEY, Admin
 from .bodies import guard
 from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
-from .instance import MUTATING, Instance
+from .instance import MUTATING, OPERATION_KEY, Instance
 from .mount import BASE_URL_KEY, origin, public_base, rewrite_response
 from .names import NAME
 from .requestlog import guarded_sink
@@ -322,6 +322,7 @@ class Runtime:
         environ = call.environ
         environ["emulators.instance"] = instance
         # a body past the limit is refused by the provider's first read
+        environ[OPERATION_KEY] = call.operation  # what the provider may key its rules by
         guard(environ, self._limits.get(call.operation, self.emulator.settings.max_body))
         captured = []
 

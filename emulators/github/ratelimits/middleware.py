@@ -27,8 +27,9 @@ SCOPES = ("admin:enterprise, admin:gpg_key, admin:org, admin:org_hook, admin:pub
           " admin:repo_hook, admin:ssh_signing_key, audit_log, codespace, copilot,"
           " delete:packages, delete_repo, gist, notifications, project, repo, user, workflow,"
           " write:discussion, write:packages")
-# Tokens GitHub answers without scope headers: fine-grained and installation tokens
-UNSCOPED = ("github_pat_", "ghs_")
+# A user's token GitHub answers without scope headers: a fine-grained one (as it answers an
+# installation's token and an App's JWT)
+FINE_GRAINED = "github_pat_"
 
 
 def caller(req):
@@ -70,8 +71,8 @@ class AnswerHeaders:
                     ("x-ratelimit-reset", str(window.reset_ms // 1000)),
                     ("x-ratelimit-used", str(window.used)),
                     ("x-ratelimit-resource", metered.resource))
-        token = metered.caller.token
-        if token is not None and not token.startswith(UNSCOPED) and token.count(".") != 2:
+        who = metered.caller
+        if who.kind == quotas.USER and not who.token.startswith(FINE_GRAINED):
             # GitHub names `repo` for the repository routes it documents so
             headers += (("x-oauth-scopes", SCOPES), ("x-accepted-oauth-scopes",
                         "repo" if req.path.startswith("/repos/") else ""))

@@ -9,7 +9,8 @@ lists (`RESOURCES`); routes here count against `core`, `search`, `code_search` a
 """
 from typing import NamedTuple
 
-from .. import actors, context, errors
+from .. import errors
+from ..credentials import identify
 from ..store import GitHubStore
 
 HOUR, MINUTE = 3_600_000, 60_000
@@ -34,7 +35,7 @@ WINDOWS = {resource: window for resource, (window, _, _) in RESOURCES.items()}
 SETTABLE = ("core", "search", "graphql")  # what `PUT /__admin/github/rate-limits` sets
 SETTINGS = ("rate_limits", "limits")  # the record (collection, id) that holds the settings
 DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
-ANONYMOUS, USER = "anonymous", "user"
+ANONYMOUS, USER = "anonymous", "user"  # the credential kinds (credentials.py) named here
 GRAPHQL_PATHS = ("/graphql", "/api/graphql")  # api.github.com's, GitHub Enterprise Server's
 # Resources GitHub serves only with a token: a request without one is refused as
 # unauthenticated (401) before any window, so it is not metered
@@ -43,8 +44,9 @@ ENTERPRISE = "/api/v3"  # GitHub Enterprise Server's REST prefix
 
 
 class Caller(NamedTuple):
-    """Whom a request counts as: its `kind`, the `key` of its windows, the `name` a refusal
-    gives (an address or a login) and its `token` (None without one)."""
+    """Whom a request counts as: its credential's `kind` (`anonymous`, `user`,
+    `installation`, `app`), the `key` of its windows, the `name` a refusal gives (an address,
+    a login, an installation's or an App's id) and its `token` (None without one)."""
 
     kind: str
     key: str
@@ -53,15 +55,21 @@ class Caller(NamedTuple):
 
 
 def caller(instance, environ):
-    """Whom a request counts as (the credential key): a request without a token by its client
-    address, one with a token as the token's user (actors.py: the credential map's user, or
-    the token's own synthetic user), so two tokens of one user share a window."""
-    token = context.credential(environ)
-    if token is None:
-        address = environ.get("REMOTE_ADDR") or "127.0.0.1"
-        return Caller(ANONYMOUS, f"ip:{address}", address, None)
-    login = actors.login_of(instance, token)
-    return Caller(USER, f"user:{login.lower()}", login, token)
+    """Whom a request counts as: its credential (credentials.py), keyed as it says, so two
+    tokens of one user share a window, an installation's tokens share its installation's,
+    and an App's JWT counts apart. A credential GitHub refuses (its 401 answers the request)
+    counts as no credential, by address."""
+    try:
+        credential = identify(instance, environ)
+    except errors.Unauthorized:
+        credential = None
+    if credential is None or credential.kind == ANONYMOUS:
+        address = environ.get("REMOTE_ADDR") or "unknown"
+        return Caller(ANONYMOUS, f"address:{address}", address, None)
+    name = {"installation": lambda: str(credential.installation_id),
+            "app": lambda: str(credential.app["id"])}.get(credential.kind,
+                                                           lambda: credential.login)()
+    return Caller(credential.kind, credential.key, name, getattr(credential, "token", None))
 
 
 def resource_of(path):
@@ -158,6 +166,9 @@ def exceeded(instance, metered):
             f"API rate limit exceeded for {who.name}. (But here's the good news: Authenticated"
             " requests get a higher rate limit. Check out the documentation for more details.)",
             metered)
+    if who.kind != USER:  # `installation ID 7`, `app ID 3`
+        return RateLimitExceeded(f"API rate limit exceeded for {who.kind} ID {who.name}.",
+                                 metered)
     account = GitHubStore(instance.records, transaction=instance.transaction).owner(who.name)
     if account is None:
         return RateLimitExceeded(f"API rate limit exceeded for user {who.name}.", metered)

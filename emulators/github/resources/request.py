@@ -13,7 +13,9 @@ import falcon
 from emulators.runtime import instance_of
 
 from .. import actors, context, errors, media
+from ..credentials import identify, rules as rules_of
 from ..models import GitHubBackend
+from ..models.apps import AppDeliveries
 from ..presets import ACCEPTED_DROP
 from ..ratelimits.conditional import digest
 from ..schemas import body as bodies
@@ -24,13 +26,28 @@ _NUMBER = re.compile(r"^[1-9][0-9]*\Z")
 
 def backend_for(instance, environ=None):
     """Build the rules object over one instance's records, clock, transaction and base URL,
-    acting as the user of the request's token (`environ`; none: the default member)."""
-    actor = (lambda: actors.login_of(instance, context.credential(environ))) \
-        if environ is not None else actors.DEFAULT
+    acting as whom the request's credential names (`environ`; none: the default member: a
+    user's token is that user, an App's installation token its `<slug>[bot]`), its events
+    sent to the namespace's hooks and to the Apps installed where they happen."""
+    actor = (lambda: identify(instance, environ).login) if environ is not None \
+        else actors.DEFAULT
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
                          transaction=instance.transaction, base_url=context.public_base(instance),
-                         emit=instance.emit, objects=instance.objects, actor=actor,
+                         emit=deliveries(instance), objects=instance.objects, actor=actor,
                          named=instance.names_user)
+
+
+def acting_app(req):
+    """The slug of the App whose installation token the request carries (None for any other
+    credential): what a check run it creates belongs to."""
+    credential = identify(instance_of(req), req.env)
+    return credential.app_slug if credential.kind == "installation" else None
+
+
+def deliveries(instance):
+    """The emitter of a request: the namespace's hooks, and the Apps installed where an event
+    happens (`models.apps.AppDeliveries`)."""
+    return AppDeliveries(rules_of(instance), emit=instance.emit, emit_to=instance.emit_to)
 
 
 def backend_of(req):

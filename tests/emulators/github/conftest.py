@@ -85,7 +85,7 @@ def runtime(tmp_path):
 
 @pytest.fixture
 def app(runtime):
-    return webtest.TestApp(runtime, extra_environ={"HTTP_HOST": HOST})
+    return webtest.TestApp(runtime, extra_environ={"HTTP_HOST": HOST, "REMOTE_ADDR": "127.0.0.1"})
 
 
 @pytest.fixture

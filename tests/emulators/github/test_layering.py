@@ -10,23 +10,26 @@ FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
 HTTP = ["resources.commits", "resources.checks", "resources.statuses", "resources.contents",
         "resources.git_data", "resources.issues", "resources.labels", "resources.merges",
         "resources.protection", "resources.pulls", "resources.refs", "resources.repos",
-        "resources.reviews", "resources.smart_http", "resources.request"]
+        "resources.reviews", "resources.smart_http", "resources.apps", "resources.access",
+        "resources.request"]
 SCHEMAS = ["schemas.ci", "schemas.contents", "schemas.issues", "schemas.merges",
            "schemas.protection", "schemas.pulls", "schemas.queries", "schemas.refs",
-           "schemas.reviews", "schemas.rate_limits", "schemas.base", "schemas.body"]
+           "schemas.reviews", "schemas.apps", "schemas.rate_limits", "schemas.base",
+           "schemas.body"]
 # rate limits and conditional requests: middleware and a route over their rules
 RATE_LIMITS = ["ratelimits.resources", "ratelimits.middleware", "ratelimits.admin"]
 RULES = ["models.backend", "models.seeding", "models.merges", "models.protection",
          "models.reviews", "models.issues", "models.labels", "models.checks",
          "models.statuses", "models.refs", "models.pulls", "models.git_data",
          "models.contents", "models.commits", "models.rule", "models.accounts",
-         "models.repositories"]
+         "models.repositories", "models.apps", "models.signin"]
 PACKAGES = ["resources", "schemas", "models", "shapes"]  # `from .schemas import refs` names the package
-ORDER = ["app", "admin", *RATE_LIMITS, "resources", *HTTP, "schemas", *SCHEMAS, "models", *RULES,
-         "ratelimits.quotas", "ratelimits.conditional", "transport", "shallow", "context",
-         "openapi", "ratelimits.openapi", "presets", "media", "events", "shapes",
-         "shapes.ci", "shapes.conversation", "shapes.protection", "shapes.repos",
-         "shapes.commits", "shapes.accounts", "store", "objects", "inputs", "git", "ids", "times", "actors", "errors"]
+ORDER = ["app", "admin", *RATE_LIMITS, "resources", *HTTP, "schemas", *SCHEMAS, "ratelimits.quotas",
+         "credentials", "models", *RULES, "ratelimits.conditional", "permissions", "keys",
+         "transport", "shallow", "context", "openapi", "ratelimits.openapi", "presets",
+         "media", "events", "shapes", "shapes.ci", "shapes.conversation", "shapes.protection",
+         "shapes.repos", "shapes.commits", "shapes.accounts", "shapes.apps", "store", "objects",
+         "inputs", "git", "ids", "times", "actors", "errors"]
 
 
 def modules():

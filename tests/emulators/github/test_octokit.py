@@ -16,7 +16,9 @@ from .test_pygithub import served  # noqa: F401  (the same served emulators)
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 FOLDER = REPO / "var" / "octokit"
-PACKAGES = ("@octokit/rest@22.0.1", "@octokit/plugin-throttling@11.0.5")
+# auth-app: test_app_octokit.py; plugin-throttling: test_rate_limit_clients.py
+PACKAGES = ("@octokit/rest@22.0.1", "@octokit/auth-app@8.3.1", "@octokit/plugin-throttling@11.0.5")
+SCRIPTS = ("octokit_flow.mjs", "app_bot_flow.mjs", "octokit_throttling.mjs")
 
 
 @pytest.fixture(scope="session")
@@ -25,20 +27,20 @@ def octokit_folder():
         pytest.skip("node and npm are not on this machine")
     FOLDER.mkdir(parents=True, exist_ok=True)
     with FileLock(FOLDER.with_name("octokit.lock")):
-        missing = [package for package in PACKAGES if not (
-            FOLDER / "node_modules" / package.rsplit("@", 1)[0]).is_dir()]
-        if missing:
+        installed = FOLDER / "node_modules" / "@octokit"
+        if not all((installed / name.split("/")[1].rsplit("@", 1)[0]).is_dir()
+                   for name in PACKAGES):
             if not (FOLDER / "package.json").exists():
                 (FOLDER / "package.json").write_text('{"name":"octokit-consumer","private":true}\n')
             try:
-                done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", *missing],
-                                      cwd=FOLDER, capture_output=True, text=True, timeout=120)
+                done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", *PACKAGES],
+                                      cwd=FOLDER, capture_output=True, text=True, timeout=180)
             except subprocess.TimeoutExpired:
-                pytest.skip(f"npm install {' '.join(missing)} timed out")
+                pytest.skip(f"npm install {' '.join(PACKAGES)} timed out")
             if done.returncode:
-                pytest.skip(f"npm install {' '.join(missing)} failed: {done.stderr[-500:]}")
+                pytest.skip(f"npm install {' '.join(PACKAGES)} failed: {done.stderr[-500:]}")
         # ESM resolves packages from the script's folder, so the scripts run from there
-        for script in ("octokit_flow.mjs", "octokit_throttling.mjs"):
+        for script in SCRIPTS:
             shutil.copy(HERE / script, FOLDER / script)
     return FOLDER
 

@@ -6,6 +6,7 @@ from emulators.github.actors import synthetic_login
 from emulators.github.ratelimits.quotas import DOCS
 
 from .conftest import B, T0
+from .test_apps import bearer, bot, sign, token_of  # noqa: F401  (an App installed on octo)
 
 REPO = "/repos/synthetic-org/example"
 RESET = T0 // 1000 + 3600  # the frozen clock's window: an hour from the first request
@@ -174,9 +175,26 @@ def test_scope_headers_go_with_classic_tokens_only(seeded):
     assert "repo" in answer.headers["X-OAuth-Scopes"].split(", ")
     assert answer.headers["X-Accepted-OAuth-Scopes"] == "repo"
     assert seeded.get("/rate_limit", headers=token("t")).headers["X-Accepted-OAuth-Scopes"] == ""
-    for value in ("github_pat_fine", "ghs_installation"):
-        assert "X-OAuth-Scopes" not in seeded.get(REPO, headers=token(value)).headers
+    assert "X-OAuth-Scopes" not in seeded.get(REPO, headers=token("github_pat_fine")).headers
     assert "X-OAuth-Scopes" not in seeded.get(REPO).headers
+
+
+def test_an_installation_counts_in_its_window_and_an_apps_jwt_apart(bot, gh):
+    """An installation's tokens share its window; the App's JWT has one of its own."""
+    jwt = bearer(sign(bot["app"]["id"], bot["private_key"]))
+    first, second = (token(token_of(gh, bot).json["token"]) for _ in range(2))
+    demo = "/repos/octo/demo"
+    assert rate(gh.get(demo, headers=first)) == ("5000", "4999", str(RESET), "1", "core")
+    assert "X-OAuth-Scopes" not in gh.get(demo, headers=second).headers  # (its second)
+    assert rate(gh.get("/app", headers=jwt))[3] == "3"  # the two token mints, then this
+    assert gh.get("/rate_limit", headers=second).json["resources"]["core"]["used"] == 2
+    gh.rate_limits(core=3)
+    gh.get(demo, headers=first, status=200)
+    refused = gh.get(demo, headers=second, status=403)
+    installation = bot["installations"][0]["id"]
+    assert refused.json["message"] == f"API rate limit exceeded for installation ID {installation}."
+    assert gh.get("/app", headers=jwt, status=403).json["message"] == \
+        f"API rate limit exceeded for app ID {bot['app']['id']}."
 
 
 def test_the_secondary_limit_preset_stays_a_429_with_retry_after(seeded):

@@ -116,3 +116,25 @@ def test_a_mirror_gets_the_body_limit_of_its_operation(mirrored):
         assert res.status_code == 201, (path, res.text)
     past = requests.post(mirrored.url + "/mirror/items", json={"name": "x" * 1_000}, timeout=5)
     assert past.status_code == 413
+
+
+def test_a_provider_reads_the_operation_the_runtime_matched(tmp_path):
+    import falcon
+
+    from emulators.runtime import Service, add_fallback_handlers, operation_of
+    from emulators.pytest_plugin import test_app
+
+    class Echo:
+        def on_get(self, req, resp, name=None):
+            resp.media = {"operation": operation_of(req)}
+
+    def provider():
+        app = add_fallback_handlers(falcon.App())
+        app.add_route("/items/{name}", Echo())
+        app.add_route("/undocumented", Echo())
+        return app
+    document = {"paths": {"/items/{name}": {"get": op("getItem")}}}
+    app = test_app(Service(name="echo", openapi=document, provider_app=provider),
+                   tmp_path / "e.sqlite3")
+    assert app.get("/items/a").json == {"operation": "getItem"}
+    assert app.get("/undocumented").json == {"operation": None}
