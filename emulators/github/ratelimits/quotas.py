@@ -10,7 +10,8 @@ lists (`RESOURCES`); routes here count against `core`, `search`, `code_search` a
 from typing import NamedTuple
 
 from .. import errors
-from ..credentials import identify
+from ..context import route_path
+from ..credentials import Anonymous, identify
 from ..store import GitHubStore
 
 HOUR, MINUTE = 3_600_000, 60_000
@@ -40,7 +41,6 @@ GRAPHQL_PATHS = ("/graphql", "/api/graphql")  # api.github.com's, GitHub Enterpr
 # Resources GitHub serves only with a token: a request without one is refused as
 # unauthenticated (401) before any window, so it is not metered
 TOKEN_ONLY = ("graphql",)
-ENTERPRISE = "/api/v3"  # GitHub Enterprise Server's REST prefix
 
 
 class Caller(NamedTuple):
@@ -62,20 +62,22 @@ def caller(instance, environ):
     try:
         credential = identify(instance, environ)
     except errors.Unauthorized:
-        credential = None
-    if credential is None or credential.kind == ANONYMOUS:
-        address = environ.get("REMOTE_ADDR") or "unknown"
-        return Caller(ANONYMOUS, f"address:{address}", address, None)
-    name = {"installation": lambda: str(credential.installation_id),
-            "app": lambda: str(credential.app["id"])}.get(credential.kind,
-                                                           lambda: credential.login)()
-    return Caller(credential.kind, credential.key, name, getattr(credential, "token", None))
+        credential = Anonymous(environ.get("REMOTE_ADDR") or "unknown")
+    kind = credential.kind
+    if kind == ANONYMOUS:
+        name = credential.address
+    elif kind == "installation":
+        name = str(credential.installation_id)
+    elif kind == "app":
+        name = str(credential.app["id"])
+    else:
+        name = credential.login
+    return Caller(kind, credential.key, name, getattr(credential, "token", None))
 
 
 def resource_of(path):
     """The resource a request to `path` counts against."""
-    if path.startswith(ENTERPRISE + "/"):
-        path = path[len(ENTERPRISE):]
+    path = route_path(path)  # `/api/v3/...`: the same route
     if path in GRAPHQL_PATHS:
         return "graphql"
     if path == "/search/code":

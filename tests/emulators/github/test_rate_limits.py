@@ -102,6 +102,13 @@ def test_search_and_graphql_count_in_windows_of_their_own(seeded):
     assert rate(seeded.get(REPO))[3] == "1"  # core counted none of them
 
 
+def test_the_api_v3_layout_counts_in_the_same_windows(seeded):
+    assert rate(seeded.get("/api/v3" + REPO))[3:] == ("1", "core")
+    assert rate(seeded.get(REPO))[3] == "2"
+    assert seeded.get("/api/v3/rate_limit").json["rate"]["used"] == 2
+    assert rate(seeded.get("/api/v3/search/issues?q=x", status=404))[4] == "search"
+
+
 def test_graphql_without_a_token_is_left_to_its_route_uncounted(seeded):
     """GitHub refuses GraphQL without a token as unauthenticated, not as over a limit of 0."""
     for _ in range(2):
