@@ -9,8 +9,11 @@ import logging
 import falcon
 
 from emulators.runtime import Service, add_fallback_handlers, bodies
+from emulators.runtime.mount import BASE_URL_KEY
 
 from . import admin, context, errors, events, media, resources, smart_http
+from .graphql.documents import ENDPOINT as GRAPHQL, operation_id as graphql_operation
+from .graphql.resources import GraphQL
 from .lifecycle.resources import ROUTES as LIFECYCLE_ROUTES, CommitPaths
 from .openapi import DOCUMENT
 from .presets import PRESETS
@@ -49,7 +52,30 @@ ROUTES = (  # path, resource class
     ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack),
     ("/{owner}/{repo}/raw/{tail:path}", resources.Raw),  # where download_url points
     *LIFECYCLE_ROUTES,  # a pull request's life: CI results, conversation, review, merge
+    ("/graphql", GraphQL),  # api.github.com's GraphQL
+    ("/api/graphql", GraphQL),  # GitHub Enterprise Server's (where `gh` sends any other host's)
 )
+ENTERPRISE = "/api/v3"  # GitHub Enterprise Server serves REST under it, and `gh` asks there
+
+
+def operation_path(path):
+    """The route a path is matched on: `/api/v3/<route>` is `<route>`, `/api/graphql` is
+    `/graphql` (GitHub Enterprise Server's layout of the same operations)."""
+    if path.startswith(ENTERPRISE + "/"):
+        return path[len(ENTERPRISE):]
+    return "/graphql" if path == "/api/graphql" else path
+
+
+class EnterprisePrefix:
+    """Serve every REST and git route under `/api/v3` too, as GitHub Enterprise Server does
+    REST: the prefix moves into the base URL, so the URLs an answer carries keep it."""
+
+    def process_request(self, req, resp):
+        if req.path.startswith(ENTERPRISE + "/"):
+            req.path = req.path[len(ENTERPRISE):]
+            req.env["SCRIPT_NAME"] = req.env.get("SCRIPT_NAME", "") + ENTERPRISE
+            if BASE_URL_KEY in req.env:
+                req.env[BASE_URL_KEY] += ENTERPRISE
 
 
 class ApiVersion:
@@ -110,7 +136,8 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
-    app = add_fallback_handlers(falcon.App(middleware=[ApiVersion(), MediaType(), EmptySegments()]))
+    middleware = [EnterprisePrefix(), ApiVersion(), MediaType(), EmptySegments()]
+    app = add_fallback_handlers(falcon.App(middleware=middleware))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource in ROUTES:
         app.add_route(path, resource())
@@ -136,7 +163,10 @@ def create_service(settings=None):
                    # REST and git alike: a token routes through the credential map
                    credential=context.credential,
                    read_operations={"git/upload-pack"}, own_transactions={"git/receive-pack"},
-                   body_limits={"git/receive-pack": smart_http.MAX_PUSH})
+                   body_limits={"git/receive-pack": smart_http.MAX_PUSH},
+                   operation_path=operation_path,
+                   # GraphQL: each query and mutation is journaled and faulted by its name
+                   body_operations={GRAPHQL: graphql_operation})
 
 
 def from_env(environ):

@@ -250,3 +250,10 @@ DOCUMENT["paths"]["/{owner}/{repo}/raw/{tail}"] = {"get": {
     "x-mockingbird-git": True, "parameters": [*_OWNER_REPO, _slash("tail")],
     "responses": {"200": {"description": "the file"}, "404": {"description": "Not Found"}}}}
 DOCUMENT["paths"].update(LIFECYCLE_PATHS)  # a pull request's life
+# GraphQL (graphql/): one route; the runtime names each request by its operation
+# (`graphql/query/<Name>`, `graphql/mutation/<Name>`), and `/api/graphql` is matched as it
+DOCUMENT["paths"]["/graphql"] = {"post": {
+    "operationId": "graphql", "summary": "Run a GraphQL query or mutation",
+    "requestBody": {"required": True, "content": _json("Object")},
+    "responses": {"200": _answer("data and errors", "Object"),
+                  "401": _answer("No credential", "BasicError")}}}

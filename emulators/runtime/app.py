@@ -68,6 +68,7 @@ class Runtime:
         self.admin = Admin(emulator)
         self._locate = emulator.locate  # once per request: one attribute lookup saved
         self._operation = emulator.operation
+        self._named = emulator.named_operation
 
     # -- helpers ----------------------------------------------------------------------------
     @property
@@ -124,6 +125,11 @@ class Runtime:
         branch = environ.get("HTTP_X_MOCKINGBIRD_BRANCH") or MAIN
         at = environ.get("HTTP_X_MOCKINGBIRD_AT")
         operation = self._operation(method, path)
+        reads = operation in self._reads
+        named = self._named(environ, operation, self._limits.get(
+            operation, self.emulator.settings.max_body))
+        if named is not None:  # an operation its body names (GraphQL's behind one route)
+            operation, reads = named
         entry = {"service": self.name, "namespace": namespace, "method": method, "path": path}
         if operation:
             entry["operationId"] = operation
@@ -168,7 +174,7 @@ class Runtime:
                 return self._answer(call, "409 Conflict", error_body(error.message),
                                     [("content-type", JSON)])
 
-        mutation = method in MUTATING and scratch is None and operation not in self._reads
+        mutation = method in MUTATING and scratch is None and not reads
         if mutation and operation not in self._own:
             # One write transaction for the fault check, the handler's writes, the checkpoint
             # and the journal: a single commit per mutation, committed even when the handler
@@ -189,7 +195,7 @@ class Runtime:
                     instance = Instance(self.emulator, namespace, branch, key, method,
                                         environ, (), version)
                     instance.head = head  # an accept() inside commits on it too
-                    return self._dispatch(call, instance, scratch, head)
+                    return self._dispatch(call, instance, scratch, reads, head)
         else:
             version = self.clocks.version()
             hits = self.faults.evaluate(namespace, operation, method, path, version)
@@ -213,10 +219,10 @@ class Runtime:
             with self.db.transaction(commit_on_error=True):
                 instance = Instance(self.emulator, namespace, branch, key, method,
                                     environ, hits, self.clocks.version())
-                return self._dispatch(call, instance, scratch)
+                return self._dispatch(call, instance, scratch, reads)
         instance = Instance(self.emulator, namespace, branch, key, method, environ, hits,
                             version)
-        return self._dispatch(call, instance, scratch)
+        return self._dispatch(call, instance, scratch, reads)
 
     def _answer(self, call, status, body, headers=(), fault=None):
         """Answer without the provider (bad namespace or branch, 409, a fault's response)."""
@@ -231,7 +237,7 @@ class Runtime:
                                 ("x-mockingbird", self.stamp(entry["namespace"]))])
         return [] if entry["method"] == "HEAD" else [body]
 
-    def _dispatch(self, call, instance, scratch, head=None):
+    def _dispatch(self, call, instance, scratch, reads, head=None):
         """Call the provider on `instance`; checkpoint, journal and stamp its answer.
 
         `head` is (timeline moves, transaction restarts, (main's head, next checkpoint number)
@@ -268,7 +274,7 @@ class Runtime:
         entry["status"] = code
         commit = None
         if 200 <= code < 400 and instance.method in MUTATING and scratch is None \
-                and operation not in self._reads:
+                and not reads:
             fresh = instance.fresh_checkpoint()
             if fresh is not None:
                 headers.append(("x-mockingbird-checkpoint", fresh))

@@ -3,6 +3,7 @@ and the one answer to "where does this request go?" (`locate`, then `operation`)
 here: the pipeline (app.py), the admin plane and the fleet take an Emulator and run requests
 over it.
 """
+import io
 import re
 import time
 from urllib.parse import parse_qs
@@ -60,6 +61,7 @@ class Emulator:
         self.started = time.monotonic()
         self._credential = getattr(service, "credential", None)  # None: no lookup per request
         self._operation_path = getattr(service, "operation_path", None)  # None: the path itself
+        self._body_operations = dict(getattr(service, "body_operations", None) or {})
         self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?\Z")
         self._known = set()
 
@@ -98,6 +100,21 @@ class Emulator:
         if self._operation_path is not None:
             path = self._operation_path(path)
         return self.matcher.match(method, path)
+
+    def named_operation(self, environ, operation, limit):
+        """Return (operationId, reads) that the body of a request names, for an operation the
+        service names so (`body_operations`: GraphQL's queries and mutations share one route);
+        None for any other, and for a body without a Content-Length or longer than `limit`
+        (the handler's read refuses it). The body is read here and handed on unchanged."""
+        name = self._body_operations.get(operation)
+        if name is None:
+            return None
+        length = environ.get("CONTENT_LENGTH") or ""
+        if not length.isdigit() or int(length) > limit:
+            return None
+        body = environ["wsgi.input"].read(int(length))
+        environ["wsgi.input"] = io.BytesIO(body)
+        return name(body)
 
     def touch(self, namespace):
         """Remember a namespace (the list only grows)."""

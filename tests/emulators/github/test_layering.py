@@ -4,12 +4,20 @@ from pathlib import Path
 from tests.test_layering import assert_layers_point_down, imports_of
 
 FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
-ORDER = ["app", "admin", "smart_http", "lifecycle.resources", "resources", "context", "models",
+# GraphQL over the rules (graphql/): the answer, the objects it presents, the adapter to the
+# rules, then the generic machinery
+GRAPHQL = ["graphql.execution", "graphql.root", "graphql.mutations", "graphql.repository",
+           "graphql.pulls", "graphql.issues", "graphql.checks", "graphql.actors",
+           "graphql.connections", "graphql.rules", "graphql.resolve", "graphql.documents",
+           "graphql.schema", "graphql.errors"]
+ORDER = ["app", "admin", "graphql.resources", "graphql.schemas", "smart_http",
+         "lifecycle.resources", "resources", "context", *GRAPHQL, "models",
          "lifecycle.merges", "lifecycle.protection", "lifecycle.reviews", "lifecycle.issues",
          "lifecycle.checks", "lifecycle.statuses", "refs", "pulls", "database", "contents",
          "commits", "transport", "shallow", "events", "media", "schemas", "shapes", "store", "objects",
          "git", "ids", "times", "actors", "openapi", "lifecycle.openapi", "presets", "errors"]
-HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources")
+HTTP_LAYER = ("app", "resources", "smart_http", "lifecycle.resources", "graphql.resources",
+              "graphql.schemas")
 
 
 def modules():

@@ -1,0 +1,146 @@
+"""A commit and what CI said of it: `Commit`, `StatusCheckRollup` over commit statuses
+(`StatusContext`) and check runs (`CheckRun`), from REST's shapes and GitHub's rule for the
+rollup."""
+from . import connections
+from .actors import actor
+
+FAILING = {"failure", "error", "timed_out", "cancelled", "action_required",
+           "startup_failure", "stale"}
+
+
+def rollup_state(statuses, runs):
+    """GitHub's rollup of the latest status of each context and the latest run of each name:
+    FAILURE if any failed, PENDING if any has not finished, else SUCCESS; None with neither."""
+    if not statuses and not runs:
+        return None
+    states = [s["state"] for s in statuses] + [
+        (r["conclusion"] if r["status"] == "completed" else "pending") for r in runs]
+    if any(state in FAILING for state in states):
+        return "FAILURE"
+    if "pending" in states:
+        return "PENDING"
+    return "SUCCESS"
+
+
+class Commit:
+    """A commit of a repository (`repository`: its GraphQL object)."""
+
+    typename = "Commit"
+
+    def __init__(self, repository, sha, pull=None):
+        self.repository, self.oid, self.pull = repository, sha, pull
+        self.abbreviated_oid = sha[:7]
+        self.id = f"C_{sha}"
+        self.url = f"{repository.url}/commit/{sha}"
+        self._rest = None
+
+    def _commit(self):
+        if self._rest is None:
+            self._rest = self.repository.rules.commit(self.repository.rest, self.oid) or {
+                "commit": {"message": "", "author": None, "committer": None}}
+        return self._rest
+
+    def message(self, info):
+        return self._commit()["commit"]["message"]
+
+    def message_headline(self, info):
+        return self.message(info).split("\n", 1)[0]
+
+    def message_body(self, info):
+        return self.message(info).partition("\n")[2].strip("\n")
+
+    def _person(self, role):
+        person = self._commit()["commit"][role] or {}
+        account = self._commit().get(role)
+        return {"name": person.get("name"), "email": person.get("email"),
+                "date": person.get("date"), "user": actor(account)}
+
+    def authored_date(self, info):
+        return self._person("author")["date"]
+
+    def committed_date(self, info):
+        return self._person("committer")["date"]
+
+    def author(self, info):
+        return self._person("author")
+
+    def committer(self, info):
+        return self._person("committer")
+
+    def authors(self, info, first=None, last=None, after=None, before=None):
+        return connections.page([self._person("author")], first, last, after, before,
+                                field="authors")
+
+    def status_check_rollup(self, info):
+        rules, repo = self.repository.rules, self.repository.rest
+        statuses, runs = rules.statuses(repo, self.oid), rules.check_runs(repo, self.oid)
+        state = rollup_state(statuses, runs)
+        if state is None:
+            return None
+        required = self.pull.required_contexts() if self.pull is not None else set()
+        contexts = [StatusContext(s, required) for s in statuses] + \
+            [CheckRun(r, required) for r in runs]
+        return {"id": f"SCR_{self.oid}", "state": state, "commit": self,
+                "contexts": lambda info, **page: connections.page(contexts, **page,
+                                                                  field="contexts")}
+
+    def status(self, info):
+        statuses = self.repository.rules.statuses(self.repository.rest, self.oid)
+        if not statuses:
+            return None
+        required = self.pull.required_contexts() if self.pull is not None else set()
+        return {"id": f"S_{self.oid}", "state": rollup_state(statuses, []), "commit": self,
+                "contexts": [StatusContext(s, required) for s in statuses],
+                "context": lambda info, name: next(
+                    (StatusContext(s, required) for s in statuses if s["context"] == name),
+                    None)}
+
+
+class StatusContext:
+    """The latest commit status of one context."""
+
+    typename = "StatusContext"
+
+    def __init__(self, rest, required):
+        self.rest, self._required = rest, required
+        self.id = rest["node_id"]
+        self.context = rest["context"]
+        self.state = rest["state"].upper()
+        self.target_url = rest["target_url"]
+        self.description = rest["description"]
+        self.created_at = rest["created_at"]
+        self.avatar_url = rest["avatar_url"]
+        self.creator = actor(rest.get("creator"))
+
+    def is_required(self, info, pull_request_id=None, pull_request_number=None):
+        return self.context in self._required
+
+
+class CheckRun:
+    """The latest check run of one name."""
+
+    typename = "CheckRun"
+
+    def __init__(self, rest, required):
+        self.rest, self._required = rest, required
+        self.id = rest["node_id"]
+        self.database_id = rest["id"]
+        self.name = rest["name"]
+        self.status = rest["status"].upper()
+        self.conclusion = rest["conclusion"].upper() if rest["conclusion"] else None
+        self.started_at = rest["started_at"]
+        self.completed_at = rest["completed_at"]
+        self.details_url = rest["details_url"]
+        self.url = self.permalink = rest["html_url"]
+        self.title = rest["output"].get("title")
+        self.summary = rest["output"].get("summary")
+        self.text = rest["output"].get("text")
+        self.external_id = rest["external_id"]
+        app = rest["app"]
+        # one GitHub App owns every run (the README's CI results); no Actions workflow runs
+        self.check_suite = {"id": f"CS_{rest['check_suite']['id']}", "workflowRun": None,
+                            "app": {"name": app["name"], "slug": app["slug"],
+                                    "databaseId": app["id"], "id": app["node_id"]}}
+
+    def is_required(self, info, pull_request_id=None, pull_request_number=None):
+        return self.name in self._required

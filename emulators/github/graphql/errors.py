@@ -1,0 +1,88 @@
+"""Errors a GraphQL answer carries in `errors`, with GitHub's `type`; and the HTTP-level
+refusals of the endpoint itself (no credential, a body that is not JSON).
+
+A resolver raises a `Problem`; a REST rule's `GitHubError` raised beneath a resolver is turned
+into one (`from_rest`), so GraphQL refuses what REST refuses, in GraphQL's words.
+"""
+from .. import errors as rest
+
+GRAPHQL_DOCS = "https://docs.github.com/graphql"
+
+
+class Problem(Exception):
+    """One entry of a GraphQL answer's `errors`: GitHub's `type` and message."""
+
+    type = None
+
+    def __init__(self, message):
+        super().__init__(message)
+        self.message = message
+
+
+class NotFound(Problem):
+    type = "NOT_FOUND"
+
+
+class Forbidden(Problem):
+    type = "FORBIDDEN"
+
+
+class Unprocessable(Problem):
+    type = "UNPROCESSABLE"
+
+
+class Unmodelled(Problem):
+    """A field or argument of GitHub's schema the emulator does not model (the REST side's
+    mock-only 501, `mockingbird_unsupported`)."""
+
+    type = "MOCKINGBIRD_UNSUPPORTED"
+
+
+def could_not_resolve(kind, text):
+    """GitHub's NOT_FOUND wording: `Could not resolve to a Repository with the name 'o/r'.`"""
+    return NotFound(f"Could not resolve to {_article(kind)} {kind} with {text}.")
+
+
+def _article(kind):
+    return "an" if kind[0] in "AEIOU" else "a"
+
+
+_TYPES = {403: Forbidden, 404: NotFound}
+
+
+def from_rest(error):
+    """The GraphQL problem of a REST rule's refusal: its status picks the type (404
+    NOT_FOUND, 403 FORBIDDEN, any other 4xx UNPROCESSABLE), its message the words (a
+    validation failure's own message when it has one)."""
+    body = error.body()
+    message = body.get("message") or error.message
+    items = body.get("errors") or []
+    detail = items[0] if items else None
+    if isinstance(detail, dict) and detail.get("message"):
+        message = detail["message"]
+    elif isinstance(detail, str):
+        message = detail
+    if isinstance(error, rest.MockOnlyError):
+        return Unmodelled(message) if error.status == 501 else Unprocessable(message)
+    return _TYPES.get(error.status, Unprocessable)(message)
+
+
+class EndpointError(rest.GitHubError):
+    """A refusal of the GraphQL endpoint itself, in GitHub's envelope for GraphQL."""
+
+    documentation_url = GRAPHQL_DOCS
+
+    def body(self):
+        return {"message": self.message, "documentation_url": self.documentation_url}
+
+
+class RequiresAuthentication(EndpointError, status=401,
+                             message="This endpoint requires you to be authenticated."):
+    """GitHub's GraphQL API answers no request without a credential (REST answers many)."""
+
+    documentation_url = ("https://docs.github.com/graphql/guides/forming-calls-with-graphql"
+                         "#authenticating-with-graphql")
+
+
+class ProblemsParsingJSON(EndpointError, status=400, message="Problems parsing JSON"):
+    """The body is not a JSON object."""
