@@ -78,67 +78,74 @@ class Commit:
         if state is None:
             return None
         required = self.pull.required_contexts() if self.pull is not None else set()
-        contexts = [StatusContext(s, required) for s in statuses] + \
-            [CheckRun(r, required) for r in runs]
+        app = rules.app(repo) if runs else None
+        contexts = [StatusContext(rules, s, required) for s in statuses] + \
+            [CheckRun(self.repository, r, app, required) for r in runs]
         return {"id": f"SCR_{self.oid}", "state": state, "commit": self,
                 "contexts": lambda info, **page: connections.page(contexts, **page,
                                                                   field="contexts")}
 
     def status(self, info):
-        statuses = self.repository.rules.statuses(self.repository.rest, self.oid)
+        rules = self.repository.rules
+        statuses = rules.statuses(self.repository.rest, self.oid)
         if not statuses:
             return None
         required = self.pull.required_contexts() if self.pull is not None else set()
+        contexts = [StatusContext(rules, s, required) for s in statuses]
         return {"id": f"S_{self.oid}", "state": rollup_state(statuses, []), "commit": self,
-                "contexts": [StatusContext(s, required) for s in statuses],
+                "contexts": contexts,
                 "context": lambda info, name: next(
-                    (StatusContext(s, required) for s in statuses if s["context"] == name),
-                    None)}
+                    (c for c in contexts if c.context == name), None)}
 
 
 class StatusContext:
-    """The latest commit status of one context."""
+    """The latest commit status of one context (its record)."""
 
     typename = "StatusContext"
 
-    def __init__(self, rest, required):
-        self.rest, self._required = rest, required
-        self.id = rest["node_id"]
-        self.context = rest["context"]
-        self.state = rest["state"].upper()
-        self.target_url = rest["target_url"]
-        self.description = rest["description"]
-        self.created_at = rest["created_at"]
-        self.avatar_url = rest["avatar_url"]
-        self.creator = actor(rest.get("creator"))
+    def __init__(self, rules, record, required):
+        self.rules, self._required = rules, required
+        self._creator = record["creator"]
+        self.id = record["node_id"]
+        self.context = record["context"]
+        self.state = record["state"].upper()
+        self.target_url = record["target_url"]
+        self.description = record["description"]
+        self.created_at = record["created_at"]
+
+    def creator(self, info):
+        return actor(self.rules.account(self._creator))
+
+    def avatar_url(self, info, size=None):
+        account = self.rules.account(self._creator)
+        return account["avatar_url"] if account else None
 
     def is_required(self, info, pull_request_id=None, pull_request_number=None):
         return self.context in self._required
 
 
 class CheckRun:
-    """The latest check run of one name."""
+    """The latest check run of one name (its record; `app`: REST's shape of its App)."""
 
     typename = "CheckRun"
 
-    def __init__(self, rest, required):
-        self.rest, self._required = rest, required
-        self.id = rest["node_id"]
-        self.database_id = rest["id"]
-        self.name = rest["name"]
-        self.status = rest["status"].upper()
-        self.conclusion = rest["conclusion"].upper() if rest["conclusion"] else None
-        self.started_at = rest["started_at"]
-        self.completed_at = rest["completed_at"]
-        self.details_url = rest["details_url"]
-        self.url = self.permalink = rest["html_url"]
-        self.title = rest["output"].get("title")
-        self.summary = rest["output"].get("summary")
-        self.text = rest["output"].get("text")
-        self.external_id = rest["external_id"]
-        app = rest["app"]
+    def __init__(self, repository, record, app, required):
+        self._required = required
+        self.id = record["node_id"]
+        self.database_id = record["id"]
+        self.name = record["name"]
+        self.status = record["status"].upper()
+        self.conclusion = record["conclusion"].upper() if record["conclusion"] else None
+        self.started_at = record["started_at"]
+        self.completed_at = record["completed_at"]
+        self.url = self.permalink = f"{repository.url}/runs/{record['id']}"  # as REST's html_url
+        self.details_url = record["details_url"] or self.url
+        output = record.get("output") or {}
+        self.title, self.summary = output.get("title"), output.get("summary")
+        self.text = output.get("text")
+        self.external_id = record["external_id"]
         # one GitHub App owns every run (the README's CI results); no Actions workflow runs
-        self.check_suite = {"id": f"CS_{rest['check_suite']['id']}", "workflowRun": None,
+        self.check_suite = {"id": f"CS_{record['suite']}", "workflowRun": None,
                             "app": {"name": app["name"], "slug": app["slug"],
                                     "databaseId": app["id"], "id": app["node_id"]}}
 

@@ -123,13 +123,17 @@ class Rules:
                                          [("per_page", "100")])
 
     def statuses(self, repo, sha):
-        """The latest status of each context of a commit (REST shapes)."""
-        return self.backend.combined_status(*self._names(repo), sha)["statuses"]
+        """The latest status of each context of a commit (the records protection reads)."""
+        return self.backend.latest_statuses(self._key(repo), sha)
 
     def check_runs(self, repo, sha):
-        """The latest check run of each name on a commit (REST shapes)."""
-        return self.backend.list_check_runs(*self._names(repo), sha,
-                                            [("per_page", "100")])["check_runs"]
+        """The latest check run of each name on a commit (the records protection reads; REST's
+        shape of a run lists every pull request at its commit, which GraphQL never shows)."""
+        return self.backend.latest_check_runs(self._key(repo), sha)
+
+    def app(self, repo):
+        """The GitHub App that owns every check run (REST's `app`)."""
+        return self.backend.app_json(self.backend.store.repo(self._key(repo)))
 
     def commit(self, repo, sha):
         """`repos/get-commit`'s answer (without its files), or None."""
