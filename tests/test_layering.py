@@ -168,6 +168,56 @@ def cycles(graph):
     return found
 
 
+def packages_of(graph):
+    """The packages among module_graph's names (a name other names stand under)."""
+    return {name for name in graph if any(other.startswith(f"{name}.") for other in graph)}
+
+
+def folder_graph(graph, package):
+    """The imports between what stands directly in `package` (a dotted name): each module
+    beside the others is a node, each sub-folder one node (`runs/`, all its modules), the
+    package's own `__init__` one more. `graph` is module_graph's; imports inside a sub-folder
+    are left out."""
+    folders = packages_of(graph)
+
+    def node(name):
+        if name == package:
+            return "__init__"
+        first = name[len(package) + 1:].split(".")[0]
+        return f"{first}/" if f"{package}.{first}" in folders else first
+
+    def here(name):
+        return name == package or name.startswith(f"{package}.")
+    nodes = {}
+    for name in filter(here, graph):
+        nodes.setdefault(node(name), set()).update(node(t) for t in graph[name] if here(t))
+    return {name: targets - {name} for name, targets in nodes.items()}
+
+
+def folder_cycles(folder):
+    """The loops that run through a sub-folder, at every level of `folder` (a path from the
+    repository's root): a sub-folder imported by a module beside it that imports, directly or
+    through a third, a module that imports it. Function-level imports count."""
+    graph = module_graph(folders=(folder,), files=())
+    return [[package, loop]
+            for package in sorted(packages_of(graph) | {folder.replace("/", ".")} & set(graph))
+            for loop in cycles(folder_graph(graph, package))
+            if any(name.endswith("/") for name in loop)]
+
+
+def test_the_folder_check_sees_a_sub_folder_in_a_loop_directly_or_through_a_third():
+    graph = {"p": set(), "p.app": {"p.resources", "p.runs.resources"},
+             "p.resources": {"p.runs.backend"}, "p.runs": set(),
+             "p.runs.resources": {"p.resources", "p.runs.backend"}, "p.runs.backend": set()}
+    assert cycles(folder_graph(graph, "p")) == [["resources", "runs/"]]
+    graph["p.resources"] = {"p.errors"}  # the resource builds no backend: a layer again
+    graph["p.errors"] = set()
+    assert cycles(folder_graph(graph, "p")) == []
+    graph.update({"p.jobs": set(), "p.jobs.resources": {"p.resources"},
+                  "p.errors": {"p.jobs.resources"}})  # jobs/ -> resources -> errors -> jobs/
+    assert cycles(folder_graph(graph, "p")) == [["errors", "jobs/", "resources"]]
+
+
 def test_no_import_cycles_anywhere_function_level_imports_included():
     assert cycles(module_graph()) == []
 

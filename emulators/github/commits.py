@@ -28,6 +28,12 @@ def _push_time(when, offset):
     return datetime.fromtimestamp(when, timezone(timedelta(seconds=offset))).isoformat()
 
 
+def message(commit):
+    """A commit's message as GitHub shows it (REST answers, webhook payloads): without the
+    newline git ends a message with; inner lines are kept."""
+    return commit.message.decode("utf-8", "replace").removesuffix("\n")
+
+
 def info(objects, sha):
     """Return a commit's fields GitHub shows `{tree, parents, message, author, committer,
     node_id}`, or None when `sha` is not a commit."""
@@ -35,7 +41,7 @@ def info(objects, sha):
     if commit is None:
         return None
     return {"tree": commit.tree.decode(), "parents": [p.decode() for p in commit.parents],
-            "message": commit.message.decode("utf-8", "replace"),
+            "message": message(commit),
             "author": person(commit.author, commit.author_time, commit.author_timezone),
             "committer": person(commit.committer, commit.commit_time, commit.commit_timezone),
             "node_id": ids.node_id("github-commits", "C_", sha)}
@@ -271,7 +277,7 @@ class CommitRules:
             parent = objects.commit(commit.parents[0].decode()) if commit.parents else None
             changes = objects.changes(parent.tree.decode() if parent else None,
                                       commit.tree.decode())
-            return {"message": commit.message.decode("utf-8", "replace"),
+            return {"message": message(commit),
                     "timestamp": _push_time(commit.commit_time, commit.commit_timezone),
                     "tree_id": commit.tree.decode(),
                     "author": person(commit.author, commit.author_time, commit.author_timezone),

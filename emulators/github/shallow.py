@@ -5,15 +5,61 @@ shallow.c): the client's new shallow boundary and the commits that stop being sh
 
 dulwich reads only `deepen <n>`, and a request carrying `shallow` lines without a deepen (a
 plain fetch into a shallow clone) fails in it, so transport.py takes every shallow request
-out of the body dulwich sees and answers it here. No HTTP, no storage of its own.
+out of the body dulwich sees and answers it here. A push from a shallow clone names its
+shallow commits too; `refused_updates` is receive-pack's rule for it. No HTTP, no storage of
+its own.
 """
-from dulwich.errors import GitProtocolError
 from dulwich.object_store import find_shallow
 from dulwich.objects import Commit, Tag, valid_hexsha
 
 # git's ref_rev_parse_rules, how upload-pack expands a `deepen-not` name
 _DWIM = ("%s", "refs/%s", "refs/tags/%s", "refs/heads/%s", "refs/remotes/%s",
          "refs/remotes/%s/HEAD")
+
+
+class Refused(Exception):
+    """A request git's upload-pack refuses, in git's own words (transport.py sends them as an
+    ERR pkt-line, which git prints as `fatal: remote error: <words>`)."""
+
+
+REFUSED = "shallow update not allowed"  # receive-pack's reason (receive.shallowUpdate off)
+
+
+def refused_updates(store, refs, client, updates):
+    """The refs of a push from a shallow clone that git's receive-pack refuses: those whose
+    new history reaches one of the client's shallow commits (`client`) that the repository's
+    refs (`refs`, before the push) do not reach, as taking them would leave the repository
+    shallow. `updates` are the push's `(new, ref)`, deletions aside.
+
+    receive-pack.c (update_shallow_info) walks down from each new tip and stops at shallow
+    commits and at commits its refs reach; a fast-forward from a `--depth 1` clone stops at
+    the branch's old tip at once."""
+    if not client:
+        return set()
+    tips, reached = set(refs), {}
+    for new, ref in updates:
+        for sha in _down_to(store, new, client, tips):
+            reached.setdefault(sha, set()).add(ref)
+    known = _reached(store, tips, set(reached)) if reached else set()
+    return {ref for sha, names in reached.items() if sha not in known for ref in names}
+
+
+def _down_to(store, tip, bottoms, tips):
+    """The commits of `bottoms` that history from `tip` reaches without passing one of them
+    or one of `tips` (git's shortcut: history under a ref is the server's own)."""
+    seen, found = set(), set()
+    todo = [c.id for c in (_commit(store, tip),) if c]
+    while todo:
+        sha = todo.pop()
+        if sha in seen or sha in tips:
+            continue
+        seen.add(sha)
+        if sha in bottoms:
+            found.add(sha)
+            continue
+        commit = _commit(store, sha)
+        todo.extend(commit.parents if commit else ())
+    return found
 
 
 class Request:
@@ -27,20 +73,21 @@ class Request:
         self.client, self.depth, self.relative = set(), 0, relative
         self.since, self.exclude = None, []
         for line in lines:
-            command, _, value = line.rstrip(b"\n").partition(b" ")
+            line = line.rstrip(b"\n")
+            command, _, value = line.partition(b" ")
             if command == b"shallow":
                 if not valid_hexsha(value):
-                    raise GitProtocolError(f"invalid shallow line: {line!r}")
+                    raise Refused(f"invalid shallow line: {line.decode(errors='replace')}")
                 self.client.add(value)
             elif command == b"deepen":
-                self.depth = _number(line, value)
+                self.depth = _number(line, value, minimum=1)
             elif command == b"deepen-since":
-                self.since = _number(line, value)
+                self.since = _number(line, value, minimum=0)
             else:
                 self.exclude.append(value)
         if self.depth and (self.since is not None or self.exclude):
-            raise GitProtocolError("git upload-pack: deepen and deepen-since (or deepen-not)"
-                                   " cannot be used together")
+            raise Refused("git upload-pack: deepen and deepen-since (or deepen-not)"
+                          " cannot be used together")
 
     @property
     def deepens(self):
@@ -81,16 +128,21 @@ class Request:
             listed.add(sha)
             todo.extend(commit.parents)
         if not listed:
-            raise GitProtocolError("no commits selected for shallow requests")
+            raise Refused("no commits selected for shallow requests")
         border = {sha for sha in listed if any(p not in listed for p in store[sha].parents)}
         return listed - border, border
 
 
-def _number(line, value):
+def _number(line, value, *, minimum):
+    """A deepen's number; git's words for one it cannot read (`Invalid deepen: deepen x`)."""
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise GitProtocolError(f"invalid shallow line: {line!r}") from None
+        number = None
+    if number is None or number < minimum:
+        command = line.partition(b" ")[0].decode()
+        raise Refused(f"Invalid {command}: {line.decode(errors='replace')}")
+    return number
 
 
 def _commit(store, sha):
@@ -107,8 +159,8 @@ def _expand(refs, name):
     """The commit a `deepen-not` name means, expanded as git expands it (exactly one ref)."""
     found = [refs[rule.encode() % name] for rule in _DWIM if rule.encode() % name in refs]
     if len(found) != 1:
-        raise GitProtocolError(f"git upload-pack: ambiguous deepen-not: deepen-not"
-                               f" {name.decode(errors='replace')}")
+        raise Refused(f"git upload-pack: ambiguous deepen-not: deepen-not"
+                      f" {name.decode(errors='replace')}")
     return found[0]
 
 

@@ -14,6 +14,7 @@ import zlib
 from dulwich.errors import (ApplyDeltaError, ChecksumMismatch, GitProtocolError,
                             HangupException, ObjectFormatException)
 from dulwich.protocol import ReceivableProtocol
+from dulwich.objects import valid_hexsha
 from dulwich.refs import DictRefsContainer
 from dulwich.repo import BaseRepo
 from dulwich.object_filters import (CombineFilter, SparseOidFilter, TreeDepthFilter,
@@ -23,6 +24,7 @@ from dulwich.protocol import (CAPABILITY_ATOMIC, CAPABILITY_NO_DONE, CAPABILITY_
 from dulwich.server import (DictBackend, ReceivePackHandler, UploadPackHandler,
                             _ProtocolGraphWalker)
 
+from .shallow import REFUSED, Refused, refused_updates
 from .shallow import Request as ShallowRequest
 
 UPLOAD, RECEIVE = "git-upload-pack", "git-receive-pack"
@@ -75,6 +77,9 @@ class _UploadPack(UploadPackHandler):
 
         def wants_wrapper(refs, depth=None):
             tips = set(refs.values())
+            for sha in self.wanted:  # git answers the first id it does not hold so
+                if valid_hexsha(sha) and sha not in tips and sha not in store:
+                    raise Refused(f"upload-pack: not our ref {sha.decode()}")
             extra = [sha for sha in self.wanted if sha not in tips and sha in store]
             refs = {**refs, **{b"refs/mockingbird/wanted/%d" % n: sha
                                for n, sha in enumerate(extra)}}
@@ -130,12 +135,19 @@ def _needs_paths(spec):
 class _ReceivePack(ReceivePackHandler):
     """receive-pack whose ref updates all go to `apply(commands, atomic)` at once, after the
     pack is stored (objects are immutable rows: a push refused later leaves them unreachable,
-    as git's own receive-pack does)."""
+    as git's own receive-pack does). A push from a shallow clone is taken as git takes it
+    (shallow.py)."""
 
     def __init__(self, backend, args, proto, *, apply, max_input, **kwargs):
         super().__init__(backend, args, proto, **kwargs)
         self._apply = apply
         self._max_input = max_input
+        self._shallow = set()
+
+    def handle(self):
+        if not self.advertise_refs:
+            self._shallow = _shallow_lines(self.proto)
+        super().handle()
 
     def _apply_pack(self, refs):
         if any(new != ZERO for _old, new, _ref in refs):
@@ -148,7 +160,15 @@ class _ReceivePack(ReceivePackHandler):
                 return
         yield b"unpack", b"ok"
         commands = [(old.decode(), new.decode(), ref.decode()) for old, new, ref in refs]
-        for ref, status in self._apply(commands, self.has_capability(CAPABILITY_ATOMIC)):
+        refused = refused_updates(
+            self.repo.object_store, self.repo.get_refs().values(), self._shallow,
+            [(new, ref) for _old, new, ref in refs if new != ZERO])
+        # git's receive-pack leaves such a ref out and applies the others, --atomic or not
+        kept = [c for c in commands if c[2].encode() not in refused]
+        statuses = dict(self._apply(kept, self.has_capability(CAPABILITY_ATOMIC))) \
+            if kept else {}
+        for _old, _new, ref in commands:
+            status = REFUSED if ref.encode() in refused else statuses[ref]
             # a status's further lines are said to the user first (`remote: error: ...`)
             reason, *lines = status.split("\n")
             if lines and self.has_capability(CAPABILITY_SIDE_BAND_64K):
@@ -156,6 +176,22 @@ class _ReceivePack(ReceivePackHandler):
                     self.proto.write_sideband(SIDE_BAND_CHANNEL_PROGRESS,
                                               f"error: {line}\n".encode())
             yield ref.encode(), reason.encode()
+
+
+def _shallow_lines(proto):
+    """Read the `shallow <id>` lines a shallow clone sends before a push's commands
+    (pack-protocol: `update-request = *shallow command-list [packfile]`), which dulwich's
+    receive-pack does not expect, and leave the first command to it: the ids."""
+    found = set()
+    line = proto.read_pkt_line()
+    while line is not None and line.startswith(b"shallow "):
+        sha = line[8:].rstrip(b"\n")
+        if not valid_hexsha(sha):
+            raise GitProtocolError(f"protocol error: expected shallow sha, got {sha!r}")
+        found.add(sha)
+        line = proto.read_pkt_line()
+    proto.unread_pkt_line(line)
+    return found
 
 
 def body_reader(environ):
@@ -193,7 +229,8 @@ def stream(view, read):
     """Run an upload-pack request in a thread of its own and yield its body as it is written
     (a clone's pack is never whole in memory; a slow reader holds back the writer).
 
-    Negotiation errors are raised here, before the first chunk, as ProtocolError."""
+    A request upload-pack refuses is answered with git's ERR pkt-line; one that is not git's
+    protocol raises ProtocolError here, before the first chunk."""
     chunks = queue.Queue(maxsize=_QUEUED)
     cancelled = threading.Event()
 
@@ -217,7 +254,10 @@ def stream(view, read):
             handler = _handler(UPLOAD, view, proto)
             handler.wanted = wanted
             handler.shallow = shallow or None
-            handler.handle()
+            try:
+                handler.handle()
+            except Refused as exc:  # git's upload-pack says why in an ERR pkt-line (HTTP 200)
+                proto.write_pkt_line(f"ERR {exc}".encode())
             put(_DONE)
         except BaseException as exc:  # handed to the reader, which raises it
             try:

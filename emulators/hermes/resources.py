@@ -1,6 +1,6 @@
 """What every Hermes resource shares: auth, bounded bodies, JSON answers with upstream's security
 headers, event streams, CORS and the body limit (the resources are in runs/, openai_compat/ and
-management/).
+management/, which build their backends: this module sits below them).
 
 Auth runs first in every responder (after routing, as aiohttp answers 404/405 before auth);
 CORS runs before routing, as upstream's outermost middleware.
@@ -8,13 +8,10 @@ CORS runs before routing, as upstream's outermost middleware.
 import hmac
 import json
 
-from emulators.runtime import instance_of
 from emulators.runtime.bodies import MAX_BODY  # upstream's request-size limit too
 
 from . import sse
 from .errors import BodyTooLarge, InvalidContentLength, Unauthorized
-from .openai_compat.backend import CompatBackend
-from .runs.backend import HermesBackend
 
 # Security headers of upstream JSON responses (as Hermes 0.19.0 sends them); never on SSE.
 SECURITY_HEADERS = {
@@ -102,7 +99,7 @@ def check_length(req):
 
 
 class HermesResource:
-    """Shared plumbing: settings, auth, bounded body reads, the backends of the request."""
+    """Shared plumbing: settings, auth, bounded body reads."""
 
     def __init__(self, settings):
         self.settings = settings
@@ -115,14 +112,6 @@ class HermesResource:
             token = header[len("Bearer "):].strip() if header.startswith("Bearer ") else None
             if token is None or not hmac.compare_digest(token.encode(), key.encode()):
                 raise Unauthorized()
-
-    def backend(self, req):
-        self.authorize(req)
-        return HermesBackend(instance_of(req))
-
-    def compat(self, req):
-        self.authorize(req)
-        return CompatBackend(instance_of(req), self.settings)
 
     @staticmethod
     def read_body(req):

@@ -4,9 +4,9 @@ transcript, answered as JSON or as a stream of named events, and stored in the s
 from ..errors import AgentCrashed, InvalidSystemMessage, MissingMessage
 from ..inputs import memory_key_of
 from ..sse import frame
+from ..sessions import Turn as StoredTurn
+from ..sessions import json_object
 from ..upstream import arguments_text, flatten, result_text, visible, words
-from .sessions import Turn as StoredTurn
-from .sessions import json_object
 
 THINKING_PREVIEW = 500   # upstream's "_thinking" progress carries the first 500 characters
 

@@ -10,9 +10,9 @@ import os
 import re
 
 from ..errors import InvalidJobId, JobError, JobNotFound
+from ..sessions import SessionBook, Turn
 from ..upstream import flatten
 from . import schedule as schedules
-from .sessions import SessionBook, Turn
 
 # job id -> {id, job, latest}: the job and its latest execution as JSON text, since records do
 # not keep key order and upstream's is part of the answer

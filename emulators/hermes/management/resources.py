@@ -11,6 +11,7 @@ from emulators.runtime import pauser
 
 from ..errors import InvalidFireToken, InvalidPlatform, PlatformEventsUnsupported
 from ..errors import PlatformUnavailable
+from ..openai_compat.resources import CompatResource
 from ..resources import HermesResource, open_stream, send_json
 from ..sse import paced
 from .catalog import Catalog
@@ -52,7 +53,7 @@ def query(req):
             for name, value in req.params.items()}
 
 
-class ApiResource(HermesResource):
+class ApiResource(CompatResource):
     """A route of the sessions/jobs API: the job ticker catches up before any answer, so what
     is due on the namespace clock has run (jobs fill cron sessions)."""
 
@@ -109,7 +110,7 @@ class SessionFork(ApiResource):
         send_json(resp, 201, {"object": "hermes.session", "session": session})
 
 
-class SessionChatTurn(HermesResource):
+class SessionChatTurn(CompatResource):
     """POST /api/sessions/{session_id}/chat: one agent turn, JSON."""
 
     def on_post(self, req, resp, session_id):
@@ -120,7 +121,7 @@ class SessionChatTurn(HermesResource):
         send_json(resp, 200, body, headers)
 
 
-class SessionChatStream(HermesResource):
+class SessionChatStream(CompatResource):
     """POST /api/sessions/{session_id}/chat/stream: one agent turn as named SSE events."""
 
     def on_post(self, req, resp, session_id):
@@ -190,14 +191,14 @@ def origin(req):
     return found
 
 
-class Skills(HermesResource):
+class Skills(CompatResource):
     """GET /v1/skills (SkillList): the namespace's scripted skills."""
 
     def on_get(self, req, resp):
         send_json(resp, 200, Catalog(self.compat(req).instance).skills())
 
 
-class Toolsets(HermesResource):
+class Toolsets(CompatResource):
     """GET /v1/toolsets (ToolsetList)."""
 
     def on_get(self, req, resp):

@@ -13,10 +13,10 @@ from ..errors import (AgentCrashed, AgentIncomplete, InvalidMessages, InvalidReq
                       InvalidSessionId, MessageTypeOnly, NoUserMessage, PreviousResponseNotFound,
                       ResponseNotFound, SessionIdTooLong, Throttled)
 from ..inputs import checked_history, memory_key_of
-from ..management.sessions import SESSION_ENDPOINTS, SessionBook
-from ..management.sessions import Turn as StoredTurn
 from ..runs.backend import EFFECT_KEYS_IGNORED, EFFECT_NO_STEER, EFFECT_THROTTLE
 from ..schemas import TERMINAL
+from ..sessions import SESSION_ENDPOINTS, SessionBook
+from ..sessions import Turn as StoredTurn
 from ..store import HermesStore
 from ..upstream import (arguments_text, chat_usage, coerce_bool, derive_session_id, fingerprint,
                         flatten, json_type, message_item, normalize, path_unsafe, result_text,
@@ -101,7 +101,7 @@ class CompatBackend:
                 f"{'89ab'[int(digits[16], 16) % 4]}{digits[17:20]}-{digits[20:]}")
 
     def sessions(self):
-        """The session book of this instance (management/sessions.py); turns are recorded there."""
+        """The session book of this instance (sessions.py); turns are recorded there."""
         return SessionBook(self.instance, model_name=self.model_name(), hex_digits=self.hex)
 
     def agent_turn(self, turn):

@@ -1,10 +1,18 @@
 """Falcon resources of the OpenAI-compatible surface (health, models, capabilities, chat
 completions, responses): thin responders over CompatBackend."""
-from emulators.runtime import pauser
+from emulators.runtime import instance_of, pauser
 
 from .. import sse
 from ..resources import HermesResource, open_stream, send_json
 from .backend import CompatBackend
+
+
+class CompatResource(HermesResource):
+    """A route answered by CompatBackend: auth first, then the request's backend."""
+
+    def compat(self, req):
+        self.authorize(req)
+        return CompatBackend(instance_of(req), self.settings)
 
 
 class Health(HermesResource):
@@ -14,28 +22,28 @@ class Health(HermesResource):
         send_json(resp, 200, CompatBackend.health())
 
 
-class HealthDetailed(HermesResource):
+class HealthDetailed(CompatResource):
     """GET /health/detailed (HealthDetailed): authenticated."""
 
     def on_get(self, req, resp):
         send_json(resp, 200, self.compat(req).health_detailed())
 
 
-class Models(HermesResource):
+class Models(CompatResource):
     """GET /v1/models (ModelList)."""
 
     def on_get(self, req, resp):
         send_json(resp, 200, self.compat(req).models())
 
 
-class Capabilities(HermesResource):
+class Capabilities(CompatResource):
     """GET /v1/capabilities (Capabilities)."""
 
     def on_get(self, req, resp):
         send_json(resp, 200, self.compat(req).capabilities())
 
 
-class ChatCompletions(HermesResource):
+class ChatCompletions(CompatResource):
     """POST /v1/chat/completions (ChatCompletionCreate): JSON, or SSE with `stream: true`."""
 
     def on_post(self, req, resp):
@@ -51,7 +59,7 @@ class ChatCompletions(HermesResource):
         send_json(resp, 200, body, headers)
 
 
-class Responses(HermesResource):
+class Responses(CompatResource):
     """POST /v1/responses (ResponseCreate): JSON, or SSE events with `stream: true`."""
 
     def on_post(self, req, resp):
@@ -77,7 +85,7 @@ class Responses(HermesResource):
             yield sse.frame({**data, "sequence_number": number}, name)
 
 
-class Response(HermesResource):
+class Response(CompatResource):
     """GET and DELETE /v1/responses/{response_id} (ResponseGet, ResponseDelete)."""
 
     def on_get(self, req, resp, response_id):

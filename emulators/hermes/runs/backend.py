@@ -10,7 +10,7 @@ from . import approvals
 from ..errors import (HermesError, IdempotencyConflict, InvalidIdempotencyKey, InvalidRequest,
                       InvalidSteerInput, RunNotActive, RunNotFound, SteerNotAccepting, TerminalRun,
                       Throttled, Unsupported)
-from ..management.sessions import SessionBook, StoredResult, Turn, input_text
+from ..sessions import SessionBook, StoredResult, Turn, input_text
 from ..schemas import TERMINAL
 from ..store import HermesStore
 

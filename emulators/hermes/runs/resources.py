@@ -9,10 +9,18 @@ from .. import sse
 from ..errors import RunNotFound
 from ..inputs import Submission
 from ..resources import HermesResource, open_stream, send_json
-from .backend import EFFECT_DROP, EFFECT_NO_STEER
+from .backend import EFFECT_DROP, EFFECT_NO_STEER, HermesBackend
 
 
-class Runs(HermesResource):
+class RunResource(HermesResource):
+    """A route of the runs API: auth first, then the request's HermesBackend."""
+
+    def backend(self, req):
+        self.authorize(req)
+        return HermesBackend(instance_of(req))
+
+
+class Runs(RunResource):
     """POST /v1/runs (RunCreate)."""
 
     def on_post(self, req, resp):
@@ -30,14 +38,14 @@ class Runs(HermesResource):
         send_json(resp, 202, admission.body, admission.headers)
 
 
-class Run(HermesResource):
+class Run(RunResource):
     """GET /v1/runs/{run_id} (RunGet)."""
 
     def on_get(self, req, resp, run_id):
         send_json(resp, 200, self.backend(req).get(run_id))
 
 
-class RunStop(HermesResource):
+class RunStop(RunResource):
     """POST /v1/runs/{run_id}/stop (RunStop); the body is ignored."""
 
     def on_post(self, req, resp, run_id):
@@ -49,7 +57,7 @@ class RunStop(HermesResource):
         send_json(resp, 200, body)
 
 
-class RunApproval(HermesResource):
+class RunApproval(RunResource):
     """POST /v1/runs/{run_id}/approval (RunApproval)."""
 
     def on_post(self, req, resp, run_id):
@@ -57,7 +65,7 @@ class RunApproval(HermesResource):
         send_json(resp, 200, backend.approve(run_id, self.read_body(req)))
 
 
-class RunSteer(HermesResource):
+class RunSteer(RunResource):
     """POST /v1/runs/{run_id}/steer (RunSteer)."""
 
     def on_post(self, req, resp, run_id):
@@ -75,7 +83,7 @@ class SteerRoute:
             raise falcon.HTTPNotFound()
 
 
-class RunEvents(HermesResource):
+class RunEvents(RunResource):
     """GET /v1/runs/{run_id}/events: the run's buffered and live events as SSE.
 
     The stream polls the shared store, so any worker can serve it; it sends keepalive comments

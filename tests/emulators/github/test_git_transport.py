@@ -5,6 +5,7 @@ One server for the module (each test resets it); git runs with no user config, n
 """
 import base64
 import os
+import re
 import subprocess
 
 import pytest
@@ -136,6 +137,42 @@ def test_a_pushed_branch_becomes_a_pull_request_that_ci_fetches_and_a_push_moves
     assert refused.returncode != 0 and "deny updating a hidden ref" in refused.stderr
 
 
+def test_a_git_made_commit_message_is_shown_without_the_newline_git_ends_it_with(emu):
+    # GitHub shows `git commit -m first` as "first" (git stores "first\n"), in REST answers
+    # and push payloads alike; a body keeps its inner newlines
+    receiver = Receiver(secret="s")
+    try:
+        emu.seed()
+        requests.put(f"{emu.server.admin_url}/webhook-endpoints", timeout=5, json=[
+            {"url": receiver.url, "secret": "s", "events": ["push"]}]).raise_for_status()
+        work = emu.work()
+        emu.git("push", emu.url(), "main", cwd=work)
+        emu.git("checkout", "-qb", "topic", cwd=work)
+        first = emu.commit(work, "a.txt", "a\n", "first")
+        second = emu.commit(work, "b.txt", "b\n", "Second\n\nWith a body\nof two lines.")
+        assert emu.git("cat-file", "commit", first, cwd=work).stdout.endswith("\n\nfirst\n")
+        emu.git("push", emu.url(), "topic", cwd=work)
+        shown = {first: "first", second: "Second\n\nWith a body\nof two lines."}
+        pull = requests.post(f"{emu.server.url}/repos/octo/demo/pulls", timeout=5, json={
+            "title": "t", "head": "topic", "base": "main"}).json()
+        assert {c["sha"]: c["commit"]["message"]
+                for c in requests.get(pull["commits_url"], timeout=5).json()} == shown
+        for sha, message in shown.items():
+            assert emu.rest(f"/commits/{sha}").json()["commit"]["message"] == message
+            assert emu.rest(f"/git/commits/{sha}").json()["message"] == message
+        listed = emu.rest("/commits?sha=topic").json()
+        assert [c["commit"]["message"] for c in listed[:2]] == [shown[second], shown[first]]
+        compared = emu.rest("/compare/main...topic").json()
+        assert [c["commit"]["message"] for c in compared["commits"]] == list(shown.values())
+        requests.post(f"{emu.server.admin_url}/webhooks/flush", timeout=10).raise_for_status()
+        receiver.wait_for(3)
+        push = [p for _h, p in receiver.received if p.get("after") == second][0]
+        assert [c["message"] for c in push["commits"]][-2:] == list(shown.values())
+        assert push["head_commit"]["message"] == shown[second]
+    finally:
+        receiver.close()
+
+
 def test_a_non_fast_forward_push_is_refused_and_accepted_with_force(emu):
     emu.seed()
     work = emu.work()
@@ -262,7 +299,7 @@ def test_a_push_sends_real_commits_and_synchronize_and_a_deletion_closes_the_pr(
             ("push", None), ("pull_request", "synchronize"), ("push", None),
             ("pull_request", "closed")]
         push = [p for _h, p in receiver.received if p.get("after") == sha][0]
-        assert [c["message"] for c in push["commits"]] == ["Add y\n\nWith a body.\n"]
+        assert [c["message"] for c in push["commits"]] == ["Add y\n\nWith a body."]
         assert push["commits"][0]["added"] == ["y.txt"]
         assert push["commits"][0]["author"]["email"] == "ada@example.com"
         assert push["head_commit"]["id"] == sha
@@ -379,6 +416,93 @@ def test_deepen_shallow_since_and_exclude_answer_as_git_upload_pack_does(emu):
     assert emu.rev(shallow, "origin/main") == emu.rev(work)
 
 
+def _shallow_pushes(emu, url, name):
+    """Pushes from `--depth 1` clones while another clone moves the branches under them: for
+    each, git's exit code and its ref lines (ids aside); then the refs left."""
+    full, seen = emu.folder / f"{name}-full", []
+
+    def push(path, *args):
+        done = emu.git("push", *args, cwd=path, ok=False)
+        lines = [re.sub(r"[0-9a-f]{7,40}", "X", line) for line in done.stderr.splitlines()
+                 if "->" in line or "[deleted]" in line]
+        seen.append((args, done.returncode, lines))
+
+    emu.git("init", "-q", "-b", "main", str(full))
+    for n in range(3):
+        emu.commit(full, "f.txt", f"{n}\n", f"Base {n}")
+    emu.git("push", "-q", url, "main", cwd=full)
+    shallow = emu.folder / f"{name}-shallow"
+    emu.git("clone", "-q", "--depth", "1", url, str(shallow))
+    emu.commit(shallow, "s.txt", "1\n", "From CI")
+    push(shallow, "origin", "main")  # lands: a fast-forward
+    emu.git("pull", "-q", url, "main", cwd=full)
+    emu.commit(full, "f.txt", "moved\n", "Moved on")
+    emu.git("push", "-q", url, "main", cwd=full)
+    emu.commit(shallow, "s.txt", "2\n", "From CI again")
+    push(shallow, "origin", "main")  # git refuses: the remote has work it does not have
+    emu.git("fetch", "-q", "origin", cwd=shallow)
+    push(shallow, "origin", "main")  # now it knows it: a non-fast-forward
+    push(shallow, "--force", "origin", "main")
+
+    emu.git("checkout", "-qb", "side", cwd=full)
+    emu.commit(full, "side.txt", "side\n", "Side")
+    emu.git("push", "-q", url, "side", "main:gone", cwd=full)
+    ci = emu.folder / f"{name}-side"
+    emu.git("clone", "-q", "--depth", "1", "--branch", "side", url, str(ci))
+    emu.commit(ci, "ci.txt", "ci\n", "On side")
+    emu.git("push", "-q", url, ":side", cwd=full)  # its shallow commit is no ref's any more
+    push(ci, "origin", "side")
+    push(ci, "--atomic", "origin", "side:other", ":gone")
+    refs = [line.split("\t")[1] for line in emu.git("ls-remote", url).stdout.splitlines()]
+    return seen, refs
+
+
+def test_a_push_from_a_shallow_clone_is_taken_as_git_receive_pack_takes_it(emu):
+    emu.seed()
+    bare = emu.folder / "bare.git"
+    emu.git("init", "-q", "--bare", "-b", "main", str(bare))
+    # git's own receive-pack (file://) is the reference, GitHub runs it too
+    expected = _shallow_pushes(emu, f"file://{bare}", "by-git")
+    assert _shallow_pushes(emu, emu.url(), "by-emulator") == expected
+    seen, refs = expected
+    assert [(code, lines[0].split("main -> main")[-1]) for _args, code, lines in seen[:4]] == [
+        (0, ""), (1, " (fetch first)"), (1, " (non-fast-forward)"), (0, " (forced update)")]
+    assert seen[4][1:] == (1, [" ! [remote rejected] side -> side (shallow update not allowed)"])
+    # the atomic push keeps its deletion, as git's receive-pack does
+    assert seen[5][1:] == (1, [" - [deleted]         gone",
+                               " ! [remote rejected] side -> other (shallow update not allowed)"])
+    assert refs == ["HEAD", "refs/heads/main"]
+    assert emu.rest("/commits/main").json()["commit"]["message"] == "From CI again"
+
+
+def test_refused_fetches_show_git_upload_pack_own_remote_error(emu):
+    emu.seed(files={"main": {"README.md": "# Demo\n"}})
+    bare = emu.folder / "bare.git"
+    emu.git("clone", "-q", "--bare", emu.url(), str(bare))
+    said = []
+    for n, args in enumerate([["origin", "f" * 40], ["--shallow-exclude=main", "origin", "main"],
+                              ["--shallow-exclude=nope", "origin", "main"]]):
+        done = []
+        for url in (f"file://{bare}", emu.url()):  # git's own upload-pack, then the emulator
+            path = emu.folder / f"fetch-{n}-{len(done)}"
+            emu.git("init", "-q", str(path))
+            emu.git("remote", "add", "origin", url, cwd=path)
+            done.append(emu.git("fetch", *args, cwd=path, ok=False))
+        by_git, by_emulator = done
+        assert by_emulator.returncode == by_git.returncode == 128
+        remote = [line.removeprefix("fatal: remote error: ")
+                  for line in by_emulator.stderr.splitlines()
+                  if line.startswith("fatal: remote error: ")]
+        assert len(remote) == 1 and remote[0] in by_git.stderr, (by_git.stderr, remote)
+        said.append(remote[0])
+    assert said == [f"upload-pack: not our ref {'f' * 40}",
+                    "no commits selected for shallow requests",
+                    "git upload-pack: ambiguous deepen-not: deepen-not nope"]
+    journal = requests.get(f"{emu.server.admin_url}/requests?operationId=git/upload-pack",
+                           timeout=5).json()["requests"]
+    assert {e["status"] for e in journal} == {200}  # as git http-backend answers them
+
+
 def _pkt(line):
     return b"%04x" % (len(line) + 4) + line
 
@@ -392,11 +516,22 @@ def test_garbage_and_broken_packs_are_refused_without_a_crash(emu):
         return requests.post(f"{url}/{service}", data=body, timeout=10, headers={
             **auth, "Content-Type": content_type or f"application/x-{service}-request"})
     assert post("git-upload-pack", b"garbage").status_code == 400
-    assert post("git-upload-pack", _pkt(b"want " + b"f" * 40 + b"\n") + b"00000009done\n"
-                ).status_code == 400  # not an object of this repository
-    want = _pkt(f"want {head}\n".encode())
-    for shallow in (b"shallow nope\n", b"deepen x\n", b"deepen-not refs/heads/absent\n"):
-        assert post("git-upload-pack", want + _pkt(shallow) + b"0000").status_code == 400
+    # a request upload-pack refuses is answered 200 with an ERR pkt-line in git's own words
+    bare = emu.folder / "bare.git"
+    emu.git("clone", "-q", "--bare", emu.url(), str(bare))
+    caps = " multi_ack_detailed side-band-64k thin-pack ofs-delta"  # what git asks for
+    want = _pkt(f"want {head}{caps}\n".encode())
+    for request in [_pkt(f"want {'f' * 40}{caps}\n".encode()) + b"00000009done\n",
+                    *(want + _pkt(line) + b"0000" for line in (
+                        b"shallow nope\n", b"deepen x\n", b"deepen 0\n", b"deepen-since x\n",
+                        b"deepen-not refs/heads/absent\n", b"deepen-not main\n"))]:
+        by_git = subprocess.run(["git", "upload-pack", "--stateless-rpc", str(bare)],
+                                input=request, capture_output=True, env=emu.env)
+        # git's ERR line where it sends one, else the words it dies with
+        expected = by_git.stdout or _pkt(b"ERR " + by_git.stderr.strip()[len(b"fatal: "):])
+        refused = post("git-upload-pack", request)
+        assert (refused.status_code, refused.content) == (200, expected)
+    assert by_git.stderr.decode().strip() == "fatal: no commits selected for shallow requests"
     assert post("git-upload-pack", b"0000", "text/plain").status_code == 415
     command = f"{head} {'1' * 40} refs/heads/main\0report-status\n".encode()
     broken = post("git-receive-pack", _pkt(command) + b"0000" + b"PACK\0\0\0\2\0\0\0\1junk")

@@ -1,7 +1,7 @@
 """Imports point down: app -> admin, the resources of runs/, openai_compat/ and management/ ->
-their backends -> store (sse, upstream, canonical and errors below them all); falcon and
-marshmallow stay in place."""
-from tests.test_layering import module_graph
+their backends -> sessions and store (sse, upstream, canonical and errors below them all), the
+shared resource plumbing below the folders; falcon and marshmallow stay in place."""
+from tests.test_layering import folder_cycles, module_graph
 
 PACKAGE = "emulators.hermes."
 FALCON_OK = {"app", "resources", "runs.resources", "openai_compat.resources",
@@ -15,17 +15,17 @@ ALLOWED = {
     "runs.resources": {"errors", "inputs", "resources", "runs.backend", "sse"},
     "openai_compat.resources": {"openai_compat.backend", "resources", "sse"},
     "management.resources": {"errors", "management.catalog", "management.chat",
-                             "management.jobs", "resources", "sse"},
-    "resources": {"errors", "openai_compat.backend", "runs.backend", "sse"},
-    "openai_compat.backend": {"canonical", "errors", "inputs", "management.sessions",
-                              "runs.backend", "schemas", "sse", "store", "upstream"},
-    "runs.backend": {"canonical", "errors", "inputs", "management.sessions", "runs.approvals",
-                     "schemas", "sse", "store"},
+                             "management.jobs", "openai_compat.resources", "resources", "sse"},
+    "resources": {"errors", "sse"},
+    "openai_compat.backend": {"canonical", "errors", "inputs", "sessions", "runs.backend",
+                              "schemas", "sse", "store", "upstream"},
+    "runs.backend": {"canonical", "errors", "inputs", "sessions", "runs.approvals", "schemas",
+                     "sse", "store"},
     "runs.approvals": {"errors", "inputs", "schemas"},
-    "management.chat": {"errors", "inputs", "management.sessions", "sse", "upstream"},
-    "management.jobs": {"errors", "management.schedule", "management.sessions", "upstream"},
+    "management.chat": {"errors", "inputs", "sessions", "sse", "upstream"},
+    "management.jobs": {"errors", "management.schedule", "sessions", "upstream"},
     "management.catalog": {"errors", "management.toolsets"},
-    "management.sessions": {"canonical", "errors", "upstream"},
+    "sessions": {"canonical", "errors", "upstream"},
     "management.schedule": {"errors"},
     "management.toolsets": set(), "management.openapi": set(),
     "inputs": {"canonical", "errors"},
@@ -45,6 +45,12 @@ def test_every_module_imports_only_downwards():
         short = name[len(PACKAGE):] if name != PACKAGE[:-1] else ""
         inside = {t[len(PACKAGE):] for t in targets if t.startswith(PACKAGE)}
         assert inside <= ALLOWED[short], f"{short} imports {inside - ALLOWED[short]}"
+
+
+def test_no_sub_folder_sits_in_a_loop_with_the_modules_beside_it():
+    # the shared resource plumbing builds no backend: runs/, openai_compat/ and management/
+    # import it, never the other way round
+    assert folder_cycles("emulators/hermes") == []
 
 
 def test_falcon_and_marshmallow_stay_in_their_modules_and_only_the_runtime_is_imported():

@@ -4,10 +4,10 @@ here; `/api/sessions…` reads and edits them. No agent runs in this module.
 """
 import re
 
-from .. import canonical
-from ..errors import (InvalidRequest, InvalidSessionIdCode, InvalidSystemPrompt, InvalidTitle,
+from . import canonical
+from .errors import (InvalidRequest, InvalidSessionIdCode, InvalidSystemPrompt, InvalidTitle,
                       SessionExists, SessionNotFound, UnsupportedSessionFields)
-from ..upstream import arguments_text, path_unsafe, result_text
+from .upstream import arguments_text, path_unsafe, result_text
 
 SESSIONS = "hermes-sessions"          # id -> session row (public fields + system_prompt, ...)
 MESSAGES = "hermes-messages"          # "<session id>:<message id>" -> message object
