@@ -1,15 +1,10 @@
 """Gunicorn settings for `gunicorn -c gunicorn.conf.py spaces.newos4.wsgi:application` (production:
 the chat alone, behind the README's nginx) and `... wsgi:application` (`make serve`: the monolith).
 
-Our own worker (spaces/worker.py): threads that each accept a connection and answer its request
-once it is whole (a reader thread collects the requests of slow clients, and waits for the next
-request on kept-alive connections), and event streams (Hermes emulator) in threads of their
-own, so neither slow clients, idle connections nor streams hold a request thread; several
-workers because all shared state is on disk (thread files, SQLite). Needs gunicorn 26 or later
-(setup.cfg).
-Override any setting on the command line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS.
-Figures: the chat service as shipped beside a PHP build of the same contract (16 php-fpm
-children) behind the same nginx, on a 2-core machine, `-w 2`, medians of interleaved 1-s slices.
+The worker is our own: spaces/serving/worker.py says how it works and why. Several workers,
+because all shared state is on disk (thread files, SQLite). Override any setting on the command
+line (`--bind`, `--workers`) or with GUNICORN_CMD_ARGS. What each choice below measured is in
+the commit that made it (`git log gunicorn.conf.py`); `python -m bench cpus` re-measures one.
 """
 import errno
 import multiprocessing
@@ -17,32 +12,18 @@ import os
 import socket
 import sys
 
-from spaces.worker import AcceptingThreadsWorker, choose_cpu
+from spaces.serving.worker import AcceptingThreadsWorker, choose_cpu
 
 bind = "127.0.0.1:8000"
 workers = min(4, multiprocessing.cpu_count() * 2 + 1)
-# Idle polls and posts as a share of PHP's, one interleaved run: gunicorn's gthread (8 threads)
-# 0.32 and 0.64; this worker with 8 threads 0.40 and 0.73 (same run: 3 threads 0.44 / 0.76,
-# 4 threads 0.48 / 0.76, 6 threads 0.45 / 0.72). gthread spends more CPU per request in its
-# selector, pool and queue than our app does; fewer threads share the GIL with fewer others.
 worker_class = AcceptingThreadsWorker
 # Each worker runs on one CPU, the workers spread over the CPUs the server may use (taskset,
-# systemd's CPUAffinity=); spaces/worker.py's choose_cpu says why. Behind nginx on a 2-core VM,
-# side by side with the same worker unpinned: posts 1.45x the rate with `-w 2` (user CPU per
-# post -15 %, system -14 %), 1.57x while a busy loop held one of the two CPUs, 1.13x with
-# `-w 1`, 1.27x with `-w 4`; idle polls 1.12x. Without nginx, `python -m bench cpus`: posts
-# 1.32x, idle polls 1.11x (while other work loaded the machine).
+# systemd's CPUAffinity=): choose_cpu says why.
 pre_fork = choose_cpu
-# Posts wait on two fsyncs each; threads keep several in flight (a thread waiting on the disk
-# leaves the GIL to the others), and too many only add GIL contention. With a connection per
-# request (nginx without `keepalive`), posts/s as a share of PHP's: 1 thread 0.57; 2 threads
-# 0.76, 0.84; 3 threads 0.75, 0.91, 0.82; 4 threads 0.80, 0.82, 0.66; 6 threads 0.72, 0.80;
-# 8 threads 0.73 (noise +-0.08). Behind nginx's kept connections the late threads answer nearly
-# every request; medians of 8-10 interleaved 1-s slices beside php-fpm with 16 children, posts
-# then idle polls: 3 threads 0.73-0.96 / 0.62-0.78; 4 threads 0.88-1.07 / 1.07; 6 threads
-# 0.84-1.02 / 0.70-1.29; 8 threads 0.69-0.74 (posts). Those runs shared the 2 cores with other
-# work, where more threads are also a larger share of a busy machine.
-# As many late threads answer the requests of slow clients and of kept connections.
+# Request threads per worker, and as many late threads for the requests of slow clients and
+# kept connections. Posts wait on two fsyncs each: threads keep several in flight (a thread
+# waiting on the disk leaves the GIL to the others), and each thread more is one more to share
+# the GIL with.
 threads = 6
 # Per worker process: event streams that get a thread of their own (past that, the thread that
 # answered streams it; streams never occupy the `threads`), and slow clients' requests the
@@ -68,9 +49,7 @@ graceful_timeout = 10
 # itself through NEWOS4_TRUSTED_PROXIES (the same addresses by default).
 forwarded_allow_ips = "127.0.0.1,::1"
 # nginx already logs every request (with the client's address, which gunicorn would log as
-# 127.0.0.1); a second access log, a write by every worker per request, cost idle polls
-# 10-33 % (of PHP: 0.28 -> 0.34, 0.27 -> 0.30, 0.30 -> 0.45 in three interleaved runs;
-# posts within noise).
+# 127.0.0.1); a second access log is a write by every worker per request.
 # `--access-logfile -` turns it back on when gunicorn runs alone (`make serve`).
 accesslog = None
 errorlog = "-"

@@ -1,7 +1,6 @@
-"""What the emulator benchmarks share: client connections and parallel round-trip rates.
-
-gunicorn.conf.py turns keep-alive off, so http.client reconnects for every request; the
-service and the bare app pay that alike."""
+"""What the emulator benchmarks share: client connections and parallel round-trip rates,
+BENCH_CLIENTS (4) clients for BENCH_SECONDS (3) per round. Each client keeps its connection
+while the server does (gunicorn.conf.py's `keepalive`); the service and the bare app alike."""
 import concurrent.futures
 import http.client
 import os
@@ -13,7 +12,8 @@ SERVER = {"workers": 2, "threads": 4, "extra_args": ("--access-logfile", "/dev/n
 
 
 def connect(url, timeout=60):
-    """An HTTP connection to a loopback base URL (reconnects by itself after each answer)."""
+    """An HTTP connection to a loopback base URL (reconnects by itself when the server closed
+    it)."""
     host, port = url.removeprefix("http://").split(":")
     return http.client.HTTPConnection(host, int(port), timeout=timeout)
 

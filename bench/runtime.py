@@ -6,7 +6,8 @@ with several clients (what a client of the emulator sees).
 Then the same write into namespaces of 10 and 10,000 records (a commit copies no rows: ~flat),
 and what one automatic checkpoint adds to a handler's write on its own: the part of the
 overhead that bounds the ratio (node row and its index, branch head, the undo entry of the
-written row, WAL pages, amortized retention)."""
+written row, WAL pages, amortized retention). BENCH_N (3000) requests per side;
+BENCH_BREAKDOWN=1 adds the SQL of one full-pipeline request, statement by statement."""
 import atexit
 import io
 import itertools

@@ -10,7 +10,7 @@ from gunicorn.http import wsgi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spaces.lean import LeanReader, Response, http_date
+from spaces.serving.lean import LeanReader, Response, http_date
 
 PEER, SERVER = ("127.0.0.1", 41234), ("127.0.0.1", 8000)
 # Set by the worker itself, objects compared apart (the input by what it reads).
@@ -87,6 +87,16 @@ def test_scheme_headers_count_only_from_a_trusted_peer():
     stranger = ("192.0.2.7", 5000)
     assert_same(data, peer=stranger)
     assert LeanReader(config()).read(data, stranger, SERVER, 1)[1]["wsgi.url_scheme"] == "http"
+
+
+@pytest.mark.parametrize("proxies, peer, scheme", [
+    ("10.0.0.0/8", "10.1.2.3", "https"), ("10.0.0.0/8", "192.0.2.7", "http"),
+    ("2001:db8::/32, 127.0.0.1", "2001:db8::5", "https"), ("*", "192.0.2.7", "https")])
+def test_trusted_peers_are_the_networks_gunicorn_trusts(proxies, peer, scheme):
+    data = b"GET / HTTP/1.1\r\nX-Forwarded-Proto: https\r\n\r\n"
+    cfg = config(forwarded_allow_ips=proxies)
+    assert_same(data, cfg, peer=(peer, 5000))
+    assert LeanReader(cfg).read(data, (peer, 5000), SERVER, 1)[1]["wsgi.url_scheme"] == scheme
 
 
 @pytest.mark.parametrize("data", [

@@ -8,8 +8,9 @@ import time
 import pytest
 from gunicorn.config import Config
 
-from spaces.reader import CLOSED, HANDOVER, PARTIAL, REQUEST_BUFFER, WHOLE, Incoming
-from spaces.worker import AcceptingThreadsWorker, ClientConnection, SettledConfig, choose_cpu
+from spaces.serving.reader import CLOSED, HANDOVER, PARTIAL, REQUEST_BUFFER, WHOLE, Incoming
+from spaces.serving.worker import (AcceptingThreadsWorker, ClientConnection, SettledConfig,
+                                    choose_cpu)
 
 
 class Recording:

@@ -5,21 +5,31 @@ A control is `handler(call) -> (status, body)`; the admin plane answers a GitHub
 with its own status and mock-only envelope (`{message, code}`).
 """
 
-from . import context, events, times
-from .resources import backend_for
+from . import context, errors, events, times
+from .calls import backend_for
+from .schemas import refs
 
 
 def seed_repository(call):
     """`POST /__admin/github/repositories`: seed one synthetic repository (runtime checkpoints)."""
-    repository = backend_for(call.instance).seed(call.body)
+    repository = backend_for(call.instance).seeding.seed(call.body)
     return 201, {"repository": repository, "simulated": True}
 
 
 def move_ref(call):
-    """`POST /__admin/github/refs/move`: an intervening actor fast-forwards a branch."""
-    reference = backend_for(call.instance).move_ref(call.body)
-    return 200, {"reference": reference, "checkpoint": context.checkpoint(call.instance),
-                 "simulated": True}
+    """`POST /__admin/github/refs/move`: an intervening actor fast-forwards a branch (a
+    non-forced update, answered with the control's own errors)."""
+    given = refs.move(call.body)
+    backend = backend_for(call.instance)
+    repo = backend.repos.get(given["owner"], given["repo"])
+    if repo is None:
+        raise errors.ControlInvalid("Reference does not exist", 422)
+    try:
+        ref = backend.refs.fast_forward(repo["key"], given["ref"], given["sha"])
+    except errors.Unprocessable as exc:
+        raise errors.ControlInvalid(exc.message, 422) from None
+    return 200, {"reference": backend.repos.ref_json(repo, ref),
+                 "checkpoint": context.checkpoint(call.instance), "simulated": True}
 
 
 def webhook_ping(instance, endpoint):

@@ -11,49 +11,106 @@ import falcon
 from emulators.runtime import Service, add_fallback_handlers, bodies
 from emulators.runtime.mount import BASE_URL_KEY
 
-from . import admin, context, errors, events, media, resources, smart_http
+from . import admin, context, errors, events, media
 from .graphql.documents import ENDPOINT as GRAPHQL, operation_id as graphql_operation
 from .graphql.resources import GraphQL
-from .lifecycle.resources import ROUTES as LIFECYCLE_ROUTES, CommitPaths
 from .openapi import DOCUMENT
 from .presets import PRESETS
+from .resources import (checks, commits, contents, git_data, issues, labels, merges, protection,
+                        pulls, refs, repos, reviews, smart_http, statuses)
 
 log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 DEFAULT_PORT = 8828
-ROUTES = (  # path, resource class
-    ("/repos/{owner}/{repo}", resources.Repository),
-    ("/repos/{owner}/{repo}/git/ref/{ref:path}", resources.Ref),
-    ("/repos/{owner}/{repo}/git/matching-refs", resources.MatchingRefs),
-    ("/repos/{owner}/{repo}/git/matching-refs/{ref:path}", resources.MatchingRefs),
-    ("/repos/{owner}/{repo}/git/refs", resources.Refs),
-    ("/repos/{owner}/{repo}/git/refs/{ref:path}", resources.RefItem),
-    ("/repos/{owner}/{repo}/pulls", resources.Pulls),
-    ("/repos/{owner}/{repo}/pulls/{pull_number}", resources.Pull),
-    ("/repos/{owner}/{repo}/pulls/{pull_number}/commits", resources.PullCommits),
-    ("/repos/{owner}/{repo}/pulls/{pull_number}/files", resources.PullFiles),
-    ("/repos/{owner}/{repo}/contents", resources.Contents),
-    ("/repos/{owner}/{repo}/contents/{path:path}", resources.Contents),
-    ("/repos/{owner}/{repo}/readme", resources.Readme),
-    ("/repos/{owner}/{repo}/git/blobs", resources.Blobs),
-    ("/repos/{owner}/{repo}/git/blobs/{file_sha}", resources.Blob),
-    ("/repos/{owner}/{repo}/git/trees", resources.Trees),
-    ("/repos/{owner}/{repo}/git/trees/{tree_sha:path}", resources.Tree),
-    ("/repos/{owner}/{repo}/git/commits", resources.GitCommits),
-    ("/repos/{owner}/{repo}/git/commits/{commit_sha}", resources.GitCommit),
-    ("/repos/{owner}/{repo}/commits", resources.Commits),
-    # a commit, and its statuses and checks below it (lifecycle/resources.py)
-    ("/repos/{owner}/{repo}/commits/{ref:path}", CommitPaths),
-    ("/repos/{owner}/{repo}/compare/{basehead:path}", resources.Compare),
+REPO = "/repos/{owner}/{repo}"
+ROUTES = (  # path, resource class, {method: the operation it answers}
+    (REPO, repos.Repository, {"GET": "repos/get"}),
+    (REPO + "/git/ref/{ref:path}", refs.Ref, {"GET": "git/get-ref"}),
+    (REPO + "/git/matching-refs", refs.MatchingRefs, {"GET": "git/list-matching-refs"}),
+    (REPO + "/git/matching-refs/{ref:path}", refs.MatchingRefs,
+     {"GET": "git/list-matching-refs"}),
+    (REPO + "/git/refs", refs.Refs, {"GET": "git/list-refs", "POST": "git/create-ref"}),
+    (REPO + "/git/refs/{ref:path}", refs.RefItem,
+     {"GET": "git/list-refs", "PATCH": "git/update-ref", "DELETE": "git/delete-ref"}),
+    (REPO + "/pulls", pulls.Pulls, {"GET": "pulls/list", "POST": "pulls/create"}),
+    (REPO + "/pulls/{pull_number}", pulls.Pull, {"GET": "pulls/get", "PATCH": "pulls/update"}),
+    (REPO + "/pulls/{pull_number}/commits", pulls.PullCommits, {"GET": "pulls/list-commits"}),
+    (REPO + "/pulls/{pull_number}/files", pulls.PullFiles, {"GET": "pulls/list-files"}),
+    (REPO + "/contents", contents.Contents, {
+        "GET": "repos/get-content", "PUT": "repos/create-or-update-file-contents",
+        "DELETE": "repos/delete-file"}),
+    (REPO + "/contents/{path:path}", contents.Contents, {
+        "GET": "repos/get-content", "PUT": "repos/create-or-update-file-contents",
+        "DELETE": "repos/delete-file"}),
+    (REPO + "/readme", contents.Readme, {"GET": "repos/get-readme"}),
+    (REPO + "/git/blobs", git_data.Blobs, {"POST": "git/create-blob"}),
+    (REPO + "/git/blobs/{file_sha}", git_data.Blob, {"GET": "git/get-blob"}),
+    (REPO + "/git/trees", git_data.Trees, {"POST": "git/create-tree"}),
+    (REPO + "/git/trees/{tree_sha:path}", git_data.Tree, {"GET": "git/get-tree"}),
+    (REPO + "/git/commits", git_data.GitCommits, {"POST": "git/create-commit"}),
+    (REPO + "/git/commits/{commit_sha}", git_data.GitCommit, {"GET": "git/get-commit"}),
+    (REPO + "/commits", commits.Commits, {"GET": "repos/list-commits"}),
+    # a commit, and its statuses and checks below it (`CommitPaths.TAILS`)
+    (REPO + "/commits/{ref:path}", commits.CommitPaths, {"GET": "repos/get-commit"}),
+    (REPO + "/compare/{basehead:path}", commits.Compare,
+     {"GET": "repos/compare-commits-with-basehead"}),
     # git's smart HTTP protocol, where `clone_url` points (`{repo}` may end in `.git`)
-    ("/{owner}/{repo}/info/refs", smart_http.InfoRefs),
-    ("/{owner}/{repo}/git-upload-pack", smart_http.UploadPack),
-    ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack),
-    ("/{owner}/{repo}/raw/{tail:path}", resources.Raw),  # where download_url points
-    *LIFECYCLE_ROUTES,  # a pull request's life: CI results, conversation, review, merge
-    ("/graphql", GraphQL),  # api.github.com's GraphQL
-    ("/api/graphql", GraphQL),  # GitHub Enterprise Server's (where `gh` sends any other host's)
+    ("/{owner}/{repo}/info/refs", smart_http.InfoRefs, {"GET": "git/info-refs"}),
+    ("/{owner}/{repo}/git-upload-pack", smart_http.UploadPack, {"POST": "git/upload-pack"}),
+    ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack, {"POST": "git/receive-pack"}),
+    ("/{owner}/{repo}/raw/{tail:path}", contents.Raw, {"GET": "contents/raw"}),
+    # a pull request's life: CI results, conversation, review, protection, merge
+    (REPO + "/statuses/{sha}", statuses.Statuses, {"POST": "repos/create-commit-status"}),
+    (REPO + "/check-runs", checks.CheckRuns, {"POST": "checks/create"}),
+    (REPO + "/check-runs/{check_run_id}", checks.CheckRun,
+     {"GET": "checks/get", "PATCH": "checks/update"}),
+    (REPO + "/check-runs/{check_run_id}/rerequest", checks.CheckRunRerequest,
+     {"POST": "checks/rerequest-run"}),
+    (REPO + "/check-suites/{check_suite_id}", checks.CheckSuite, {"GET": "checks/get-suite"}),
+    (REPO + "/check-suites/{check_suite_id}/check-runs", checks.CheckSuiteRuns,
+     {"GET": "checks/list-for-suite"}),
+    (REPO + "/issues", issues.Issues, {"GET": "issues/list-for-repo", "POST": "issues/create"}),
+    (REPO + "/issues/comments/{comment_id}", issues.IssueComment, {
+        "GET": "issues/get-comment", "PATCH": "issues/update-comment",
+        "DELETE": "issues/delete-comment"}),
+    (REPO + "/issues/{issue_number}", issues.Issue,
+     {"GET": "issues/get", "PATCH": "issues/update"}),
+    (REPO + "/issues/{issue_number}/comments", issues.IssueComments,
+     {"GET": "issues/list-comments", "POST": "issues/create-comment"}),
+    (REPO + "/issues/{issue_number}/labels", labels.IssueLabels, {
+        "GET": "issues/list-labels-on-issue", "POST": "issues/add-labels",
+        "PUT": "issues/set-labels", "DELETE": "issues/remove-all-labels"}),
+    (REPO + "/issues/{issue_number}/labels/{name}", labels.IssueLabel,
+     {"DELETE": "issues/remove-label"}),
+    (REPO + "/issues/{issue_number}/assignees", issues.IssueAssignees,
+     {"POST": "issues/add-assignees", "DELETE": "issues/remove-assignees"}),
+    (REPO + "/labels", labels.Labels,
+     {"GET": "issues/list-labels-for-repo", "POST": "issues/create-label"}),
+    (REPO + "/labels/{name}", labels.Label,
+     {"GET": "issues/get-label", "PATCH": "issues/update-label", "DELETE": "issues/delete-label"}),
+    (REPO + "/pulls/{pull_number}/reviews", reviews.Reviews,
+     {"GET": "pulls/list-reviews", "POST": "pulls/create-review"}),
+    (REPO + "/pulls/{pull_number}/reviews/{review_id}", reviews.Review,
+     {"GET": "pulls/get-review"}),
+    (REPO + "/pulls/{pull_number}/reviews/{review_id}/events", reviews.ReviewEvents,
+     {"POST": "pulls/submit-review"}),
+    (REPO + "/pulls/{pull_number}/reviews/{review_id}/dismissals", reviews.ReviewDismissals,
+     {"PUT": "pulls/dismiss-review"}),
+    (REPO + "/pulls/{pull_number}/requested_reviewers", reviews.RequestedReviewers, {
+        "GET": "pulls/list-requested-reviewers", "POST": "pulls/request-reviewers",
+        "DELETE": "pulls/remove-requested-reviewers"}),
+    (REPO + "/pulls/{pull_number}/merge", merges.PullMerge,
+     {"GET": "pulls/check-if-merged", "PUT": "pulls/merge"}),
+    (REPO + "/merges", merges.Merges, {"POST": "repos/merge"}),
+    (REPO + "/branches", protection.Branches, {"GET": "repos/list-branches"}),
+    (REPO + "/branches/{branch}", protection.Branch, {"GET": "repos/get-branch"}),
+    (REPO + "/branches/{branch}/protection", protection.BranchProtection, {
+        "GET": "repos/get-branch-protection", "PUT": "repos/update-branch-protection",
+        "DELETE": "repos/delete-branch-protection"}),
+    # GraphQL; GitHub Enterprise Server's `/api/graphql` (where `gh` sends any other host's) is
+    # routed here (EnterprisePrefix)
+    ("/graphql", GraphQL, {"POST": GRAPHQL}),
 )
 ENTERPRISE = "/api/v3"  # GitHub Enterprise Server serves REST under it, and `gh` asks there
 
@@ -67,15 +124,27 @@ def operation_path(path):
 
 
 class EnterprisePrefix:
-    """Serve every REST and git route under `/api/v3` too, as GitHub Enterprise Server does
-    REST: the prefix moves into the base URL, so the URLs an answer carries keep it."""
+    """Serve GitHub Enterprise Server's layout too: every REST and git route under `/api/v3`
+    (the prefix moves into the base URL, so the URLs an answer carries keep it), GraphQL at
+    `/api/graphql`."""
 
     def process_request(self, req, resp):
         if req.path.startswith(ENTERPRISE + "/"):
-            req.path = req.path[len(ENTERPRISE):]
             req.env["SCRIPT_NAME"] = req.env.get("SCRIPT_NAME", "") + ENTERPRISE
             if BASE_URL_KEY in req.env:
                 req.env[BASE_URL_KEY] += ENTERPRISE
+        req.path = operation_path(req.path)
+
+
+class Operations:
+    """Name the operation a request calls (`req.context.operation`, from the route table), so
+    an error a rule raises links that operation's documentation page."""
+
+    def __init__(self):
+        self.of = {}  # resource (as routed) -> {method: operationId}
+
+    def process_resource(self, req, resp, resource, params):
+        req.context.operation = self.of.get(id(resource), {}).get(req.method)
 
 
 class ApiVersion:
@@ -106,11 +175,13 @@ class EmptySegments:
     """
 
     def process_resource(self, req, resp, resource, params):
-        if not isinstance(resource, resources.MatchingRefs) and "" in params.values():
-            raise errors.NotFound("repos/get")
+        if not isinstance(resource, refs.MatchingRefs) and "" in params.values():
+            raise errors.NotFound(operation="repos/get")
 
 
 def _github_error(req, resp, exc, params):
+    if exc.operation is None:
+        exc.operation = req.context.get("operation")
     resp.status = exc.status
     resp.media = exc.body()
     for name, value in exc.headers.items():
@@ -120,7 +191,7 @@ def _github_error(req, resp, exc, params):
 
 def _not_found(req, resp, exc, params):
     # No 405 on GitHub's surface here: any unknown path or method is the generic 404.
-    _github_error(req, resp, errors.NotFound("repos/get"), params)
+    _github_error(req, resp, errors.NotFound(operation="repos/get"), params)
 
 
 def _too_large(req, resp, exc, params):
@@ -136,11 +207,14 @@ def _unexpected(req, resp, exc, params):
 
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
-    middleware = [EnterprisePrefix(), ApiVersion(), MediaType(), EmptySegments()]
-    app = add_fallback_handlers(falcon.App(middleware=middleware))
+    operations = Operations()
+    app = add_fallback_handlers(falcon.App(middleware=[
+        EnterprisePrefix(), ApiVersion(), MediaType(), operations, EmptySegments()]))
     app.req_options.strip_url_path_trailing_slash = False
-    for path, resource in ROUTES:
-        app.add_route(path, resource())
+    for path, resource, methods in ROUTES:
+        routed = resource()
+        operations.of[id(routed)] = methods
+        app.add_route(path, routed)
     app.add_error_handler(Exception, _unexpected)
     app.add_error_handler(falcon.HTTPError, _not_found)
     app.add_error_handler(errors.GitHubError, _github_error)

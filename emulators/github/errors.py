@@ -2,6 +2,8 @@
 sends.
 
 Models and schemas raise these; the provider app and the admin handlers serialise them once.
+A rule does not know which REST operation called it: the provider app names the operation
+(`operation`, whose documentation page GitHub's envelope links) of an error raised without one.
 """
 from emulators.runtime import EmulatorError
 
@@ -11,6 +13,8 @@ DOCS = {
     "repos/get": "https://docs.github.com/rest/repos/repos#get-a-repository",
     "git/get-ref": "https://docs.github.com/rest/git/refs#get-a-reference",
     "git/list-matching-refs": "https://docs.github.com/rest/git/refs#list-matching-references",
+    # the older listing GitHub still serves answers with the matching-refs page
+    "git/list-refs": "https://docs.github.com/rest/git/refs#list-matching-references",
     "git/create-ref": "https://docs.github.com/rest/git/refs#create-a-reference",
     "git/update-ref": "https://docs.github.com/rest/git/refs#update-a-reference",
     "git/delete-ref": "https://docs.github.com/rest/git/refs#delete-a-reference",
@@ -96,6 +100,7 @@ DOCS.update({op: f"https://docs.github.com/rest/{page}" for op, page in {
 }.items()})
 
 TROUBLESHOOTING = "https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api"
+GRAPHQL_DOCS = "https://docs.github.com/graphql"
 
 
 class GitHubError(EmulatorError):
@@ -105,20 +110,26 @@ class GitHubError(EmulatorError):
     message = "Internal Server Error"
     #: whether the provider stamps `x-github-api-version-selected` on this answer
     versioned = True
+    #: the REST operation answered (its documentation page), named by the provider app
+    operation = None
 
     def body(self):
         return {"message": self.message}
+
+    @property
+    def documentation_url(self):
+        return DOCS.get(self.operation, TROUBLESHOOTING)
 
 
 class BasicError(GitHubError):
     """GitHub's basic envelope `{message, documentation_url, status}` (status as a string)."""
 
-    def __init__(self, operation, message=None):
+    def __init__(self, message=None, *, operation=None):
         super().__init__(message)
         self.operation = operation
 
     def body(self):
-        return {"message": self.message, "documentation_url": DOCS[self.operation],
+        return {"message": self.message, "documentation_url": self.documentation_url,
                 "status": str(self.status)}
 
 
@@ -149,10 +160,8 @@ class ValidationFailed(GitHubError):
     status = 422
     message = "Validation Failed"
 
-    def __init__(self, operation, *, field=None, custom=None, resource="PullRequest",
-                 code=None):
+    def __init__(self, *, field=None, custom=None, resource="PullRequest", code=None):
         super().__init__()
-        self.operation = operation
         if custom is not None:
             self.item = {"resource": resource, "code": "custom",
                          **({"field": field} if field else {}), "message": custom}
@@ -161,7 +170,7 @@ class ValidationFailed(GitHubError):
 
     def body(self):
         return {"message": self.message, "errors": [self.item],
-                "documentation_url": DOCS[self.operation], "status": "422"}
+                "documentation_url": self.documentation_url, "status": "422"}
 
 
 class Unmergeable(BasicError, status=405):
@@ -183,13 +192,16 @@ class ReviewRefused(GitHubError):
     status = 422
     message = "Unprocessable Entity"
 
-    def __init__(self, operation, reason):
+    def __init__(self, reason):
         super().__init__()
-        self.operation, self.reason = operation, reason
+        self.reason = reason
+
+    def __str__(self):
+        return self.reason
 
     def body(self):
         return {"message": self.message, "errors": [self.reason],
-                "documentation_url": DOCS[self.operation], "status": "422"}
+                "documentation_url": self.documentation_url, "status": "422"}
 
 
 class PayloadTooLarge(GitHubError):
@@ -241,6 +253,7 @@ class ControlInvalid(MockOnlyError, status=400, code="mockingbird_control_invali
     """A refs/move the intervening-actor control refuses (mock-only)."""
 
 
+CROSS_REPO = "Mockingbird does not model cross-repository heads"
 SYNTHETIC = ("Mockingbird: this repository was seeded with synthetic SHAs (commit ids and parents,"
              " no objects), so it has no files or git objects to serve; seed it with `files` or"
              " a `bundle`, or seed it empty and push to it")
@@ -249,13 +262,12 @@ SYNTHETIC = ("Mockingbird: this repository was seeded with synthetic SHAs (commi
 class SyntheticRepository(MockOnlyError, status=409, code="mockingbird_synthetic_repository"):
     """A git or content operation on a repository seeded with synthetic SHAs (mock-only)."""
 
-    def __init__(self, operation=None):
+    def __init__(self):
         super().__init__(SYNTHETIC)
-        self.operation = operation
 
 
 class RefRejected(GitHubError):
-    """A ref write `write_ref` refuses; `message` is git's reason (`non-fast-forward`,
+    """A ref write `RefRules.write` refuses; `message` is git's reason (`non-fast-forward`,
     `stale info`, `failed to lock`...), which a push reports as `ng <ref> <reason>`."""
 
     status = 422
@@ -263,6 +275,28 @@ class RefRejected(GitHubError):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
+
+
+class GraphQLEndpointError(GitHubError):
+    """A refusal of the GraphQL endpoint itself, before any query runs, in the envelope GitHub's
+    GraphQL API answers it with (no `status`)."""
+
+    documentation_url = GRAPHQL_DOCS
+
+    def body(self):
+        return {"message": self.message, "documentation_url": self.documentation_url}
+
+
+class RequiresAuthentication(GraphQLEndpointError, status=401,
+                             message="This endpoint requires you to be authenticated."):
+    """GitHub's GraphQL API answers no request without a credential (REST answers many)."""
+
+    documentation_url = ("https://docs.github.com/graphql/guides/forming-calls-with-graphql"
+                         "#authenticating-with-graphql")
+
+
+class GraphQLBodyUnparsed(GraphQLEndpointError, status=400, message="Problems parsing JSON"):
+    """A GraphQL request whose body is not a JSON object."""
 
 
 class NotFoundMessage(BasicError, status=404):

@@ -14,9 +14,8 @@ import zlib
 from collections import OrderedDict
 from tempfile import SpooledTemporaryFile
 
-from dulwich._objects import parse_tree
 from dulwich.object_store import MemoryObjectStore
-from dulwich.objects import Blob, Commit, Tree, ShaFile
+from dulwich.objects import Blob, Commit, Tree, ShaFile, parse_tree, sha_to_hex
 from dulwich.pack import OFS_DELTA, REF_DELTA, PackData, UnpackedObjectIterator, apply_delta
 
 BLOB, TREE, COMMIT, TAG = Blob.type_num, Tree.type_num, Commit.type_num, 4
@@ -27,8 +26,8 @@ _SPOOL = 16 * 1024 * 1024  # a received pack larger than this spills to a tempor
 _BATCH = 2000  # objects inserted per statement batch while a pack is unpacked
 DEFAULT_PERSON = {"name": "mockingbird-user", "email": "mockingbird-user@users.noreply.example"}
 # zlib level of stored objects: 0 keeps them in zlib's "stored" blocks, which a pack carries as
-# well as any other, so neither a push nor a clone spends time compressing (bench/git.py: about
-# 2x faster both ways than level 1; the deltas a push brings keep the size near git's)
+# well as any other, so neither a push nor a clone spends time compressing (bench/git.py
+# measures both; the deltas a push brings keep the size near git's)
 _LEVEL = 0
 _CACHE_BYTES = 64 * 1024 * 1024  # resolved objects a store keeps (a delta chain's bases)
 
@@ -87,7 +86,13 @@ class ObjectStore(MemoryObjectStore):
         self._graph = None
 
     def _hex(self, sha):
-        return self._to_hexsha(sha).decode() if isinstance(sha, bytes) else sha
+        if isinstance(sha, str):
+            return sha
+        if len(sha) == 20:
+            return sha_to_hex(sha).decode()
+        if len(sha) != 40:
+            raise ValueError(f"Invalid sha {sha!r}")
+        return sha.decode()
 
     def contains_loose(self, sha):
         sha = self._hex(sha)
@@ -303,7 +308,7 @@ class GitObjects:
     """Read and write one repository's objects: the emulator's object layer.
 
     Every SHA is git's own (a blob written here has the id `git hash-object` gives it). Writes
-    are immutable rows; pointing a ref at a commit is `GitHubBackend.write_ref` (refs.py).
+    are immutable rows; pointing a ref at a commit is `RefRules.write` (models/refs.py).
     """
 
     def __init__(self, rows, *, now_s=time.time):

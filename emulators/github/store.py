@@ -1,9 +1,13 @@
-"""GitHubStore: the emulator's records (repositories, owners, commit graphs, refs, pull requests).
+"""GitHubStore: the emulator's records (repositories, owners, commit graphs, refs, pull requests)
+and the git objects of its repositories.
 
 Everything lives in the instance's record store (shared SQLite), so every gunicorn worker and every
 checkpoint sees the same state. Keys follow the reference: lower-cased owner/name, case-sensitive
 ref names, per-repository PR numbers.
 """
+import time
+
+from .objects import GitObjects
 
 REPOS, OWNERS, GRAPHS, REFS, PULLS = "repositories", "owners", "commits", "refs", "pulls"
 # a pull request's life: CI results, conversation, review, protection (keys in each module)
@@ -24,12 +28,30 @@ def has_objects(repo):
 
 
 class GitHubStore:
-    """Typed access to one instance's records; plain dicts in and out, no rules."""
+    """Typed access to one instance's records; plain dicts in and out, no rules.
 
-    def __init__(self, records, objects=None):
+    `transaction()` runs a block as one write transaction; `object_rows(key)` gives the runtime's
+    object rows of a repository (None: the store serves synthetic repositories only), read
+    through one `GitObjects` per repository and store, whose commits are dated `now_s()`."""
+
+    def __init__(self, records, *, transaction, object_rows=None, now_s=time.time):
         self.records = records
-        # objects(repo key) -> GitObjects of a repository that holds real git objects
-        self.objects = objects
+        self.transaction = transaction
+        self._object_rows = object_rows
+        self._now_s = now_s
+        self._gits = {}  # repository key -> its GitObjects (a store lives for one request)
+
+    @property
+    def holds_objects(self):
+        """Whether the store reads git objects at all (the runtime gave it object rows)."""
+        return self._object_rows is not None
+
+    def git(self, key):
+        """The `GitObjects` of a repository (only for one that holds objects)."""
+        found = self._gits.get(key)
+        if found is None:
+            found = self._gits[key] = GitObjects(self._object_rows(key), now_s=self._now_s)
+        return found
 
     # repositories and owners
     def repo(self, key):
@@ -48,8 +70,8 @@ class GitHubStore:
     # seeding); a git repository's commit objects (objects.py)
     def graph(self, key):
         repo = self.repo(key)
-        if repo is not None and has_objects(repo) and self.objects is not None:
-            return self.objects(key).graph()
+        if repo is not None and has_objects(repo) and self.holds_objects:
+            return self.git(key).graph()
         value = self.records.get(GRAPHS, key)
         return value["parents"] if value else {}
 

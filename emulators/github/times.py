@@ -26,3 +26,17 @@ def normalized(text):
     """An ISO 8601 time a client sent, as GitHub echoes it (UTC, to the second); ValueError
     when it is not one."""
     return datetime.fromtimestamp(epoch_s(text), timezone.utc).strftime(FORMAT)
+
+
+class Clock:
+    """The runtime clock as the rules read it: `ms()` epoch milliseconds, `now()` GitHub's
+    timestamp, `seconds()` what git writes into a commit."""
+
+    def __init__(self, now_ms):
+        self.ms = now_ms
+
+    def now(self):
+        return timestamp(self.ms())
+
+    def seconds(self):
+        return self.ms() // 1000

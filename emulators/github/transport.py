@@ -3,7 +3,7 @@
 dulwich's `UploadPackHandler` negotiates and writes packs (clone, fetch, ls-remote) and its
 `ReceivePackHandler` reads pushes; here they get a repository view (objects from SQLite, the
 refs GitHub advertises) and a push's ref updates go to `apply`, which is
-`GitHubBackend.push` (refs.py): the same path as `git/update-ref`. No HTTP framework here.
+`RefRules.push` (models/refs.py): the same path as `git/update-ref`. No HTTP framework here.
 """
 import gzip
 import io

@@ -12,7 +12,7 @@ from .stopping import pauser
 
 
 def build_wsgi(service, settings=None, **kwargs):
-    """Return the WSGI app of a service under the runtime (its `.runtime` is itself)."""
+    """Return the WSGI app of a service under the runtime: a `Runtime`, with its handles."""
     return Runtime(service, settings, **kwargs)
 
 

@@ -3,8 +3,8 @@ stop until its next write (a Hermes run stream that is idle writes every 30 s).
 
 A server that offers it puts a `threading.Event` in each request's environ under
 STOPPING_KEY and sets it when it begins to stop: the runtime's own listener (server.py) and the
-monolith's gunicorn worker (spaces/worker.py, which names the key itself: it imports nothing of
-the emulators). Under any other server a stream simply waits.
+monolith's gunicorn worker (spaces/serving/worker.py, which names the key itself: it imports
+nothing of the emulators). Under any other server a stream simply waits.
 """
 import time
 

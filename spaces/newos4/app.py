@@ -24,6 +24,7 @@ STATIC = Path(__file__).resolve().parent / "static"
 PAGE_FILES = {
     PAGE_PATH: ("index.html", "text/html; charset=utf-8"),
     f"{PREFIX}/chat.js": ("chat.js", "text/javascript; charset=utf-8"),
+    f"{PREFIX}/messages.js": ("messages.js", "text/javascript; charset=utf-8"),
     f"{PREFIX}/chat.css": ("chat.css", "text/css; charset=utf-8"),
     # Markdown for Hermes' answers, and the sanitizer its HTML goes through (vendor/README.md)
     f"{PREFIX}/vendor/marked.umd.js": ("vendor/marked.umd.js", "text/javascript; charset=utf-8"),

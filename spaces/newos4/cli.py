@@ -19,6 +19,7 @@ EPILOG = """examples:
   chat.py check                        report corrupt or foreign files in the chat folder
   chat.py delete 1a2b3c4d5e6f7081      delete a thread (--force: even a corrupt file)
   chat.py clear-rate 198.51.100.7      forget one client address's per-IP rate window
+  chat.py runs                         the Hermes runs the relay follows (--quiet: ids only)
   chat.py approvals                    approval requests waiting for a decision
   chat.py approve 1a2b3c4d5e6f7081 once  decide one from the host (the relay sends it)
   chat.py pairing approve K7Q2MZ4P     let in the conversation that was given this code

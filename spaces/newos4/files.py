@@ -10,10 +10,9 @@ from filelock import lock_descriptor
 TMP_SUFFIX = ".tmp"
 READ_CHUNK = 65536
 # How often a wait for a lock that another process holds tries again. A post holds its address's
-# window and its thread's lock for its two fsyncs (2-5 ms): a wait then costs that and one
-# interval at most. bench/locks.py (bursts of 16 posts from two processes to one thread and one
-# address): 0.2-1 ms ended no burst sooner than 2 ms and tried up to ten times as often; 5 ms
-# and filelock's default 50 ms made the bursts longer (the longest post 200 ms at 50 ms).
+# window and its thread's lock only for its two fsyncs, so a wait costs that and one interval at
+# most: shorter intervals end no burst of posts sooner and try more often, longer ones (filelock's
+# default among them) make the bursts longer. bench/locks.py compares them.
 POLL_S = 0.002
 
 
@@ -78,6 +77,15 @@ def discard(tmp):
         os.unlink(tmp)
     except FileNotFoundError:
         pass
+
+
+def keep_aside(path, now_ms):
+    """Move a file whose content cannot be used to `<name>.corrupt-<now_ms>` beside it, before
+    anything is written in its place (an OSError here stops the writer: better than writing
+    over the only copy); the new name."""
+    aside = f"{os.path.basename(path)}.corrupt-{now_ms}"
+    os.replace(path, os.path.join(os.path.dirname(path), aside))
+    return aside
 
 
 def read_file(path):
@@ -152,7 +160,7 @@ class Locks:
 
 class _Held:
     """One `with locks(path):`. A class rather than a generator context, and a counted table
-    rather than a WeakValueDictionary: every post takes a lock, and those cost 5 us more."""
+    rather than a WeakValueDictionary: every post takes a lock, and those cost more."""
 
     __slots__ = ("_locks", "_key", "_entry", "_fd")
 

@@ -126,7 +126,7 @@ def _rewrite(fd, data, old_size):
 
 def _read_window(fd):
     """The window file's bytes, at most MAX_WINDOW_BYTES. Read in small chunks: one pread of a
-    1 MiB buffer maps and unmaps that much memory on every post (12 us of a 40-hit window)."""
+    1 MiB buffer maps and unmaps that much memory on every post."""
     parts, size = [], 0
     while size < MAX_WINDOW_BYTES:
         part = os.pread(fd, READ_CHUNK, size)
@@ -138,8 +138,8 @@ def _read_window(fd):
 
 
 # A window as written here: json.dumps({"hits": [...]}) of integers, the same bytes made and
-# read without the json module, which took two thirds of a post's window (19 of 30 us at 40
-# hits). Anything else in the file is read by json.
+# read without the json module, which took most of a post's time in its window. Anything else in
+# the file is read by json.
 WINDOW_HEAD, WINDOW_TAIL = b'{"hits": [', b"]}"
 
 

@@ -166,9 +166,9 @@ class ThreadStore:
     def _create(self, tmp, path, max_threads):
         """Rename a new thread's written file into place unless the cap is reached. Only the
         count and the rename hold the one global lock; the fsyncs happen outside it. The count
-        of creations is kept in a small file, so a new thread costs no scan of the folder (1 ms
-        at 1000 threads, under that lock). Deletions leave it high; at the cap the files are
-        counted before anything is refused, so a refusal is always exact."""
+        of creations is kept in a small file, so a new thread costs no scan of the folder (under
+        that lock, a scan would grow with the threads). Deletions leave it high; at the cap the
+        files are counted before anything is refused, so a refusal is always exact."""
         try:
             with self._locks(self._create_lock_path):
                 known = self._known_count()
@@ -229,7 +229,7 @@ class ThreadStore:
 
     def count(self):
         """How many threads have a file, counted in the folder: one regex pass over the listing
-        (1.5x faster than `len(self.threads())`)."""
+        (no sorted list of names, as `len(self.threads())` would build)."""
         try:
             entries = os.listdir(self.chat_dir)
         except FileNotFoundError:

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from testkit.floor import floor_venv
+from testkit.bounds import bound_venv
 from testkit.servers import REPO
 
 pytestmark = pytest.mark.timeout(180)
@@ -51,7 +51,7 @@ print("kept")
 
 
 def test_the_lowest_declared_filelock_keeps_the_locks_promises(tmp_path_factory, tmp_path):
-    python = floor_venv(tmp_path_factory.mktemp("filelock-floor"), "filelock")
+    python = bound_venv(tmp_path_factory.mktemp("filelock-floor"), "filelock", "lowest")
     done = subprocess.run([python, "-c", PROMISES, str(tmp_path / "t.json.lock")], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout == "kept\n", done.stderr

@@ -15,6 +15,7 @@ import subprocess
 import pytest
 import requests
 
+from spaces.newos4.relay.access import LET_IN_LINE
 from testkit.servers import REPO, gunicorn
 from testkit.shell import Terminal, readmes, run_as_user, sh_blocks, user_env
 
@@ -42,44 +43,66 @@ def test_every_readme_with_a_shell_block_is_run():
 
 def test_the_front_pages_shell_blocks_are_the_quick_start_and_the_first_conversation():
     """The quick start is what the fixtures below play (gunicorn as `make serve` starts it);
-    the first conversation's steps 3 to 5 are typed by the test after it."""
+    the first conversation's steps 3 to 6 are typed by the test after it. What the reader
+    fills in by hand is only the code the page shows (the host is given it)."""
     quick_start, *steps = sh_blocks(FRONT_PAGE)
     assert [line.split("#")[0].strip() for line in quick_start.splitlines()] == \
         ["make serve", "make test"]
-    assert len(steps) == 3
+    assert len(steps) == 5
+    assert re.findall(r"<[A-Z]+>", "".join(steps)) == ["<CODE>"]
 
 
 @needs_curl
 @pytest.mark.gunicorn
 def test_the_first_conversation_as_a_newcomer_types_it(tmp_path):
-    """The front page's five steps against the bundled emulator: the question posted as the
-    page posts it, steps 3 to 5 typed into one plain shell, the code read where the page shows
-    it and the run id where the watcher prints it; the answer is then what the page reads."""
+    """The front page's six steps against the bundled emulator: the questions and the decision
+    posted as the page posts them, steps 3 to 6 typed into one plain shell, the code read where
+    the page shows it; the answers are then what the page reads."""
     env = {"NEWOS4_DATA_DIR": str(tmp_path / "data"), "EMULATORS_DB": str(tmp_path / "e.db")}
-    relay, pair, answer = sh_blocks(FRONT_PAGE)[1:]
+    relay, pair, answer, ask, finish = sh_blocks(FRONT_PAGE)[1:]
     with gunicorn(env=env, workers=2) as url:
         chat = url + "/spaces/newos4/api/chat"
         token = {"X-Chat-Token": secrets.token_hex(32)}
-        asked = requests.post(chat + "/post.php", headers=token,
-                              data=json.dumps({"text": "What is the capital of France?"}))
-        assert asked.json()["success"] is True
+
+        def say(text):
+            said = requests.post(chat + "/post.php", headers=token, data=json.dumps({"text": text}))
+            assert said.json()["success"] is True
+
+        def page():
+            return requests.get(chat + "/poll.php", headers=token).json()["messages"]
+
+        say("What is the capital of France?")
         terminal = Terminal(user_env(**env), ports={8000: url.rsplit(":", 1)[1]})
         try:
             terminal.type(relay)
             terminal.wait_for(r"relay: thread=[0-9a-f]{16} is not let in")
-            page = requests.get(chat + "/poll.php", headers=token).json()["messages"]
-            code = re.search(r"pairing approve ([A-Z0-9]{8})", page[-1]["text"])[1]
+            code = re.search(r"pairing approve ([A-Z0-9]{8})", page()[-1]["text"])[1]
             terminal.type(pair, CODE=code)
             terminal.wait_for(r"let in thread [0-9a-f]{16}")
             run = terminal.wait_for(r"submitted run=(run_\w+)")[1]
-            terminal.type(answer, RUN=run)
+            assert page()[-1]["author"] == "hermes"  # "The host let this conversation in"
+            terminal.type(answer)
             terminal.wait_for(rf"run={run} delivered")
+
+            say("Make /tmp/x writable for everyone")
+            second = terminal.wait_for(rf"submitted run=(?!{run})(run_\w+)")[1]
+            terminal.type(ask)
+            terminal.wait_for(rf"run={second} waits for approval of 'chmod -R 777 /tmp/x'")
+            assert page()[-1]["text"].startswith("Hermes asks before running a command:")
+            say("deny")  # the page's Deny button
+            terminal.wait_for(rf"run={second} approval answered 'deny'")
+            terminal.type(finish)
+            terminal.wait_for(rf"run={second} delivered")
         finally:
             exit_status = terminal.close()
         assert exit_status == 0, terminal.screen
-        page = requests.get(chat + "/poll.php", headers=token).json()["messages"]
-    assert [(m["author"], m["text"]) for m in page][-1] == \
-        ("hermes", "**Paris** is the capital of France.")
+        shown = [(m["author"], m["text"]) for m in page()]
+    assert [author for author, _ in shown] == [
+        "operator", "hermes", "hermes", "hermes", "operator", "hermes", "operator", "hermes"]
+    assert shown[2:5] == [("hermes", LET_IN_LINE), ("hermes", "**Paris** is the capital of France."),
+                          ("operator", "Make /tmp/x writable for everyone")]
+    assert shown[-2:] == [("operator", "deny"),
+                          ("hermes", "I left `/tmp/x` as it was: you denied the command.")]
     assert "PROBLEM" not in terminal.screen
 
 

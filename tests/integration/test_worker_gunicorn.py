@@ -1,5 +1,5 @@
-"""The shipped worker (spaces/worker.py) under real gunicorn: event streams hold no request
-thread, a stop lets requests in flight finish, the heartbeat outlives slow requests, max
+"""The shipped worker (spaces/serving/worker.py) under real gunicorn: event streams hold no
+request thread, a stop lets requests in flight finish, the heartbeat outlives slow requests, max
 requests, several listeners, slow and silent clients (they hold no request thread), a request
 thread's death, TLS settings refused, kept-alive connections (idle in the reader, pipelined,
 bounded, making room for others, a worker killed under them), the WSGI environ."""
@@ -19,7 +19,7 @@ import pytest
 import requests
 
 from emulators.runtime.stopping import STOPPING_KEY
-from spaces import worker
+from spaces.serving import worker
 from spaces.newos4.app import HEALTH_PATH, POLL_PATH
 from spaces.newos4.service import thread_of
 from testkit.servers import REPO, gunicorn, unused_port
@@ -507,7 +507,7 @@ def test_pipelined_requests_are_answered_in_order_and_close_ends_the_connection(
 
 
 def test_a_connection_is_closed_after_its_thousandth_answer(env):
-    from spaces.worker import REQUESTS_PER_CONNECTION
+    from spaces.serving.worker import REQUESTS_PER_CONNECTION
     with gunicorn(env=env, workers=1, threads=1, ready_path=POLL_PATH) as url:
         with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])),
                                       timeout=10) as sock:

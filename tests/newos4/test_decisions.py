@@ -79,11 +79,16 @@ def test_a_word_written_before_hermes_asked_is_an_ordinary_message(
     assert hermes.submits[-1][0]["input"] == "once" and len(hermes.submits) == 2
 
 
-def approve(settings, *argv):
+def chat_py(settings, *argv):
+    """(exit status, stdout, stderr) of `scripts/chat.py ARGV` on the test's data."""
     out, err = io.StringIO(), io.StringIO()
-    status = cli.main(["approve", *argv], stdout=out, stderr=err,
+    status = cli.main(list(argv), stdout=out, stderr=err,
                       environ={"NEWOS4_DATA_DIR": str(settings.data_dir)})
     return status, out.getvalue(), err.getvalue()
+
+
+def approve(settings, *argv):
+    return chat_py(settings, "approve", *argv)
 
 
 def test_the_host_approves_with_always_and_the_thread_is_told_once(
@@ -103,8 +108,7 @@ def test_the_host_approves_with_always_and_the_thread_is_told_once(
     assert [a for a, _ in texts(service, client.thread)] == ["operator", "hermes", "hermes",
                                                              "hermes"]
     assert texts(service, client.thread)[-1] == ("hermes", "Tool result: done")
-    assert state_path(settings).exists() and RelayState(
-        state_path(settings), now_ms=0).threads == {}
+    assert state_path(settings).exists() and RelayState.read(state_path(settings)).threads == {}
     assert len(hermes.submits) == 1
 
 
@@ -136,7 +140,7 @@ def test_the_host_decides_a_request_a_pass_wrote_but_died_before_recording(
     saved = path.read_bytes()
     relay()
     path.write_bytes(saved)  # as if the pass died between the message and the save
-    [row] = pending(RelayState(path, now_ms=0), service)
+    [row] = pending(RelayState.read(path), service)
     assert (row["command"], row["person"]) == (COMMAND, ["once", "session", "deny"])
     status, out, err = approve(settings, client.thread, "once")
     assert (status, err) == (0, "") and "recorded: 'once'" in out
@@ -167,7 +171,7 @@ def test_the_host_decision_is_recorded_once(client, service, hermes, relay, sett
     assert approve(settings, client.thread, "deny")[0] == 0
     status, _, err = approve(settings, client.thread, "once")
     assert status == 1 and "the host already decided 'deny'" in err
-    state = RelayState(state_path(settings), now_ms=0)
+    state = RelayState.read(state_path(settings))
     with pytest.raises(NotPending):
         record_host_decision(state, service, client.thread, "once")
 
@@ -175,7 +179,7 @@ def test_the_host_decision_is_recorded_once(client, service, hermes, relay, sett
 def test_approvals_lists_thread_command_reason_age_and_choices(
         client, service, hermes, relay, settings, clock):
     asked(client, service, hermes, relay)
-    [row] = pending(RelayState(state_path(settings), now_ms=0), service)
+    [row] = pending(RelayState.read(state_path(settings)), service)
     assert (row["thread"], row["command"], row["reason"]) == (
         client.thread, COMMAND, "world/other-writable permissions")
     assert row["choices"] == ["once", "session", "always", "deny"]
@@ -210,3 +214,34 @@ def test_a_malformed_host_record_decides_nothing_and_stops_no_pass(
     client.say("deny")
     relay()
     assert hermes.decisions == [("run_1", "deny")]
+
+
+def runs(settings, *argv):
+    return chat_py(settings, "runs", *argv)
+
+
+def test_runs_lists_each_run_in_flight_newest_first_with_what_it_waits_for(
+        make_app, hermes, clock, settings):
+    testapp, service = make_app()
+    relay = passes(service, hermes)
+    settings.data_dir.mkdir(parents=True)
+    assert runs(settings) == (0, "no Hermes run in flight\n", "")
+    status, out, err = runs(settings, "--quiet")  # what `RUN=$(…)` would catch: nothing
+    assert (status, out) == (1, "") and "no Hermes run in flight" in err
+    first, second = ChatClient(testapp), ChatClient(testapp)
+    asked(first, service, hermes, relay)
+    clock.advance(1000)
+    second.say("What is 6 x 7?")
+    relay()
+    assert runs(settings, "--quiet") == (0, "run_2\nrun_1\n", "")
+    status, out, _ = runs(settings)
+    assert status == 0 and [line.split("  ")[0::3] for line in out.splitlines()] == [
+        ["run_2", "working on an answer"], ["run_1", "waits for the person's decision"]]
+    assert out.splitlines()[1].startswith(f"run_1  thread {first.thread}  submitted ")
+    approve(settings, first.thread, "deny")
+    rows = json.loads(runs(settings, "--json")[1])
+    assert [(r["run"], r["thread"], r["waits"]) for r in rows] == [
+        ("run_2", second.thread, "answer"), ("run_1", first.thread, "host")]
+    with pytest.raises(SystemExit) as usage:  # one or the other
+        runs(settings, "--json", "--quiet")
+    assert usage.value.code == 2

@@ -1,6 +1,7 @@
 """The chat page's files over HTTP: what is served, how it is cached, and what never is.
 (What the page does in a browser: tests/integration/chat_page/.)"""
 import configparser
+import json
 import hashlib
 import re
 from pathlib import Path
@@ -9,7 +10,8 @@ import pytest
 
 from spaces.newos4.app import PAGE_FILES, PAGE_PATH, STATIC
 
-ASSETS = [("/spaces/newos4/chat.js", "text/javascript"), ("/spaces/newos4/chat.css", "text/css"),
+ASSETS = [("/spaces/newos4/chat.js", "text/javascript"),
+          ("/spaces/newos4/messages.js", "text/javascript"), ("/spaces/newos4/chat.css", "text/css"),
           ("/spaces/newos4/vendor/marked.umd.js", "text/javascript"),
           ("/spaces/newos4/vendor/purify.min.js", "text/javascript")]
 REPO = Path(__file__).resolve().parents[2]
@@ -24,7 +26,8 @@ def test_the_page_is_html_that_loads_only_its_own_files(testapp):
     # Relative URLs, so the page works wherever /spaces/newos4/ is mounted; no inline code,
     # which the Content-Security-Policy would refuse anyway.
     assert re.findall(r'(?:src|href)="([^"]+)"', html) == [
-        "data:,", "chat.css", "vendor/marked.umd.js", "vendor/purify.min.js", "chat.js"]
+        "data:,", "chat.css", "vendor/marked.umd.js", "vendor/purify.min.js", "messages.js",
+        "chat.js"]
     assert "<script>" not in html and " style=" not in html
     csp = page.headers["Content-Security-Policy"]
     assert "default-src 'none'" in csp and "script-src 'self'" in csp
@@ -115,3 +118,45 @@ def test_the_vendored_libraries_are_the_unchanged_releases_the_notes_name():
         row = re.search(rf"^\| `{re.escape(name)}` \|.*$", notes, re.MULTILINE).group(0)
         assert f"| {version} |" in row, (name, version, row)
         assert f"`{hashlib.sha256(body).hexdigest()}`" in row, (name, "edited since the release?")
+
+
+def js_strings(source, name):
+    """{key: text} of the object literal `const NAME = {key: "…" + "…", …};` in `source`."""
+    block = re.search(rf"const {name} = \{{(.*?)\}};", source, re.DOTALL).group(1)
+    return {key: "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', value))
+            for key, value in re.findall(r'(\w+): ((?:"(?:[^"\\]|\\.)*"\s*\+?\s*)+),?', block)}
+
+
+def js_const(source, name):
+    """The value of `const NAME = "…";` or `const NAME = /…/flags;` in `source`."""
+    return re.search(rf'const {name} = ("(?:[^"\\]|\\.)*"|/.+?/\w*);', source).group(1)
+
+
+def test_the_chat_manual_lists_every_status_the_page_shows():
+    page = (STATIC / "messages.js").read_text()
+    shown = js_strings(page, "STATUS")
+    manual = (REPO / "spaces" / "newos4" / "README.md").read_text()
+    table = manual[manual.index("**What the page says while you wait.**"):]
+    table = table[:table.index("\n\n", table.index("| status | when |"))]
+    listed = re.findall(r'^\| "([^"]+)" \|', table, re.MULTILINE)
+    assert len(shown) == 5 and sorted(listed) == sorted(shown.values())
+
+
+def test_the_page_reads_the_relays_lines_as_the_relay_writes_them():
+    from spaces.newos4.relay import access, approvals
+    page = (STATIC / "messages.js").read_text()
+    assert json.loads(js_const(page, "NOTICE_MARKER")) == access.NOTICE_MARKER
+    assert json.loads(js_const(page, "LET_IN_LINE")) == access.LET_IN_LINE
+    assert json.loads(js_const(page, "APPROVAL_MARKER")) == approvals.REQUEST_MARKER
+    assert js_const(page, "CHOICE_LINE") == f"/{approvals.CHOICE_LINE.pattern}/gm"
+    decided = re.compile(js_const(page, "HOST_DECIDED")[1:-1])
+    for word in approvals.CHOICE_WORDS:
+        assert decided.match(approvals.host_line(word)).group(1) == word
+    assert js_strings(page, "ALIASES") == approvals.ALIASES
+    request = approvals.request_text({"command": "ls", "description": "why",
+                                      "choices": ["once", "deny"]})
+    invitation = json.loads(js_const(page, "INVITATION"))
+    assert request.count(invitation) == 1 and "- `deny`: " in request.split(invitation)[1]
+    deadline = re.compile(js_const(page, "CODE_DEADLINE")[1:-1])
+    assert deadline.search(access.pairing_text("K7Q2MZ4P", 1_893_460_320_000)).groups() == (
+        "01", "12")

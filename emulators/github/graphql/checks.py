@@ -1,6 +1,7 @@
 """A commit and what CI said of it: `Commit`, `StatusCheckRollup` over commit statuses
 (`StatusContext`) and check runs (`CheckRun`), from REST's shapes and GitHub's rule for the
 rollup."""
+from .. import errors
 from . import connections
 from .actors import actor
 
@@ -36,8 +37,11 @@ class Commit:
 
     def _commit(self):
         if self._rest is None:
-            self._rest = self.repository.rules.commit(self.repository.rest, self.oid) or {
-                "commit": {"message": "", "author": None, "committer": None}}
+            try:
+                self._rest = self.repository.backend.commits.json(self.repository.record,
+                                                                  self.oid)
+            except errors.GitHubError:  # a sha the repository does not hold
+                self._rest = {"commit": {"message": "", "author": None, "committer": None}}
         return self._rest
 
     def message(self, info):
@@ -72,26 +76,27 @@ class Commit:
                                 field="authors")
 
     def status_check_rollup(self, info):
-        rules, repo = self.repository.rules, self.repository.rest
-        statuses, runs = rules.statuses(repo, self.oid), rules.check_runs(repo, self.oid)
+        backend, record = self.repository.backend, self.repository.record
+        statuses = backend.statuses.latest(record["key"], self.oid)
+        runs = backend.checks.latest(record["key"], self.oid)
         state = rollup_state(statuses, runs)
         if state is None:
             return None
         required = self.pull.required_contexts() if self.pull is not None else set()
-        app = rules.app(repo) if runs else None
-        contexts = [StatusContext(rules, s, required) for s in statuses] + \
+        app = backend.checks.app_json(record) if runs else None
+        contexts = [StatusContext(backend, s, required) for s in statuses] + \
             [CheckRun(self.repository, r, app, required) for r in runs]
         return {"id": f"SCR_{self.oid}", "state": state, "commit": self,
                 "contexts": lambda info, **page: connections.page(contexts, **page,
                                                                   field="contexts")}
 
     def status(self, info):
-        rules = self.repository.rules
-        statuses = rules.statuses(self.repository.rest, self.oid)
+        backend = self.repository.backend
+        statuses = backend.statuses.latest(self.repository.record["key"], self.oid)
         if not statuses:
             return None
         required = self.pull.required_contexts() if self.pull is not None else set()
-        contexts = [StatusContext(rules, s, required) for s in statuses]
+        contexts = [StatusContext(backend, s, required) for s in statuses]
         return {"id": f"S_{self.oid}", "state": rollup_state(statuses, []), "commit": self,
                 "contexts": contexts,
                 "context": lambda info, name: next(
@@ -103,8 +108,8 @@ class StatusContext:
 
     typename = "StatusContext"
 
-    def __init__(self, rules, record, required):
-        self.rules, self._required = rules, required
+    def __init__(self, backend, record, required):
+        self.backend, self._required = backend, required
         self._creator = record["creator"]
         self.id = record["node_id"]
         self.context = record["context"]
@@ -114,10 +119,10 @@ class StatusContext:
         self.created_at = record["created_at"]
 
     def creator(self, info):
-        return actor(self.rules.account(self._creator))
+        return actor(self.backend.accounts.find(self._creator))
 
     def avatar_url(self, info, size=None):
-        account = self.rules.account(self._creator)
+        account = self.backend.accounts.find(self._creator)
         return account["avatar_url"] if account else None
 
     def is_required(self, info, pull_request_id=None, pull_request_number=None):

@@ -1,12 +1,10 @@
-"""Errors a GraphQL answer carries in `errors`, with GitHub's `type`; and the HTTP-level
-refusals of the endpoint itself (no credential, a body that is not JSON).
+"""Errors a GraphQL answer carries in `errors`, with GitHub's `type` (the endpoint's own
+refusals, no credential and a body that is not JSON, are errors.py's: they are HTTP answers).
 
 A resolver raises a `Problem`; a REST rule's `GitHubError` raised beneath a resolver is turned
 into one (`from_rest`), so GraphQL refuses what REST refuses, in GraphQL's words.
 """
 from .. import errors as rest
-
-GRAPHQL_DOCS = "https://docs.github.com/graphql"
 
 
 class Problem(Exception):
@@ -65,24 +63,3 @@ def from_rest(error):
     if isinstance(error, rest.MockOnlyError):
         return Unmodelled(message) if error.status == 501 else Unprocessable(message)
     return _TYPES.get(error.status, Unprocessable)(message)
-
-
-class EndpointError(rest.GitHubError):
-    """A refusal of the GraphQL endpoint itself, in GitHub's envelope for GraphQL."""
-
-    documentation_url = GRAPHQL_DOCS
-
-    def body(self):
-        return {"message": self.message, "documentation_url": self.documentation_url}
-
-
-class RequiresAuthentication(EndpointError, status=401,
-                             message="This endpoint requires you to be authenticated."):
-    """GitHub's GraphQL API answers no request without a credential (REST answers many)."""
-
-    documentation_url = ("https://docs.github.com/graphql/guides/forming-calls-with-graphql"
-                         "#authenticating-with-graphql")
-
-
-class ProblemsParsingJSON(EndpointError, status=400, message="Problems parsing JSON"):
-    """The body is not a JSON object."""

@@ -2,6 +2,7 @@
 issue and a pull request share (`Conversation`), from REST's shapes."""
 from . import connections
 from .actors import actor
+from .context import every
 
 
 class Label:
@@ -39,11 +40,12 @@ class IssueComment:
 
 class Conversation:
     """What an issue and a pull request both answer (`rest`: its REST shape, issue or pull;
-    `repository`: the repository's GraphQL object)."""
+    `repository`: the repository's GraphQL object, whose `backend` and `record` the rules
+    take)."""
 
     def __init__(self, repository, rest):
         self.repository, self.rest = repository, rest
-        self.rules = repository.rules
+        self.backend, self.record = repository.backend, repository.record
         self.number = rest["number"]
         self.title = rest["title"]
         self.body = rest["body"] or ""
@@ -69,9 +71,10 @@ class Conversation:
                                 after, before, field="assignees")
 
     def comments(self, info, first=None, last=None, after=None, before=None, order_by=None):
-        found = [IssueComment(c) for c in self.rules.comments(self.repository.rest,
-                                                              self.number)]
-        return connections.page(found, first, last, after, before, field="comments")
+        comments = every(lambda page: self.backend.issues.comments(self.record, self.number,
+                                                                   page))
+        return connections.page([IssueComment(c) for c in comments], first, last, after, before,
+                                field="comments")
 
 
 class Issue(Conversation):

@@ -1,18 +1,29 @@
-"""The mutations `gh` and merge bots send, each through the rule REST's route calls: a pull
-request's opening, edits, merge, closing and reopening; comments, reviews, review requests;
-issues and labels. Each answers its payload (`clientMutationId` echoed)."""
-from .errors import NotFound, Unprocessable, could_not_resolve
+"""The mutations `gh` and merge bots send, each a call of the rule REST's route calls, with
+typed arguments: a pull request's opening, edits, merge, closing and reopening; comments,
+reviews, review requests; issues and labels. What a rule refuses is refused here in GraphQL's
+words (its checks are the rule's own); each mutation answers its payload (`clientMutationId`
+echoed) and is journaled as REST's writes are, accepted with its ids."""
+from .errors import Unprocessable, could_not_resolve
 from .issues import IssueComment
 
+MERGE_METHODS = {"MERGE": "merge", "SQUASH": "squash", "REBASE": "rebase"}
+# updatePullRequest's fields, as `pulls/update` names them
 PULL_FIELDS = {"title": "title", "body": "body", "baseRefName": "base",
                "maintainerCanModify": "maintainer_can_modify"}
 
 
-class Mutations:
-    """Mutation fields of the root (`root`: to present what a mutation made)."""
+def _given(input, names):
+    """{rule keyword: value} of the input fields `names` maps that the input sets (not null)."""
+    return {keyword: input[name] for name, keyword in names.items()
+            if input.get(name) is not None}
 
-    def __init__(self, rules, root):
-        self.rules, self.root = rules, root
+
+class Mutations:
+    """Mutation fields of the root (`root`: to find and present objects by node id)."""
+
+    def __init__(self, context, root):
+        self.context, self.root = context, root
+        self.backend = context.backend
 
     def _node(self, info, node_id, *kinds):
         found = self.root.node(info, node_id)
@@ -20,141 +31,143 @@ class Mutations:
             raise could_not_resolve("node", f"the global id of '{node_id}'")
         return found
 
-    def _again(self, info, pull):
-        """A pull request as it is now (after a write)."""
-        return self.root.node(info, pull.id)
+    def _names(self, info, label_ids):
+        return [self._node(info, label_id, "Label").name for label_id in label_ids]
 
+    def _logins(self, info, user_ids):
+        return [self._node(info, user_id, "User").login for user_id in user_ids]
+
+    def _payload(self, input, **fields):
+        return {"clientMutationId": input.get("clientMutationId"), **fields}
+
+    # pull requests ------------------------------------------------------------------------
     def create_pull_request(self, info, input):
         repository = self._node(info, input["repositoryId"], "Repository")
-        head = input["headRefName"].split(":")[-1]
-        made = self.rules.create_pull(
-            repository.rest, title=input["title"], head=head, base=input["baseRefName"],
-            body=input.get("body"), draft=input.get("draft"),
-            maintainer_can_modify=input.get("maintainerCanModify"))
-        return {"clientMutationId": input.get("clientMutationId"),
-                "pullRequest": self.root.node(info, made["node_id"])}
+        made = self.backend.pulls.create(
+            repository.record, title=input["title"], head=input["headRefName"],
+            base=input["baseRefName"], body=input.get("body"),
+            **_given(input, {"draft": "draft", "maintainerCanModify": "maintainer_can_modify"}))
+        self.context.accepted(pullNumber=str(made["number"]))
+        return self._payload(input, pullRequest=self.root.node(info, made["node_id"]))
 
     def update_pull_request(self, info, input):
         pull = self._node(info, input["pullRequestId"], "PullRequest")
-        fields = {rest: input[name] for name, rest in PULL_FIELDS.items() if name in input}
-        if "state" in input and input["state"]:
+        record, number = pull.repository.record, pull.number
+        fields = _given(input, PULL_FIELDS)
+        if input.get("state"):
             fields["state"] = input["state"].lower()
         if fields:
-            self.rules.update_pull(pull.repository.rest, pull.number, **fields)
-        if input.get("labelIds"):
-            self._label(info, pull, input["labelIds"])
-        if input.get("assigneeIds"):
-            raise Unprocessable("Mockingbird does not model assigneeIds here; "
-                                "use addAssigneesToAssignable")
-        return {"clientMutationId": input.get("clientMutationId"),
-                "pullRequest": self._again(info, pull)}
+            self.backend.pulls.update(record, number, **fields)
+        if input.get("labelIds") is not None:
+            self.backend.labels.replace(record, number, self._names(info, input["labelIds"]))
+        if input.get("assigneeIds") is not None:
+            self.backend.issues.update(record, number,
+                                       assignees=self._logins(info, input["assigneeIds"]))
+        self.context.accepted(pullNumber=str(number))
+        return self._payload(input, pullRequest=self.root.node(info, pull.id))
 
     def merge_pull_request(self, info, input):
         pull = self._node(info, input["pullRequestId"], "PullRequest")
-        self.rules.merge_pull(pull.repository.rest, pull.number,
-                              method=input.get("mergeMethod") or "MERGE",
-                              title=input.get("commitHeadline"),
-                              message=input.get("commitBody"),
-                              sha=input.get("expectedHeadOid"))
-        return {"clientMutationId": input.get("clientMutationId"),
-                "pullRequest": self._again(info, pull), "actor": self.root.viewer(info)}
+        merged = self.backend.merges.merge(
+            pull.repository.record, pull.number,
+            merge_method=MERGE_METHODS[input.get("mergeMethod") or "MERGE"],
+            commit_title=input.get("commitHeadline"), commit_message=input.get("commitBody"),
+            sha=input.get("expectedHeadOid"))
+        self.context.accepted(pullNumber=str(pull.number), sha=merged["sha"])
+        return self._payload(input, pullRequest=self.root.node(info, pull.id),
+                             actor=self.root.viewer(info))
 
     def close_pull_request(self, info, input):
-        pull = self._node(info, input["pullRequestId"], "PullRequest")
-        self.rules.update_pull(pull.repository.rest, pull.number, state="closed")
-        return {"clientMutationId": input.get("clientMutationId"),
-                "pullRequest": self._again(info, pull)}
+        return self._pull_state(info, input, "closed")
 
     def reopen_pull_request(self, info, input):
-        pull = self._node(info, input["pullRequestId"], "PullRequest")
-        self.rules.update_pull(pull.repository.rest, pull.number, state="open")
-        return {"clientMutationId": input.get("clientMutationId"),
-                "pullRequest": self._again(info, pull)}
+        return self._pull_state(info, input, "open")
 
+    def _pull_state(self, info, input, state):
+        pull = self._node(info, input["pullRequestId"], "PullRequest")
+        self.backend.pulls.update(pull.repository.record, pull.number, state=state)
+        self.context.accepted(pullNumber=str(pull.number))
+        return self._payload(input, pullRequest=self.root.node(info, pull.id))
+
+    # the conversation ---------------------------------------------------------------------
     def add_comment(self, info, input):
         subject = self._node(info, input["subjectId"], "PullRequest", "Issue")
-        made = self.rules.comment(subject.repository.rest, subject.number, input["body"])
+        made = self.backend.issues.create_comment(subject.repository.record, subject.number,
+                                                  input["body"])
+        self.context.accepted(commentId=str(made["id"]))
         comment = IssueComment(made)
-        return {"clientMutationId": input.get("clientMutationId"), "subject": subject,
-                "commentEdge": {"cursor": comment.id, "node": comment},
-                "timelineEdge": None}
+        return self._payload(input, subject=self.root.node(info, subject.id),
+                             commentEdge={"cursor": comment.id, "node": comment},
+                             timelineEdge=None)
 
     def add_pull_request_review(self, info, input):
         pull = self._node(info, input["pullRequestId"], "PullRequest")
         if input.get("comments") or input.get("threads"):
             raise Unprocessable("Mockingbird does not model review comments on lines")
-        made = self.rules.review(pull.repository.rest, pull.number,
-                                 event=input.get("event"), body=input.get("body"),
-                                 commit=input.get("commitOID"))
-        return {"clientMutationId": input.get("clientMutationId"),
-                "pullRequestReview": self._review(info, pull, made["node_id"])}
+        made = self.backend.reviews.create(
+            pull.repository.record, pull.number, event=input.get("event"),
+            body=input.get("body"), commit_id=input.get("commitOID"))
+        return self._review(info, input, pull.number, made)
 
     def submit_pull_request_review(self, info, input):
-        pull = None
-        review_id = input.get("pullRequestReviewId")
-        if input.get("pullRequestId"):
-            pull = self._node(info, input["pullRequestId"], "PullRequest")
-        found = self._find_review(info, review_id, pull)
-        made = self.rules.submit_review(found.pull_request.repository.rest,
-                                        found.pull_request.number, found.database_id,
-                                        event=input["event"], body=input.get("body"))
-        return {"clientMutationId": input.get("clientMutationId"),
-                "pullRequestReview": self._review(info, found.pull_request, made["node_id"])}
+        review = self._node(info, input.get("pullRequestReviewId") or "", "PullRequestReview")
+        pull = review.pull_request
+        made = self.backend.reviews.submit(pull.repository.record, pull.number,
+                                           review.database_id, event=input["event"],
+                                           body=input.get("body"))
+        return self._review(info, input, pull.number, made)
+
+    def _review(self, info, input, number, made):
+        self.context.accepted(pullNumber=str(number), reviewId=str(made["id"]))
+        return self._payload(input, pullRequestReview=self.root.node(info, made["node_id"]))
 
     def request_reviews(self, info, input):
+        """Ask the users for a review: besides those asked already (`union`), or instead of
+        them."""
         pull = self._node(info, input["pullRequestId"], "PullRequest")
+        record, number = pull.repository.record, pull.number
+        logins = self._logins(info, input.get("userIds") or ())
+        reviews = self.backend.reviews
+        if not input.get("union"):
+            wanted = {login.lower() for login in logins}
+            gone = [user["login"] for user in reviews.requested(record, number)["users"]
+                    if user["login"].lower() not in wanted]
+            if gone:
+                reviews.unrequest(record, number, gone)
         if input.get("teamIds"):
             raise Unprocessable("Mockingbird does not model teams")
-        logins = [self._node(info, user_id, "User").login
-                  for user_id in input.get("userIds") or ()]
-        if logins:
-            self.rules.request_reviewers(pull.repository.rest, pull.number, logins)
-        return {"clientMutationId": input.get("clientMutationId"),
-                "pullRequest": self._again(info, pull), "requestedReviewersEdge": None}
+        reviews.request(record, number, logins)
+        self.context.accepted(pullNumber=str(number))
+        return self._payload(input, pullRequest=self.root.node(info, pull.id),
+                             requestedReviewersEdge=None)
 
+    # issues and labels --------------------------------------------------------------------
     def create_issue(self, info, input):
         repository = self._node(info, input["repositoryId"], "Repository")
-        labels = [self._node(info, label_id, "Label").name
-                  for label_id in input.get("labelIds") or ()]
-        assignees = [self._node(info, user_id, "User").login
-                     for user_id in input.get("assigneeIds") or ()]
-        made = self.rules.create_issue(repository.rest, title=input["title"],
-                                       body=input.get("body"), labels=labels or None,
-                                       assignees=assignees or None)
-        return {"clientMutationId": input.get("clientMutationId"),
-                "issue": self.root.node(info, made["node_id"])}
+        made = self.backend.issues.create(
+            repository.record, title=input["title"], body=input.get("body"),
+            labels=self._names(info, input.get("labelIds") or ()),
+            assignees=self._logins(info, input.get("assigneeIds") or ()))
+        self.context.accepted(issueNumber=str(made["number"]))
+        return self._payload(input, issue=self.root.node(info, made["node_id"]))
 
     def close_issue(self, info, input):
-        issue = self._node(info, input["issueId"], "Issue")
         reason = input.get("stateReason")
-        self.rules.update_issue(issue.repository.rest, issue.number, state="closed",
-                                state_reason=reason.lower() if reason else None)
-        return {"clientMutationId": input.get("clientMutationId"),
-                "issue": self.root.node(info, issue.id)}
+        return self._issue_state(info, input, "closed", reason.lower() if reason else None)
 
     def reopen_issue(self, info, input):
+        return self._issue_state(info, input, "open", None)
+
+    def _issue_state(self, info, input, state, reason):
         issue = self._node(info, input["issueId"], "Issue")
-        self.rules.update_issue(issue.repository.rest, issue.number, state="open")
-        return {"clientMutationId": input.get("clientMutationId"),
-                "issue": self.root.node(info, issue.id)}
+        self.backend.issues.update(issue.repository.record, issue.number, state=state,
+                                   state_reason=reason)
+        self.context.accepted(issueNumber=str(issue.number))
+        return self._payload(input, issue=self.root.node(info, issue.id))
 
     def add_labels_to_labelable(self, info, input):
         subject = self._node(info, input["labelableId"], "PullRequest", "Issue")
-        self._label(info, subject, input["labelIds"])
-        return {"clientMutationId": input.get("clientMutationId"),
-                "labelable": self.root.node(info, subject.id)}
-
-    def _label(self, info, subject, label_ids):
-        names = [self._node(info, label_id, "Label").name for label_id in label_ids]
-        self.rules.add_labels(subject.repository.rest, subject.number, names)
-
-    def _find_review(self, info, review_id, pull):
-        for candidate in ([pull] if pull else []):
-            for review in candidate._reviews():
-                if review.id == review_id:
-                    return review
-        raise NotFound(f"Could not resolve to a node with the global id of '{review_id}'.")
-
-    def _review(self, info, pull, node_id):
-        fresh = self._again(info, pull)
-        return next((r for r in fresh._reviews() if r.id == node_id), None)
+        self.backend.labels.add(subject.repository.record, subject.number,
+                                self._names(info, input["labelIds"]))
+        self.context.accepted(issueNumber=str(subject.number))
+        return self._payload(input, labelable=self.root.node(info, subject.id))

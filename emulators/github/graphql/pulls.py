@@ -1,8 +1,10 @@
 """`PullRequest` and its reviews as GraphQL presents them, from REST's shapes: `pulls/get`'s
 for what only it carries (mergeability, line counts), the rest from the shape at hand."""
+from .. import errors as rest_errors
 from . import connections
 from .actors import actor
 from .checks import Commit
+from .context import every, found
 from .issues import Conversation
 
 MERGEABLE = {True: "MERGEABLE", False: "CONFLICTING", None: "UNKNOWN"}
@@ -36,8 +38,12 @@ class PullRequest(Conversation):
     def full(self):
         """`pulls/get`'s answer (a listing's items lack mergeability and counts)."""
         if self._full is None:
-            self._full = self.rules.pull(self.repository.rest, self.number)
+            self._full = found(self.backend.pulls.get, self.record, self.number)
         return self._full
+
+    def _record(self):
+        """The pull request's record, as the rules take it."""
+        return self.backend.pulls.find(self.record, self.number)
 
     def head_repository_owner(self, info):
         return self.repository.owner(info)
@@ -71,30 +77,19 @@ class PullRequest(Conversation):
         return self.full()["mergeable_state"].upper()
 
     def review_decision(self, info):
-        """GitHub's decision from each reviewer's latest approval or change request: what
-        protection asks for when the base requires reviews, else what reviewers said."""
-        latest = {}
-        for review in self.rules.reviews(self.repository.rest, self.number):
-            if review["state"] in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
-                latest[review["user"]["login"].lower()] = review["state"]
-        states = set(latest.values())
-        if "CHANGES_REQUESTED" in states:
-            return "CHANGES_REQUESTED"
-        protection = self.rules.protection(self.repository.rest, self.base_ref_name) or {}
-        wanted = (protection.get("required_pull_request_reviews") or {}).get(
-            "required_approving_review_count")
-        if wanted is not None:
-            approvals = sum(state == "APPROVED" for state in latest.values())
-            return "APPROVED" if approvals >= wanted else "REVIEW_REQUIRED"
-        return "APPROVED" if "APPROVED" in states else None
+        return self.backend.protection.review_decision(self.record, self._record(),
+                                                       self.head_ref_oid)
 
     def required_contexts(self):
         """The contexts protection of the base requires (`isRequired`)."""
-        protection = self.rules.protection(self.repository.rest, self.base_ref_name) or {}
-        return set((protection.get("required_status_checks") or {}).get("contexts") or ())
+        return self.backend.protection.required_contexts(self.record, self.base_ref_name)
 
     def commits(self, info, first=None, last=None, after=None, before=None):
-        shas = [c["sha"] for c in self.rules.pull_commits(self.repository.rest, self.number)]
+        try:
+            shas = [c["sha"] for c in every(lambda page: self.backend.commits.of_pull(
+                self.record, self._record(), page))]
+        except rest_errors.SyntheticRepository:
+            shas = []
         if not shas:  # a repository of synthetic SHAs has no listing: its head stands for it
             shas = [self.head_ref_oid]
         nodes = [{"id": f"PRC_{self.id}:{sha}", "url": f"{self.url}/commits/{sha}",
@@ -103,8 +98,9 @@ class PullRequest(Conversation):
         return connections.page(nodes, first, last, after, before, field="commits")
 
     def _reviews(self):
-        return [PullRequestReview(self, r)
-                for r in self.rules.reviews(self.repository.rest, self.number)]
+        """Every review the request's user may see (a pending one only to its author)."""
+        return [PullRequestReview(self, review) for review in every(
+            lambda page: self.backend.reviews.list(self.record, self.number, page))]
 
     def reviews(self, info, first=None, last=None, after=None, before=None, states=None,
                 author=None):

@@ -1,13 +1,22 @@
-"""`Repository` and `Ref` as GraphQL presents them, from REST's shapes; a repository's pull
-requests, issues and labels as connections."""
+"""`Repository` and `Ref` as GraphQL presents them, from the repository's record and REST's
+shape of it; a repository's pull requests, issues and labels as connections."""
 from . import connections
 from .actors import actor
-from .errors import could_not_resolve
 from .checks import Commit
+from .context import every, found
+from .errors import could_not_resolve
 from .issues import Issue, Label
 from .pulls import PullRequest
 
 ORDER = {"CREATED_AT": "created_at", "UPDATED_AT": "updated_at"}
+
+
+def present(context, record):
+    """The GraphQL object of a repository record, made once per request."""
+    key = record["key"]
+    if key not in context.repositories:
+        context.repositories[key] = Repository(context, record)
+    return context.repositories[key]
 
 
 def _ordered(items, order_by):
@@ -20,13 +29,25 @@ def _ordered(items, order_by):
                   reverse=order_by.get("direction") == "DESC")
 
 
+def _rest_state(states):
+    """The `state` a REST listing filters on for GraphQL's `states` (`OPEN`, `CLOSED`,
+    `MERGED`): merged pull requests are closed ones."""
+    wanted = set(states or ())
+    if wanted == {"OPEN"}:
+        return "open"
+    return "closed" if wanted and "OPEN" not in wanted else "all"
+
+
 class Repository:
-    """A repository (its REST shape `rest`) as the request's user sees it."""
+    """A repository (its record `record`, REST's shape `rest`) as the request's user sees it;
+    `backend` is the request's."""
 
     typename = "Repository"
 
-    def __init__(self, rules, rest):
-        self.rules, self.rest = rules, rest
+    def __init__(self, context, record):
+        self.context, self.record = context, record
+        self.backend = backend = context.backend
+        self.rest = rest = backend.repos.json(record)
         self.id = rest["node_id"]
         self.database_id = rest["id"]
         self.name = rest["name"]
@@ -66,72 +87,84 @@ class Repository:
         self.template_repository = None
         self.merge_queue = None  # a repository without a merge queue: gh merges directly
 
+    def tip(self, branch):
+        """The sha a branch is at, or None."""
+        return self.backend.repos.tips(self.record["key"], (branch,)).get(branch)
+
+    def protection(self, branch):
+        """`repos/get-branch-protection`'s answer for a branch, or None when unprotected."""
+        return found(self.backend.protection.get, self.record, branch)
+
     def owner(self, info):
         return actor(self.rest["owner"])
 
     def is_empty(self, info):
-        return self.rules.branch_tip(self.rest, self.rest["default_branch"]) is None
+        return self.tip(self.rest["default_branch"]) is None
 
     def default_branch_ref(self, info):
-        tip = self.rules.branch_tip(self.rest, self.rest["default_branch"])
-        return None if tip is None else Ref(self, self.rest["default_branch"], tip)
+        return self.ref(info, self.rest["default_branch"])
 
     def ref(self, info, qualified_name):
         branch = qualified_name.removeprefix("refs/heads/")
-        tip = self.rules.branch_tip(self.rest, branch)
+        tip = self.tip(branch)
         return None if tip is None else Ref(self, branch, tip)
 
     def label(self, info, name):
-        found = self.rules.label(self.rest, name)
-        return None if found is None else Label(found)
+        label = found(self.backend.labels.get, self.record, name)
+        return None if label is None else Label(label)
 
     def labels(self, info, first=None, last=None, after=None, before=None, query=None,
                order_by=None):
-        found = [Label(label) for label in self.rules.labels(self.rest)
+        labels = every(lambda page: self.backend.labels.list(self.record, page))
+        shown = [Label(label) for label in labels
                  if not query or query.lower() in label["name"].lower()]
-        return connections.page(found, first, last, after, before, field="labels")
+        return connections.page(shown, first, last, after, before, field="labels")
 
     def pull_request(self, info, number):
-        found = self.rules.pull(self.rest, number)
-        if found is None:
+        pull = found(self.backend.pulls.get, self.record, number)
+        if pull is None:
             raise could_not_resolve("PullRequest", f"the number of {number}")
-        return PullRequest(self, found)
+        return PullRequest(self, pull)
 
     def pull_requests(self, info, states=None, head_ref_name=None, base_ref_name=None,
                       labels=None, order_by=None, first=None, last=None, after=None,
                       before=None):
-        found = self.rules.pulls(self.rest, states=set(states) if states else None,
-                                 head=head_ref_name, base=base_ref_name)
-        if labels:
-            found = [p for p in found
-                     if set(labels) <= {label["name"] for label in p["labels"]}]
-        nodes = [PullRequest(self, p)
-                 for p in _ordered(found, order_by)]
-        return connections.page(nodes, first, last, after, before, field="pullRequests")
+        head = None if head_ref_name is None else \
+            f"{self.rest['owner']['login']}:{head_ref_name}"
+        pulls = every(lambda page: self.backend.pulls.list(
+            self.record, page, state=_rest_state(states), direction="asc", head=head,
+            base=base_ref_name))
+        shown = [PullRequest(self, pull) for pull in _ordered(pulls, order_by)]
+        shown = [p for p in shown if (not states or p.state in states)
+                 and (not labels or set(labels) <= {label["name"] for label in p.rest["labels"]})]
+        return connections.page(shown, first, last, after, before, field="pullRequests")
 
     def issue(self, info, number):
-        found = self.rules.issue(self.rest, number)
-        if found is None:
+        issue = self._issue(number)
+        if issue is None:
             raise could_not_resolve("Issue", f"the number of {number}")
-        return Issue(self, found)
+        return Issue(self, issue)
+
+    def _issue(self, number):
+        """`issues/get`'s answer of an issue (None for a pull request's number, or none)."""
+        issue = found(self.backend.issues.get, self.record, number)
+        return None if issue is None or "pull_request" in issue else issue
 
     def issue_or_pull_request(self, info, number):
-        found = self.rules.issue(self.rest, number)
-        if found is not None:
-            return Issue(self, found)
-        return self.pull_request(info, number)
+        issue = self._issue(number)
+        return self.pull_request(info, number) if issue is None else Issue(self, issue)
 
     def issues(self, info, states=None, labels=None, filter_by=None, order_by=None,
                first=None, last=None, after=None, before=None):
         filter_by = filter_by or {}
-        found = self.rules.issues(
-            self.rest, states={s.lower() for s in states} if states else None,
-            assignee=filter_by.get("assignee"), author=filter_by.get("createdBy"),
-            labels=labels or filter_by.get("labels"))
-        if filter_by.get("states"):
-            found = [i for i in found if i["state"].upper() in filter_by["states"]]
-        nodes = [Issue(self, i) for i in _ordered(found, order_by)]
-        return connections.page(nodes, first, last, after, before, field="issues")
+        states = states or filter_by.get("states")
+        issues = every(lambda page: self.backend.issues.list(
+            self.record, page, state=_rest_state(states), direction="asc",
+            labels=labels or filter_by.get("labels") or (), creator=filter_by.get("createdBy"),
+            assignee=filter_by.get("assignee")))
+        shown = [Issue(self, issue) for issue in _ordered(issues, order_by)
+                 if "pull_request" not in issue]
+        return connections.page(shown, first, last, after, before, field="issues")
 
 
 class Ref:
@@ -146,7 +179,7 @@ class Ref:
         self.target = Commit(repository, sha)
 
     def branch_protection_rule(self, info):
-        protection = self.repository.rules.protection(self.repository.rest, self.name)
+        protection = self.repository.protection(self.name)
         if protection is None:
             return None
         checks = protection.get("required_status_checks") or {}

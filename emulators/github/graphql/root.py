@@ -3,55 +3,59 @@ mutations in mutations.py (the same root value answers both)."""
 from .actors import actor
 from .issues import Issue, Label
 from .mutations import Mutations
-from .pulls import PullRequest
-from .repository import Repository
+from .pulls import PullRequest, PullRequestReview
+from .repository import present
 
 
 class Root:
-    """The root value of every request; `rules` acts as the request's user."""
+    """The root value of every request; `context` (context.py) acts as the request's user."""
 
-    def __init__(self, rules):
-        self.rules = rules
-        self.mutations = Mutations(rules, self)
+    def __init__(self, context):
+        self.context = context
+        self.accounts = context.backend.accounts
+        self.mutations = Mutations(context, self)
 
     def __getattr__(self, name):  # a mutation field: composed, not mixed in
         return getattr(self.mutations, name)
 
     def viewer(self, info):
-        rules = self.rules
-        login = rules.viewer()
-        return actor(rules.account(login) or {"login": login, "id": 0, "type": "User",
-                                              "node_id": f"U_{login}"})
+        return actor(self.accounts.json(self.accounts.actor_login))
 
     def user(self, info, login):
-        found = self.rules.account(login)
+        found = self.accounts.find(login)
         return actor(found) if found and found["type"] == "User" else None
 
     def organization(self, info, login):
-        found = self.rules.account(login)
+        found = self.accounts.find(login)
         return actor(found) if found and found["type"] == "Organization" else None
 
     def repository_owner(self, info, login):
-        return actor(self.rules.account(login))
+        return actor(self.accounts.find(login))
 
     def repository(self, info, owner, name, follow_renames=True):
-        return Repository(self.rules, self.rules.repository(owner, name))
+        return present(self.context, self.context.repository(owner, name))
 
     def node(self, info, id):
         """The object a node id names (a REST answer's `node_id`), or None."""
-        found = self.rules.node(id)
+        backend = self.context.backend
+        found = backend.nodes.find(id)
         if found is None:
             return None
-        kind, rest, parent = found
-        if kind == "Repository":
-            return Repository(self.rules, rest)
+        kind, record, parent = found
         if kind == "Account":
-            return actor(rest)
+            return actor(self.accounts.json(record["login"]))
+        repository = present(self.context, parent)
+        if kind == "Repository":
+            return repository
         if kind == "Label":
-            return Label(rest)
-        repository = Repository(self.rules, parent)
-        return PullRequest(repository, rest) if kind == "PullRequest" \
-            else Issue(repository, rest)
+            return Label(backend.labels.json(parent, record))
+        if kind == "Issue":
+            return Issue(repository, backend.issues.get(parent, record["number"]))
+        pull = PullRequest(repository, backend.pulls.get(parent, record["number"]))
+        if kind == "PullRequest":
+            return pull
+        return PullRequestReview(pull, backend.reviews.get(parent, record["number"],
+                                                           record["id"]))
 
     def nodes(self, info, ids):
         return [self.node(info, node_id) for node_id in ids]

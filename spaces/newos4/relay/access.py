@@ -6,23 +6,24 @@ in with `scripts/chat.py pairing ...`. Pairing is as strong as Hermes' own DM pa
 characters from an unambiguous alphabet, drawn with `secrets`, valid for an hour and used once;
 at most 3 pending; 5 wrong codes in a row lock approval for an hour; once the thread shows its
 code only a salted hash of it is kept, in `relay/access.json` (mode 0600, replaced atomically
-under its lock); no code is ever logged. Cron and the watcher must relay with the same policy:
-each records the one it uses in `relay/modes.json`, and while they disagree neither relays.
+under its lock); no code is ever logged.
 """
+import contextlib
+import dataclasses
 import hashlib
 import hmac
-import json
 import os
 import re
 import secrets
+import stat
 import time
 from pathlib import Path
 
-from ..files import LockTimeout, Locks, atomic_write, discard, fsync_dir, replace, write_tmp
+from ..files import LockTimeout, Locks, discard, fsync_dir, replace, write_tmp
 from ..store import is_thread_name
+from .records import ALPHABET, CODE_LENGTH, AccessState, LetIn, PendingCode
+from .schemas import Unfit, dump_access, load_access
 
-ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, no 1/I
-CODE_LENGTH = 8
 CODE_RE = re.compile(rf"\A[{ALPHABET}]{{{CODE_LENGTH}}}\Z")
 CODE_TTL_MS = 3_600_000
 MAX_PENDING = 3
@@ -34,55 +35,16 @@ LOCK_WAIT_S = 10
 # Every message a thread not let in gets starts so: how the relay knows the question before it
 # still waits (only the host writes `hermes` messages, so a browser cannot forge one).
 NOTICE_MARKER = "This conversation cannot reach Hermes yet."
+# The one line a thread told so gets when the host lets it in: the page shows from it that an
+# answer is on its way. Like the notice it is the relay's, never Hermes' to see (passes.py).
+LET_IN_LINE = "The host let this conversation in: your message is on its way to Hermes."
 APPROVE_COMMAND = "scripts/chat.py pairing approve"
 ALLOW_COMMAND = "scripts/chat.py pairing allow"
-# Cron relays every minute (a pass lasts at most about its budget): a cron record older than
-# this is no cron's any more (its crontab line went, or became --sweep-only).
-CRON_LIVE_MS = 5 * 60_000
 BAD_THREAD = "THREAD must be 16 lowercase hex digits (the page shows it: \"Conversation …\")"
-
-
-def mode_conflict(path, kind, mode, *, now_ms, watcher_alive):
-    """Record that the relay `kind` ("cron" or "watch") relays with `mode` in `path`
-    (relay/modes.json; the caller holds the state lock, as every pass does), and say why it must
-    not relay when the other kind, still running, relays with another mode; else None.
-
-    Two policies at once are the looser one: a stranger the watcher keeps out would reach
-    Hermes through cron, and cron would stop runs the watcher starts. So both refuse, and each
-    says how to fix it. The watcher is running while it holds its lock (`watcher_alive()`, asked
-    only on a disagreement: trying its lock could turn a watcher starting then away); cron,
-    while its record is younger than CRON_LIVE_MS.
-    """
-    try:
-        records = json.loads(path.read_bytes())
-        if not isinstance(records, dict):
-            raise TypeError("not an object")
-    except FileNotFoundError:
-        records = {}
-    except (OSError, ValueError, TypeError, RecursionError):
-        records = {}  # rewritten below: it only ever holds what the next passes say again
-    mine = {"mode": mode, "ms": now_ms}
-    if kind == "cron" or (records.get(kind) or {}).get("mode") != mode:
-        # The watcher writes only a change (its writes would wake it); no fsync: a record lost
-        # in a crash is written again by the next pass of its kind.
-        records[kind] = mine
-        atomic_write(path, json.dumps(records, indent=1, sort_keys=True).encode(), durable=False)
-    other = records.get("watch" if kind == "cron" else "cron")
-    if not isinstance(other, dict) or other.get("mode") == mode:
-        return None
-    if kind == "cron":
-        if not watcher_alive():
-            return None
-        them = f"the running watcher relays with NEWOS4_RELAY_ACCESS={other.get('mode')}"
-    else:
-        age_ms = now_ms - other["ms"] if type(other.get("ms")) is int else CRON_LIVE_MS
-        if age_ms >= CRON_LIVE_MS:
-            return None
-        them = f"cron relays with NEWOS4_RELAY_ACCESS={other.get('mode')} (its last run is " \
-               "in relay/modes.json)"
-    return (f"NEWOS4_RELAY_ACCESS={mode} here, but {them}: cron and the watcher must use the "
-            "same value (set it in both the crontab and the watcher's environment, or in "
-            "neither); nothing is relayed until they agree")
+# How the host repairs an access state that cannot be read: its content, or the file itself.
+START_OVER = "or remove the file to start over (every conversation must then be let in again)"
+FIX_FIELD = f"fix that field as the relay's user, {START_OVER}"
+FIX_FILE = f"make it a file the relay's user can read and write, {START_OVER}"
 
 
 class AccessRefused(Exception):
@@ -103,6 +65,23 @@ def is_notice(message):
     return message["author"] == "hermes" and message["text"].startswith(NOTICE_MARKER)
 
 
+def is_let_in(message):
+    """True for the line the relay wrote when the host let a told thread in (LET_IN_LINE)."""
+    return message["author"] == "hermes" and message["text"] == LET_IN_LINE
+
+
+def waits_behind_notice(messages):
+    """True when the thread's newest notice (access.py) ends it, right after a question, or is
+    followed by questions only: what it asked waits for the line saying it is let in."""
+    told = [i for i, m in enumerate(messages) if is_notice(m)]
+    if not told:
+        return False
+    after = messages[told[-1] + 1:]
+    if after:
+        return all(m["author"] != "hermes" for m in after)
+    return told[-1] > 0 and messages[told[-1] - 1]["author"] != "hermes"
+
+
 def _digest(code, salt_hex):
     return hashlib.sha256(bytes.fromhex(salt_hex) + code.encode("ascii")).hexdigest()
 
@@ -113,10 +92,6 @@ def _clock_time(ms):
 
 def _minutes(ms):
     return max(1, -(-ms // 60_000))
-
-
-def _empty():
-    return {"pending": {}, "allowed": {}, "refused": {}, "failures": 0, "locked_until_ms": 0}
 
 
 class Access:
@@ -135,6 +110,7 @@ class Access:
         self._new_code = new_code
         self._locks = Locks(LOCK_WAIT_S)
         self._cached = (None, None)  # (stat of the file read, its state)
+        self._notes = []
 
     @classmethod
     def for_settings(cls, settings, clock):
@@ -159,7 +135,7 @@ class Access:
         if self.mode == "open":
             return True
         try:
-            return thread in self._read()["allowed"]
+            return thread in self._read().allowed
         except AccessUnreadable:
             return False
 
@@ -174,46 +150,45 @@ class Access:
             return self._fit(allowlist_text(thread), f"{ALLOW_COMMAND} {thread}")
         with self._changing() as state:
             now = self.clock.now_ms()
-            pending = state["pending"].get(thread)
-            if thread in state["allowed"] or pending and pending["told"]:
+            pending = state.pending.get(thread)
+            if thread in state.allowed or pending and pending.told:
                 return None
             if pending is None:
                 free_at = _code_free_at(state, thread, now)
                 if free_at is not None:
-                    return None if thread in state["refused"] else \
+                    return None if thread in state.refused else \
                         self._fit(busy_text(free_at - now, thread), f"{ALLOW_COMMAND} {thread}")
                 code, salt = self._new_code(), secrets.token_hex(16)
-                pending = state["pending"][thread] = {
-                    "salt": salt, "hash": _digest(code, salt), "created_ms": now, "told": False,
-                    "code": code}
-            return self._fit(pairing_text(pending["code"], pending["created_ms"] + CODE_TTL_MS),
-                             f"{APPROVE_COMMAND} {pending['code']}")
+                pending = state.pending[thread] = PendingCode(
+                    salt=salt, hash=_digest(code, salt), created_ms=now, told=False, code=code)
+            return self._fit(pairing_text(pending.code, pending.created_ms + CODE_TTL_MS),
+                             f"{APPROVE_COMMAND} {pending.code}")
 
     def told(self, thread):
         """`thread` now holds the message `pairing_message` gave: tell it nothing more."""
         with self._changing() as state:
-            pending = state["pending"].get(thread)
-            if pending is not None:
-                pending["told"] = True
-                pending.pop("code", None)  # from now on only its hash is kept
-            elif thread not in state["allowed"]:
-                state["refused"][thread] = self.clock.now_ms()
+            pending = state.pending.get(thread)
+            if pending is not None:  # from now on only its hash is kept
+                state.pending[thread] = dataclasses.replace(pending, told=True, code=None)
+            elif thread not in state.allowed:
+                state.refused[thread] = self.clock.now_ms()
 
     def releases(self):
         """Threads let in since the relay last looked: their waiting question goes to Hermes."""
         if self.mode == "open":
             return []
         try:
-            allowed = self._read()["allowed"]
+            allowed = self._read().allowed
         except AccessUnreadable:
             return []
-        return sorted(t for t, entry in allowed.items() if entry["release"])
+        return sorted(t for t, entry in allowed.items() if entry.release)
 
     def released(self, thread):
         """The relay has seen that `thread` holds no question waiting behind a notice."""
         with self._changing() as state:
-            if thread in state["allowed"]:
-                state["allowed"][thread]["release"] = False
+            if thread in state.allowed:
+                state.allowed[thread] = dataclasses.replace(state.allowed[thread],
+                                                            release=False)
 
     # -- what the host does ---------------------------------------------------------------
 
@@ -222,31 +197,31 @@ class Access:
         code = code.strip().upper()
         with self._changing() as state:
             now = self.clock.now_ms()
-            if state["locked_until_ms"] > now:
+            if state.locked_until_ms > now:
                 raise AccessRefused(
-                    f"approval is locked until {_clock_time(state['locked_until_ms'])} after "
+                    f"approval is locked until {_clock_time(state.locked_until_ms)} after "
                     f"{MAX_FAILURES} wrong codes in a row; `{ALLOW_COMMAND} THREAD` lets a "
                     "thread in by name")
             if not CODE_RE.match(code):
                 raise AccessRefused(f"not a pairing code: a code is {CODE_LENGTH} characters "
                                     f"of {ALPHABET}")
-            found = [t for t, p in sorted(state["pending"].items())
-                     if hmac.compare_digest(_digest(code, p["salt"]), p["hash"])]
+            found = [t for t, p in sorted(state.pending.items())
+                     if hmac.compare_digest(_digest(code, p.salt), p.hash)]
             if not found:
-                state["failures"] += 1  # saved with the refusal (see _Change)
-                if state["failures"] >= MAX_FAILURES:
-                    state["failures"] = 0
-                    state["locked_until_ms"] = now + LOCKOUT_MS
+                state.failures += 1  # saved with the refusal (see _changing)
+                if state.failures >= MAX_FAILURES:
+                    state.failures = 0
+                    state.locked_until_ms = now + LOCKOUT_MS
                     then = f"approval is now locked until {_clock_time(now + LOCKOUT_MS)}"
                 else:
-                    left = MAX_FAILURES - state["failures"]
+                    left = MAX_FAILURES - state.failures
                     then = f"{left} more wrong code(s) in a row lock approval for an hour"
                 raise AccessRefused(
                     "wrong code: no pending code matches (a code is valid for an hour and "
                     f"works once; `scripts/chat.py pairing list` shows the pending ones); {then}")
             thread = found[0]
-            del state["pending"][thread]
-            state["failures"] = 0
+            del state.pending[thread]
+            state.failures = 0
             self._let_in(state, thread, "code", now)
         return thread
 
@@ -255,9 +230,9 @@ class Access:
         if not is_thread_name(thread):
             raise AccessRefused(BAD_THREAD)
         with self._changing() as state:
-            if thread in state["allowed"]:
+            if thread in state.allowed:
                 return False
-            state["pending"].pop(thread, None)
+            state.pending.pop(thread, None)
             self._let_in(state, thread, "allow", self.clock.now_ms())
         return True
 
@@ -266,8 +241,8 @@ class Access:
         if not is_thread_name(thread):
             raise AccessRefused(BAD_THREAD)
         with self._changing() as state:
-            was_in = state["allowed"].pop(thread, None) is not None
-            had_code = state["pending"].pop(thread, None) is not None
+            was_in = state.allowed.pop(thread, None) is not None
+            had_code = state.pending.pop(thread, None) is not None
             if not (was_in or had_code):
                 raise AccessRefused(f"thread {thread} is not let in and holds no pending code; "
                                     "nothing to revoke")
@@ -279,16 +254,16 @@ class Access:
         state = self._pruned(self._read(), now)
         return {
             "mode": self.mode,
-            "pending": [{"thread": t, "age_s": (now - p["created_ms"]) // 1000,
-                         "expires_in_s": (p["created_ms"] + CODE_TTL_MS - now) // 1000,
-                         "shown": p["told"]}
-                        for t, p in sorted(state["pending"].items(),
-                                           key=lambda item: item[1]["created_ms"])],
-            "allowed": [{"thread": t, "since_ms": a["since_ms"], "by": a["by"]}
-                        for t, a in sorted(state["allowed"].items(),
-                                           key=lambda item: item[1]["since_ms"])],
-            "wrong_codes": state["failures"],
-            "locked_until_ms": state["locked_until_ms"] if state["locked_until_ms"] > now
+            "pending": [{"thread": t, "age_s": (now - p.created_ms) // 1000,
+                         "expires_in_s": (p.created_ms + CODE_TTL_MS - now) // 1000,
+                         "shown": p.told}
+                        for t, p in sorted(state.pending.items(),
+                                           key=lambda item: item[1].created_ms)],
+            "allowed": [{"thread": t, "since_ms": a.since_ms, "by": a.by}
+                        for t, a in sorted(state.allowed.items(),
+                                           key=lambda item: item[1].since_ms)],
+            "wrong_codes": state.failures,
+            "locked_until_ms": state.locked_until_ms if state.locked_until_ms > now
             else 0,  # a lockout past is shown as none
         }
 
@@ -309,68 +284,122 @@ class Access:
             state = self._read()
         except AccessUnreadable:
             return False
-        pending = state["pending"].get(thread)
-        live = pending is not None and pending["created_ms"] + CODE_TTL_MS > now
-        if thread in state["allowed"] or live and pending["told"]:
+        pending = state.pending.get(thread)
+        live = pending is not None and pending.created_ms + CODE_TTL_MS > now
+        if thread in state.allowed or live and pending.told:
             return False
-        told_at = state["refused"].get(thread)
+        told_at = state.refused.get(thread)
         if told_at is not None and told_at + TOLD_AGAIN_MS > now and not live:
             # Told no code was free: a code as soon as one is, else nothing more.
-            live_codes = {**state, "pending": _live(state["pending"], now)}
+            live_codes = dataclasses.replace(state, pending=_live(state.pending, now))
             return self.mode == "pairing" and _code_free_at(live_codes, thread, now) is None
         return True
 
     @staticmethod
     def _let_in(state, thread, how, now):
-        state["refused"].pop(thread, None)
-        state["allowed"][thread] = {"since_ms": now, "by": how, "release": True}
+        state.refused.pop(thread, None)
+        state.allowed[thread] = LetIn(since_ms=now, by=how, release=True)
 
+    @contextlib.contextmanager
     def _changing(self):
-        return _Change(self)
+        """`with self._changing() as state:` the state read under the lock, saved when the
+        block changed it: when it ends, or refuses (a wrong code's count must stick)."""
+        folder = self.path.parent
+        if not folder.is_dir():
+            folder.mkdir(parents=True, exist_ok=True)
+            self._hand_over(folder)
+        with contextlib.ExitStack() as held:
+            try:
+                held.enter_context(self._locks(self.lock_path))
+            except LockTimeout:
+                raise AccessRefused(f"another pairing command or relay pass held "
+                                    f"{self.lock_path} for {LOCK_WAIT_S}s; try again")
+            self._hand_over(self.lock_path)
+            state = self._pruned(self._load(), self.clock.now_ms())
+            before = dump_access(state)
+            try:
+                yield state
+            except AccessRefused:
+                self._save(state, before)
+                raise
+            self._save(state, before)
+
+    def take_notes(self):
+        """What reading the state put right since last asked (a mode narrowed), as lines."""
+        notes, self._notes = self._notes, []
+        return notes
 
     def _read(self):
         """The state as the file holds it now (read again only when the file changed)."""
         try:
-            stat = os.stat(self.path)
+            status = os.stat(self.path)
         except FileNotFoundError:
-            return _empty()
+            return AccessState()
         except OSError as exc:
-            raise self._unreadable(exc)
-        key = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+            raise self._unreadable(exc.strerror or exc, FIX_FILE)
+        key = (status.st_ino, status.st_mtime_ns, status.st_size, status.st_mode)
         if self._cached[0] != key:
             self._cached = (key, self._load())
         return self._cached[1]
 
     def _load(self):
-        try:
-            state = json.loads(self.path.read_bytes())
-            _check(state)
+        """The state in the file (empty when there is none), read through its schema."""
+        try:  # never through a link: a narrowed mode must be the state's own
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
-            return _empty()
-        except (OSError, ValueError, KeyError, TypeError, AttributeError,
-                RecursionError) as exc:
-            raise self._unreadable(exc)
-        return state
+            return AccessState()
+        except OSError as exc:
+            raise self._unreadable(exc.strerror or exc, FIX_FILE)
+        try:
+            self._narrow(os.fstat(fd), fd)
+            with open(fd, "rb", closefd=False) as file:
+                raw = file.read()
+        except OSError as exc:
+            raise self._unreadable(exc.strerror or exc, FIX_FILE)
+        finally:
+            os.close(fd)
+        try:
+            return load_access(raw)
+        except Unfit as exc:
+            raise self._unreadable(exc, FIX_FIELD)
 
-    def _unreadable(self, exc):
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else \
-            f"{exc.__class__.__name__}: {str(exc)[:120]}"
-        return AccessUnreadable(
-            f"access state {self.path} cannot be read ({why}): no conversation reaches Hermes "
-            "until it is fixed (run the pairing commands as the relay's user; removing the "
-            "file starts over, and every conversation must be let in again)")
+    def _narrow(self, status, fd):
+        """The README promises 0600: a state other users may read (pending codes' hashes) or
+        change (who is let in) is narrowed to the owner's bits, never widened, and said."""
+        if not stat.S_ISREG(status.st_mode):
+            raise self._unreadable("it is a folder, not a file" if stat.S_ISDIR(status.st_mode)
+                                   else "it is not a regular file", FIX_FILE)
+        mode = stat.S_IMODE(status.st_mode)
+        if not mode & ~0o600:
+            return
+        try:
+            os.fchmod(fd, mode & 0o600)
+        except OSError as exc:
+            raise self._unreadable(f"its mode {mode:04o} lets other users read or change it, "
+                                   f"and it cannot be narrowed ({exc.strerror})",
+                                   f"`chmod 600 {self.path}` as its owner")
+        self._notes.append(f"access state {self.path} had mode {mode:04o}, which lets other "
+                           f"users read or change it: narrowed to {mode & 0o600:04o}; check "
+                           "who is let in (scripts/chat.py pairing list)")
+
+    def _unreadable(self, why, repair):
+        return AccessUnreadable(f"access state {self.path} cannot be read: {why}; no "
+                                f"conversation reaches Hermes until it is repaired: {repair}")
 
     @staticmethod
     def _pruned(state, now):
         """`state` without expired codes and refusals told long enough ago (a new top level
         over the same records: a change reads its own copy from the file)."""
-        return {**state, "pending": _live(state["pending"], now),
-                "refused": {t: ms for t, ms in state["refused"].items()
-                            if ms + TOLD_AGAIN_MS > now}}
+        return dataclasses.replace(
+            state, pending=_live(state.pending, now),
+            refused={t: ms for t, ms in state.refused.items() if ms + TOLD_AGAIN_MS > now})
 
-    def _save(self, state):
-        tmp = write_tmp(self.path, json.dumps(state, indent=1, sort_keys=True).encode(),
-                        mode=0o600)
+    def _save(self, state, before):
+        """Replace the file with `state` when it differs from `before` (the file's dump)."""
+        data = dump_access(state)
+        if data == before:
+            return
+        tmp = write_tmp(self.path, data, mode=0o600)
         try:
             self._hand_over(tmp)
         except BaseException:
@@ -387,81 +416,20 @@ class Access:
             os.chown(path, owner.st_uid, owner.st_gid)
 
 
-class _Change:
-    """`with access._changing() as state:` the state read under the lock and saved when the
-    block changed it: when it ends, or refuses (a wrong code's count must stick)."""
-
-    def __init__(self, access):
-        self.access = access
-
-    def __enter__(self):
-        access = self.access
-        folder = access.path.parent
-        if not folder.is_dir():
-            folder.mkdir(parents=True, exist_ok=True)
-            access._hand_over(folder)
-        self._held = access._locks(access.lock_path)
-        try:
-            self._held.__enter__()
-        except LockTimeout:
-            raise AccessRefused(f"another pairing command or relay pass held {access.lock_path} "
-                                f"for {LOCK_WAIT_S}s; try again")
-        try:
-            access._hand_over(access.lock_path)
-            self.state = access._pruned(access._load(), access.clock.now_ms())
-        except BaseException:
-            self._held.__exit__(None, None, None)
-            raise
-        self._before = json.dumps(self.state, sort_keys=True)
-        return self.state
-
-    def __exit__(self, kind, exc, traceback):
-        try:
-            if (kind is None or issubclass(kind, AccessRefused)) \
-                    and json.dumps(self.state, sort_keys=True) != self._before:
-                self.access._save(self.state)
-        finally:
-            self._held.__exit__(None, None, None)
-        return False
-
-
 def _live(pending, now):
     """The pending codes not expired at `now`."""
-    return {t: p for t, p in pending.items() if p["created_ms"] + CODE_TTL_MS > now}
+    return {t: p for t, p in pending.items() if p.created_ms + CODE_TTL_MS > now}
 
 
 def _code_free_at(state, thread, now):
     """None when `thread` may be given a code now; else when one may be (epoch ms)."""
-    if thread in state["pending"]:
+    if thread in state.pending:
         return None  # its own code, not shown yet: a fresh one replaces it
-    if state["locked_until_ms"] > now:
-        return state["locked_until_ms"]
-    if len(state["pending"]) >= MAX_PENDING:
-        return min(p["created_ms"] for p in state["pending"].values()) + CODE_TTL_MS
+    if state.locked_until_ms > now:
+        return state.locked_until_ms
+    if len(state.pending) >= MAX_PENDING:
+        return min(p.created_ms for p in state.pending.values()) + CODE_TTL_MS
     return None
-
-
-def _check(state):
-    """Raise TypeError unless `state` has the shape `_empty()` gives, with valid threads."""
-    if not isinstance(state, dict) or set(state) != set(_empty()):
-        raise TypeError("not an access state")
-    ints = (state["failures"], state["locked_until_ms"])
-    tables = (state["pending"], state["allowed"], state["refused"])
-    if any(type(n) is not int for n in ints) or any(not isinstance(t, dict) for t in tables) \
-            or not all(is_thread_name(t) for table in tables for t in table):
-        raise TypeError("malformed access state")
-    for entry in state["pending"].values():
-        if not (isinstance(entry.get("salt"), str) and isinstance(entry.get("hash"), str)
-                and type(entry.get("created_ms")) is int and type(entry.get("told")) is bool
-                and (entry["told"] or isinstance(entry.get("code"), str))):
-            raise TypeError("malformed pending code")
-        bytes.fromhex(entry["salt"])
-    for entry in state["allowed"].values():
-        if not (type(entry.get("since_ms")) is int and entry.get("by") in ("code", "allow")
-                and type(entry.get("release")) is bool):
-            raise TypeError("malformed let-in record")
-    if any(type(ms) is not int for ms in state["refused"].values()):
-        raise TypeError("malformed refusal record")
 
 
 def pairing_text(code, expires_ms):

@@ -68,7 +68,11 @@ def add_parser(commands):
 def run(service, args, stdin, stdout, stderr):
     """Carry out one `pairing` action; AccessRefused for a refusal."""
     access = Access.for_settings(service.settings, service.clock)
-    return ACTIONS[args.pairing_command](access, service, args, stdout)
+    try:
+        return ACTIONS[args.pairing_command](access, service, args, stdout)
+    finally:
+        for note in access.take_notes():  # a mode it narrowed
+            print(f"chat.py: {note}", file=stderr)
 
 
 def _list(access, service, args, stdout):

@@ -1,4 +1,26 @@
-"""What a run's output becomes in the thread: valid Unicode, in parts that fit a message."""
+"""What a thread becomes for Hermes (a run request) and what a run's output becomes in the
+thread: valid Unicode, in parts that fit a message."""
+from .access import is_let_in, is_notice
+
+
+def run_request(thread, messages, question_id, history):
+    """(the runs API request, the question's epoch) for message `question_id` of `messages`
+    (the thread, oldest first): the question as input, up to `history` earlier messages as
+    conversation history, one Hermes session per thread. None when the question is gone."""
+    ids = [m["id"] for m in messages]
+    if question_id not in ids:
+        return None
+    at = ids.index(question_id)
+    earlier = messages[max(0, at - history):at] if history else []
+    # How it got in is not Hermes' to see: the relay's own lines, never the person's words.
+    earlier = [m for m in earlier if not (is_notice(m) or is_let_in(m))]
+    return {
+        "input": messages[at]["text"],
+        "conversation_history": [
+            {"role": "assistant" if m["author"] == "hermes" else "user",
+             "content": m["text"]} for m in earlier],
+        "session_id": f"newos4-{thread}",
+    }, messages[at]["epoch"]
 
 
 def split_text(text, limit):

@@ -16,6 +16,7 @@ knows). The rules of who decides, all here:
 `Approvals` runs these steps inside a relay pass, under the state lock, and answers the pass
 with what to do next (outcomes.py).
 """
+import dataclasses
 import re
 import time
 
@@ -24,17 +25,12 @@ from ..service import THREAD_FAULTS
 from ..store import is_thread_name
 from .hermes_client import HermesUnreachable
 from .outcomes import Deliver, Drop, Unreachable
+from .records import CHOICE_WORDS, HostDecision
 from .run_events import read_requests_briefly
 
 REQUEST_MARKER = "Hermes asks before running a command:"
 UNKNOWN_COMMAND = "(Hermes did not say which command)"
 UNKNOWN_REASON = "(not given)"
-CHOICE_WORDS = {
-    "once": "allow it this time",
-    "session": "allow commands like it for the rest of this conversation",
-    "always": "always allow commands like it",
-    "deny": "refuse it",
-}
 FALLBACK_CHOICES = ["once", "deny"]
 ALIASES = {"approve": "once", "yes": "once", "no": "deny"}
 # The watcher waits this long after seeing a run wait for approval for the request's details to
@@ -120,11 +116,16 @@ def details_in(text):
 
 def host_choice(entry):
     """The decision the host recorded for the entry's pending request, else None."""
-    host = entry.get("host")
-    if isinstance(host, dict) and host.get("request") == entry.get("asked") \
-            and host.get("choice") in CHOICE_WORDS:
-        return host["choice"]
+    host = entry.host
+    if host is not None and host.request == entry.asked and host.choice in CHOICE_WORDS:
+        return host.choice
     return None
+
+
+def update(entry, **values):
+    """Set fields of a relay record (records.RelayRecord: a name it lacks is an error)."""
+    for name, value in values.items():
+        setattr(entry, name, value)
 
 
 def is_request(message):
@@ -162,7 +163,6 @@ def watcher_alive(settings):
         return True
 
 
-
 class Approvals:
     """The approval steps of one relay pass over `state` (the pass's RelayState, read under
     its lock): ask the person, route the decision (the person's or the host's) to Hermes, and
@@ -184,49 +184,49 @@ class Approvals:
     def subscribe_new_runs(self):
         """Watcher: subscribe to each new run's events once, recorded before subscribing."""
         for entry in self.state.threads.values():
-            run_id = entry.get("run_id")
-            if run_id and not entry.get("events"):
-                entry["events"] = "watch"
+            run_id = entry.run_id
+            if run_id and not entry.events:
+                entry.events = "watch"
                 self.state.save()
                 self.events.follow(run_id)
 
     def ask(self, thread, entry):
         """The run waits for approval and the person was not asked yet: ask, once."""
-        index = entry.get("approvals", 0)
+        index = entry.approvals
         request = self._approval_request(entry, index)
         if request is False:
             return None  # the details are on their way, or the watcher asks
         offered = offered_choices(request)
         choices = person_choices(offered, allow_always=self.settings.relay_allow_always)
         text = request_text(request, self.settings.max_text, choices)
-        outcome = self.service.deliver(thread, entry["question"], [text])
+        outcome = self.service.deliver(thread, entry.question, [text])
         if outcome == "superseded":
             return None  # a newer message (a word before Hermes asked): the run is superseded
-        asked = self._request_after(thread, entry["question"])
+        asked = self._request_after(thread, entry.question)
         if asked is None:
             return None  # answered by hand meanwhile: the next pass drops the run
-        entry.update(asked=asked["id"], choices=choices_in(asked["text"]), offered=offered,
-                     approvals=index + 1, command=command_of(request),
-                     reason=reason_of(request)[:1000])
+        update(entry, asked=asked["id"], choices=choices_in(asked["text"]), offered=offered,
+               approvals=index + 1, command=command_of(request),
+               reason=reason_of(request)[:1000])
         self.state.save()
         how = "asked" if outcome == "delivered" else "already asked (found in the thread)"
-        self._say(f"thread={thread} run={entry['run_id']} waits for approval of "
-                  f"{entry['command']!r}: {how} in {asked['id']}, choices "
-                  f"{'/'.join(entry['choices'])}")
+        self._say(f"thread={thread} run={entry.run_id} waits for approval of "
+                  f"{entry.command!r}: {how} in {asked['id']}, choices "
+                  f"{'/'.join(entry.choices)}")
         return None
 
     def adopt(self, thread, entry):
         """True when the thread already holds the request for the run's current approval
         (a pass wrote it and stopped before saving the state): record it, ask no second time."""
-        asked = self._request_after(thread, entry["question"])
+        asked = self._request_after(thread, entry.question)
         if asked is None:
             return False
         command, reason = details_in(asked["text"])
-        entry.update(asked=asked["id"], choices=choices_in(asked["text"]),
-                     offered=choices_in(asked["text"]), approvals=entry.get("approvals", 0) + 1,
-                     command=command, reason=reason)
+        update(entry, asked=asked["id"], choices=choices_in(asked["text"]),
+               offered=choices_in(asked["text"]), approvals=entry.approvals + 1,
+               command=command, reason=reason)
         self.state.save()
-        self._say(f"thread={thread} run={entry['run_id']} waits for approval: already asked "
+        self._say(f"thread={thread} run={entry.run_id} waits for approval: already asked "
                   f"(found in the thread) in {asked['id']}")
         return True
 
@@ -236,7 +236,7 @@ class Approvals:
     def _approval_request(self, entry, index):
         """The `index`-th approval request of the entry's run; None when its details cannot be
         had (ask anyway); False when it is too early to ask here."""
-        run_id = entry["run_id"]
+        run_id = entry.run_id
         if self.events is not None:
             follower = self.events.get(run_id)
             if follower is None:
@@ -250,9 +250,9 @@ class Approvals:
                 else None
         if watcher_alive(self.settings):
             return False  # the watcher holds the run's events and asks
-        if entry.get("events"):
+        if entry.events:
             return None  # read before: Hermes gives the events to no one else
-        entry["events"] = "cron"
+        entry.events = "cron"
         self.state.save()
         requests = read_requests_briefly(self.client, run_id, CRON_READ_S)
         return requests[index] if index < len(requests) else None
@@ -263,20 +263,20 @@ class Approvals:
         bounds the wait, so the relay's run timeout does not apply meanwhile."""
         messages = self.service.history(thread)
         ids = [m["id"] for m in messages]
-        if entry["asked"] not in ids:
-            return Drop(f"its approval request {entry['asked']} is gone from the thread; "
-                        f"dropping run={entry['run_id']}")
-        after = messages[ids.index(entry["asked"]) + 1:]
+        if entry.asked not in ids:
+            return Drop(f"its approval request {entry.asked} is gone from the thread; "
+                        f"dropping run={entry.run_id}")
+        after = messages[ids.index(entry.asked) + 1:]
         choice = host_choice(entry)
         if choice is not None:
             return self._decide(thread, entry, choice, None, answer)
         reply = answer_to(after)
         self._note_agent_messages(thread, entry, after)
         if reply is not None and reply["author"] == "hermes":
-            return Drop(f"was answered by hand after approval request {entry['asked']}; "
-                        f"run={entry['run_id']} dropped")
+            return Drop(f"was answered by hand after approval request {entry.asked}; "
+                        f"run={entry.run_id} dropped")
         if reply is not None:
-            choice = decision_of(reply["text"], entry["choices"])
+            choice = decision_of(reply["text"], entry.choices)
             if choice is None:
                 return self._refuse(entry, reply)
             return self._decide(thread, entry, choice, reply, answer)
@@ -286,13 +286,13 @@ class Approvals:
 
     def _note_agent_messages(self, thread, entry, after):
         """Say once per message that an agent message is not a decision."""
-        seen = entry.get("not_decisions", [])
+        seen = entry.not_decisions or []
         new = [m["id"] for m in after if m["author"] == "agent" and m["id"] not in seen]
         if new:
-            entry["not_decisions"] = seen + new
+            entry.not_decisions = seen + new
             self.state.save()
-            self._say(f"thread={thread} run={entry['run_id']}: agent message(s) "
-                      f"{', '.join(new)} after approval request {entry['asked']} are not a "
+            self._say(f"thread={thread} run={entry.run_id}: agent message(s) "
+                      f"{', '.join(new)} after approval request {entry.asked} are not a "
                       "decision (only the person's or the host's is); the request waits")
 
     def _settle_unanswered(self, thread, entry, answer):
@@ -304,13 +304,13 @@ class Approvals:
         if status == "completed":
             return Deliver(run)
         if answer.status == 404 or status in ("failed", "cancelled", "interrupted"):
-            self._say(f"thread={thread} run={entry['run_id']} ended "
+            self._say(f"thread={thread} run={entry.run_id} ended "
                       f"{status or 'unknown to Hermes'} while its approval request "
-                      f"{entry['asked']} was unanswered; the person's next message is a new "
+                      f"{entry.asked} was unanswered; the person's next message is a new "
                       "question", problem=True)
             return Drop("dropping its relay record", stop=False)
         if answer.status != 200:
-            self._say(f"thread={thread} poll run={entry['run_id']}: {answer.error_text()}",
+            self._say(f"thread={thread} poll run={entry.run_id}: {answer.error_text()}",
                       problem=True)
         return None
 
@@ -318,9 +318,9 @@ class Approvals:
         """Send `choice` (the person's `reply`, or the host's when `reply` is None) to Hermes;
         once applied, the thread goes on from the reply (or from the line telling it the host
         decided), exactly once across retries of a lost answer."""
-        run_id = entry["run_id"]
-        retry = entry.get("deciding") == choice  # an earlier try's answer was lost
-        entry["deciding"] = choice
+        run_id = entry.run_id
+        retry = entry.deciding == choice  # an earlier try's answer was lost
+        entry.deciding = choice
         self.state.save()
         try:
             sent = self.client.approve(run_id, choice)
@@ -333,23 +333,23 @@ class Approvals:
                         f"approval of run={run_id} ({sent.error_text()}); it goes to Hermes "
                         "as a new question")
         if not applied:
-            entry.update(host=None, deciding=None)
+            update(entry, host=None, deciding=None)
             self.state.save()
             self._say(f"thread={thread} the host's decision ({choice}) came after Hermes had "
                       f"settled the approval of run={run_id} ({sent.error_text()}); nothing "
                       "was decided", problem=True)
             return self._settle_unanswered(thread, entry, answer)
         if reply is None:
-            anchor = self.service.announce(thread, entry["asked"], host_line(choice))
+            anchor = self.service.announce(thread, entry.asked, host_line(choice))
             if anchor is None:
-                return Drop(f"its approval request {entry['asked']} is gone from the thread "
+                return Drop(f"its approval request {entry.asked} is gone from the thread "
                             f"after the host decided {choice!r}; dropping run={run_id}")
             who = f"the host (told in {anchor})"
         else:
             anchor, who = reply["id"], f"reply {reply['id']}"
-        entry.update(question=anchor, by_host=reply is None, asked=None, choices=None,
-                     offered=None, deciding=None, host=None, not_decisions=None,
-                     submitted_ms=self.service.clock.now_ms())
+        update(entry, question=anchor, by_host=reply is None, asked=None, choices=None,
+               offered=None, deciding=None, host=None, not_decisions=None,
+               submitted_ms=self.service.clock.now_ms())
         self.state.save()
         self._say(f"thread={thread} run={run_id} approval answered {choice!r} by {who}")
         return None
@@ -365,7 +365,7 @@ class Approvals:
 
     def _refuse(self, entry, reply):
         """Any other reply fails closed: deny the command, stop the run, relay the reply."""
-        run_id = entry["run_id"]
+        run_id = entry.run_id
         try:
             denied = self.client.approve(run_id, "deny")
             self.client.stop_run(run_id)
@@ -373,7 +373,7 @@ class Approvals:
             return Unreachable(str(exc))  # nothing is relayed until the command is refused
         how = "denied the command and stopped the run" if denied.status == 200 \
             else f"stopped the run (deny: {denied.error_text()})"
-        return Drop(f"reply {reply['id']} is not one of {'/'.join(entry['choices'])}: {how} "
+        return Drop(f"reply {reply['id']} is not one of {'/'.join(entry.choices)}: {how} "
                     f"run={run_id}; the reply goes to Hermes as the next question", stop=False)
 
 
@@ -388,28 +388,29 @@ def pending(state, service):
     decision the host recorded for it."""
     rows = []
     for thread, entry in sorted(state.threads.items()):
-        if not entry.get("run_id"):
+        if not entry.run_id:
             continue
         try:
             history = service.history(thread)
         except THREAD_FAULTS:  # listed from the relay's record alone
             history = []
-        if entry.get("asked"):
-            request = next((m for m in history if m["id"] == entry["asked"]), None)
+        if entry.asked:
+            request = next((m for m in history if m["id"] == entry.asked), None)
             recorded = entry
         else:
-            request = request_after(history, entry["question"])
+            request = request_after(history, entry.question)
             if request is None:
                 continue
             shown = choices_in(request["text"])
-            recorded = {**entry, "asked": request["id"], "choices": shown, "offered": shown}
+            recorded = dataclasses.replace(entry, asked=request["id"], choices=shown,
+                                           offered=shown)
         command, reason = details_in(request["text"]) if request else (None, None)
-        rows.append({"thread": thread, "run": entry["run_id"], "request": recorded["asked"],
-                     "command": recorded.get("command") or command,
-                     "reason": recorded.get("reason") or reason,
+        rows.append({"thread": thread, "run": entry.run_id, "request": recorded.asked,
+                     "command": recorded.command or command,
+                     "reason": recorded.reason or reason,
                      "asked_ms": request["epoch"] if request else None,
-                     "choices": recorded.get("offered") or recorded["choices"],
-                     "person": recorded["choices"], "host": host_choice(recorded)})
+                     "choices": recorded.offered or recorded.choices,
+                     "person": recorded.choices, "host": host_choice(recorded)})
     return sorted(rows, key=lambda r: r["asked_ms"] or 0)
 
 
@@ -440,7 +441,6 @@ def record_host_decision(state, service, thread, word):
     if reply is not None:
         raise NotPending(f"thread {thread} already has an answer to the request "
                          f"({reply['author']} message {reply['id']}); the relay routes it")
-    state.threads[thread]["host"] = {"choice": choice, "request": row["request"],
-                                     "ms": service.clock.now_ms()}
+    state.threads[thread].host = HostDecision(choice, row["request"], service.clock.now_ms())
     state.save()
     return choice, row

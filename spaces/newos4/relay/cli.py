@@ -7,9 +7,9 @@ import sys
 from .. import errors
 from ..service import ChatService
 from ..settings import Settings, SettingsError
+from .cron import RelayBusy, cron_tick
 from .daemon import watch
 from .hermes_client import HermesClient
-from .passes import RelayBusy, cron_tick
 
 EPILOG = """Each run: sweep retention (30 days, newest 200 messages; emptied threads, stale
 temporary files and idle rate windows are deleted), then, when HERMES_API_URL is set, poll the
@@ -56,8 +56,8 @@ not sweep, so keep the crontab line for the sweep (and as the fallback: a cron r
 watcher does nothing twice). SIGTERM or Ctrl-C stops it (exit 0).
 
 exit status: 0 all well (or another run holds the lock), 1 something needs a look
-(Hermes unreachable, a run failed, a question given up, a thread skipped), 2 usage error
-(--watch without HERMES_API_URL)."""
+(Hermes unreachable, a run failed, a question given up, a thread skipped, a state file in
+relay/ that cannot be read: see its README), 2 usage error (--watch without HERMES_API_URL)."""
 
 
 def build_parser():

@@ -14,6 +14,9 @@ ends. So once Hermes answers again, the transcript settles the lost submission:
 - nothing settled it within the relay's run timeout of the first lost submission (Hermes not
   back, a transcript that cannot be read, a run that never ends): the thread is asked, in one
   `hermes` message, to send the question again. A question is never left "working".
+The relay's own memory can be lost too (its state file removed, or set aside because it did
+not fit): a question waiting from before then may have been submitted, and is settled the same
+way, as sent at the earliest when it was written and at the latest when the memory was lost.
 """
 from .hermes_client import HermesUnreachable
 from .outcomes import Deliver, Resubmit, Tell, Unreachable
@@ -73,18 +76,26 @@ class LostSubmissions:
 
     def lost(self, thread, entry):
         """Record that `entry`'s submission got no answer and may have started a run."""
-        entry.setdefault("lost_ms", entry["submitting_ms"])
-        self._say(f"thread={thread} question={entry['question']}: its submission may have "
+        if entry.lost_ms is None:
+            entry.lost_ms = entry.submitting_ms
+        self._say(f"thread={thread} question={entry.question}: its submission may have "
                   "started a run (no answer came back); it is settled once Hermes answers "
                   "again (replayed with the same key where Hermes honours it, else from its "
                   "session transcript), never submitted twice", problem=True)
 
+    @staticmethod
+    def forgotten(entry, key, *, asked_ms, since_ms):
+        """Record that a state lost at `since_ms` may have submitted `entry`'s question
+        (written at `asked_ms`) with `key`: it is settled as a submission whose answer was
+        lost, sent at the earliest when the question was written, at the latest at the loss."""
+        entry.submitting, entry.submitting_ms, entry.lost_ms = key, asked_ms, since_ms
+
     def settle(self, thread, entry, body):
         """What to do about the entry's submission that got no answer (sent at
-        `submitting_ms`, of question `body`): Resubmit, Deliver, Tell, Unreachable or None
-        (wait)."""
-        waited_ms = self._now_ms() - entry["submitting_ms"]
-        unsettled_ms = self._now_ms() - entry.get("lost_ms", entry["submitting_ms"])
+        `submitting_ms`, or between then and `lost_ms`, of question `body`): Resubmit, Deliver,
+        Tell, Unreachable or None (wait)."""
+        waited_ms = self._now_ms() - max(entry.submitting_ms, entry.lost_ms or 0)
+        unsettled_ms = self._now_ms() - (entry.lost_ms or entry.submitting_ms)
         try:
             if self.honours_keys():
                 return Resubmit("Hermes replays a run for a repeated Idempotency-Key")
@@ -101,7 +112,7 @@ class LostSubmissions:
                       f"be read ({answer.error_text()}); the lost submission stays unsettled",
                       problem=True)
             return self._past_bound(unsettled_ms)
-        since_s = entry["submitting_ms"] / 1000 - CLOCK_SLACK_S
+        since_s = entry.submitting_ms / 1000 - CLOCK_SLACK_S
         started, output = turn_in_transcript(rows, body["input"], since_s)
         if output is not None:
             return Deliver({"output": output}, run_id=FOUND_RUN)

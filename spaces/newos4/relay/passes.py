@@ -11,28 +11,26 @@ Every pass (a cron tick's, or one of the watcher's) holds `relay/state.json.lock
 state afresh under it, so a cron run beside the watcher sees exactly what the watcher left:
 passes never interleave, and each one makes the same decisions cron's sequential runs make.
 """
-import json
+import dataclasses
 import time
 
 from .. import errors
 from ..files import LockTimeout, lock
-from .access import Access, is_notice, mode_conflict
-from .answers import repair_unicode, split_text
+from .access import LET_IN_LINE, Access, is_let_in, waits_behind_notice
+from .answers import repair_unicode, run_request, split_text
 from .approvals import Approvals, watcher_alive
 from .hermes_client import HermesUnreachable
 from .lost_runs import LostSubmissions
+from .modes import mode_conflict
 from .outcomes import Deliver, Drop, Resubmit, Tell, Unreachable
 from .polling import RunPoller
-from .state import RelayState, pass_lock_wait_s, state_path
+from .records import RelayRecord
+from .state import RelayState, StateUnreadable, pass_lock_wait_s, state_path
 from ..service import THREAD_FAULTS
 
 ACTIVE = {"queued", "running", "stopping", "waiting_for_approval", "started"}
 FAILED = {"failed", "cancelled", "interrupted"}
 MAX_BACKOFF_S = 3600
-
-
-class RelayBusy(Exception):
-    """Another relay invocation holds the lock."""
 
 
 class Relay:
@@ -74,7 +72,8 @@ class Relay:
         wait_s = pass_lock_wait_s(self.settings)
         try:
             with lock(f"{self.state_path}.lock", wait_s):
-                self.state = RelayState(self.state_path, now_ms=self._now())
+                if not self._read_state():
+                    return self.problems
                 say = self._collaborator_log
                 self.approvals = Approvals(self.service, self.client, self.state, say=say,
                                            events=self.events, monotonic=self.monotonic)
@@ -82,13 +81,23 @@ class Relay:
                     self.client, say=say, now_ms=self._now,
                     bound_s=self.settings.relay_run_timeout_s,
                     grace_s=self.settings.relay_transcript_grace_s)
-                for problem in self.state.problems:
-                    self._say(problem)
                 return self._pass()
         except LockTimeout:
             self._say(f"another relay pass held {self.state_path}.lock for {wait_s}s; "
                       "nothing relayed this time")
             return self.problems
+
+    def _read_state(self):
+        """Read the state under the lock, saying what was wrong with it; False when it cannot
+        be read at all (then nothing is relayed, and nothing written over it)."""
+        try:
+            self.state, said = RelayState.for_pass(self.state_path, now_ms=self._now())
+        except StateUnreadable as exc:
+            self._say(str(exc))
+            return False
+        for line in said:
+            self._say(line)
+        return True
 
     def _pass(self):
         cron = self.events is None  # the watcher follows runs' events; a cron pass does not
@@ -100,6 +109,8 @@ class Relay:
             self._say(conflict)
             return self.problems
         unreadable = self.access.problem()
+        for note in self.access.take_notes():  # a mode it narrowed
+            self._say(note)
         if unreadable:  # who is let in is unknown: nothing goes to Hermes, nothing is told
             self._say(unreadable)
             return self.problems
@@ -129,7 +140,7 @@ class Relay:
         if self.events is not None:
             self.approvals.subscribe_new_runs()
         if self.unreachable:
-            pending = sum(1 for e in self.state.threads.values() if e.get("run_id"))
+            pending = sum(1 for e in self.state.threads.values() if e.run_id)
             waiting_now = len(self._waiting())
             self._say(f"Hermes is unreachable at {getattr(self.client, 'base_url', 'its URL')} "
                       f"({self.unreachable}); {pending} run(s) in flight and {waiting_now} "
@@ -144,20 +155,28 @@ class Relay:
         return rows + [row for row in released if row]
 
     def _released(self, thread):
-        """A thread just let in whose question waits behind the notice it was told: a row
-        for that question, answered after the notice. None when it holds no such question
-        (then the access state stops offering it, unless a run of it is in flight)."""
-        try:
-            messages = self.service.history(thread)
-        except errors.ThreadNotFound:
-            messages = []
-        if len(messages) >= 2 and is_notice(messages[-1]) \
-                and messages[-2]["author"] != "hermes":
-            return {"thread": thread, "last_id": messages[-1]["id"],
-                    "input": messages[-2]["id"], "last_epoch": messages[-1]["epoch"]}
+        """A thread just let in whose question waits behind the notice it was told: it is told
+        once that it is let in (LET_IN_LINE: the page shows from it that an answer is on its
+        way), and the row is for its newest message before that line, answered after the line.
+        None when it holds no such question (then the access state stops offering it, unless
+        a run of it is in flight)."""
+        messages = self._history_or_empty(thread)
+        if waits_behind_notice(messages):
+            self.service.announce(thread, messages[-1]["id"], LET_IN_LINE)
+            messages = self._history_or_empty(thread)  # what was written meanwhile counts too
+        asked = [m for m in messages[:-1] if m["author"] != "hermes"]
+        if messages and is_let_in(messages[-1]) and asked:
+            return {"thread": thread, "last_id": messages[-1]["id"], "input": asked[-1]["id"],
+                    "last_epoch": messages[-1]["epoch"]}
         if thread not in self.state.threads:
             self.access.released(thread)
         return None
+
+    def _history_or_empty(self, thread):
+        try:
+            return self.service.history(thread)
+        except errors.ThreadNotFound:
+            return []
 
     def _isolated(self, thread, step, *args):
         """Run one thread's step; a fault in it is that thread's problem, not the run's."""
@@ -178,9 +197,9 @@ class Relay:
         """Poll every run still worth following, all at once: a pass waits for the slowest
         poll (at most `poll_wait_s`), not for the sum of them. A thread whose poll has not
         answered yet is missing from the result: no news for it this pass."""
-        wanted = {thread: entry["run_id"] for thread, entry in self.state.threads.items()
-                  if entry.get("run_id") and (entry.get("asked") or entry.get("by_host") or (
-                      waiting.get(thread) or {}).get("last_id") == entry["question"])}
+        wanted = {thread: entry.run_id for thread, entry in self.state.threads.items()
+                  if entry.run_id and (entry.asked or entry.by_host or (
+                      waiting.get(thread) or {}).get("last_id") == entry.question)}
         if not wanted:
             return {}
         poller = self.poller or RunPoller(self.client, threads=len(wanted))
@@ -193,29 +212,28 @@ class Relay:
 
     def _follow(self, thread, waiting_row, answer):
         entry = self.state.threads[thread]
-        changed = (waiting_row or {}).get("last_id") != entry["question"]
-        if entry.get("run_id") and (entry.get("asked")
-                                    or changed and self.approvals.adopt(thread, entry)):
+        changed = (waiting_row or {}).get("last_id") != entry.question
+        if entry.run_id and (entry.asked or changed and self.approvals.adopt(thread, entry)):
             self._act(thread, entry, self.approvals.follow(thread, entry, answer))
             return
-        if entry.get("by_host") and waiting_row is None:
+        if entry.by_host and waiting_row is None:
             # The host decided: the thread ends with the line saying so, and waits no more.
-            if not entry.get("run_id"):
+            if not entry.run_id:
                 self._forget(thread, f"its run failed after the host's decision in "
-                                     f"{entry['question']}; the person's next message starts "
+                                     f"{entry.question}; the person's next message starts "
                                      "over")
                 return
-            waiting_row = {"last_id": entry["question"]}
+            waiting_row = {"last_id": entry.question}
         if waiting_row is None:
             self._stop_quietly(entry)
             self._forget(thread, "answered or gone; dropping its relay record")
             return
-        if waiting_row["last_id"] != entry["question"]:
+        if waiting_row["last_id"] != entry.question:
             self._stop_quietly(entry)
             self._forget(thread, f"got a newer message {waiting_row['last_id']}: superseding "
-                                 f"run={entry.get('run_id')} for {entry['question']}")
+                                 f"run={entry.run_id} for {entry.question}")
             return
-        if not entry.get("run_id"):
+        if not entry.run_id:
             return  # submitted but unconfirmed: _submit replays it with the same key
         if answer is None:
             return  # its poll is still out (see RunPoller): no news this pass
@@ -225,77 +243,77 @@ class Relay:
         run = answer.body if isinstance(answer.body, dict) else {}
         status = run.get("status")
         if answer.status == 404:
-            self._failed(thread, entry, f"run {entry['run_id']} is unknown to Hermes (404)")
+            self._failed(thread, entry, f"run {entry.run_id} is unknown to Hermes (404)")
         elif answer.status != 200:
-            self._say(f"thread={thread} poll run={entry['run_id']}: {answer.error_text()}")
+            self._say(f"thread={thread} poll run={entry.run_id}: {answer.error_text()}")
         elif status == "completed":
             self._deliver(thread, entry, run)
         elif status in FAILED:
-            self._failed(thread, entry, f"run {entry['run_id']} {status}: "
+            self._failed(thread, entry, f"run {entry.run_id} {status}: "
                                         f"{run.get('error') or run.get('last_event')}")
         elif status == "waiting_for_approval":
             self._act(thread, entry, self.approvals.ask(thread, entry))
-        elif self._now() - entry["submitted_ms"] > self.settings.relay_run_timeout_s * 1000:
+        elif self._now() - entry.submitted_ms > self.settings.relay_run_timeout_s * 1000:
             self._stop_quietly(entry)
-            self._failed(thread, entry, f"run {entry['run_id']} still {status} after "
+            self._failed(thread, entry, f"run {entry.run_id} still {status} after "
                                         f"{self.settings.relay_run_timeout_s}s; stopped it")
 
     def _deliver(self, thread, entry, run):
         output = run.get("output")
         if not isinstance(output, str) or output == "":
-            self._failed(thread, entry, f"run {entry['run_id']} completed with no output")
+            self._failed(thread, entry, f"run {entry.run_id} completed with no output")
             return
         output, repaired = repair_unicode(output)
         if repaired:
-            self._say(f"thread={thread} run={entry['run_id']} answer held {repaired} lone "
+            self._say(f"thread={thread} run={entry.run_id} answer held {repaired} lone "
                       "surrogate(s) (not valid Unicode); each was replaced by U+FFFD")
         parts = split_text(output, self.settings.max_text)
         # While an approval request is unanswered the answer follows it, not the question.
-        outcome = self.service.deliver(thread, entry.get("asked") or entry["question"], parts)
+        outcome = self.service.deliver(thread, entry.asked or entry.question, parts)
         if outcome == "superseded":
-            self._forget(thread, f"run={entry['run_id']} answered {entry['question']} but a "
+            self._forget(thread, f"run={entry.run_id} answered {entry.question} but a "
                                  "newer message came first; its output is discarded")
             return
         split = f" in {len(parts)} parts (over {self.settings.max_text} chars)" \
             if len(parts) > 1 else ""
-        unanswered = f" (its approval request {entry['asked']} went unanswered)" \
-            if entry.get("asked") else ""
-        self._forget(thread, f"run={entry['run_id']} {outcome}{split}{unanswered}")
+        unanswered = f" (its approval request {entry.asked} went unanswered)" \
+            if entry.asked else ""
+        self._forget(thread, f"run={entry.run_id} {outcome}{split}{unanswered}")
 
     def _failed(self, thread, entry, why):
-        entry["attempts"] += 1
-        entry["generation"] += 1
-        entry["run_id"] = None
-        delay_s = min(MAX_BACKOFF_S, 60 * 2 ** (entry["attempts"] - 1))
-        entry["next_ms"] = self._now() + delay_s * 1000
+        entry.attempts += 1
+        entry.generation += 1
+        entry.run_id = None
+        delay_s = min(MAX_BACKOFF_S, 60 * 2 ** (entry.attempts - 1))
+        entry.next_ms = self._now() + delay_s * 1000
         self.state.save()
-        if entry["attempts"] >= self.settings.relay_max_attempts:
-            self._say(f"GAVE UP thread={thread} question={entry['question']} after "
-                      f"{entry['attempts']} attempts ({why}); it stays waiting until a new "
+        if entry.attempts >= self.settings.relay_max_attempts:
+            self._say(f"GAVE UP thread={thread} question={entry.question} after "
+                      f"{entry.attempts} attempts ({why}); it stays waiting until a new "
                       "message arrives or someone replies with scripts/chat.py")
         else:
-            self._say(f"thread={thread} {why}; retry {entry['attempts'] + 1} in {delay_s}s "
+            self._say(f"thread={thread} {why}; retry {entry.attempts + 1} in {delay_s}s "
                       "with a fresh key")
 
     def _act(self, thread, entry, outcome):
         """Carry out what a collaborator decided (outcomes.py); None: nothing this pass."""
         if isinstance(outcome, Deliver):
-            self._deliver(thread, {**entry, "run_id": outcome.run_id or entry["run_id"]},
-                          outcome.run)
+            run_id = outcome.run_id or entry.run_id
+            self._deliver(thread, dataclasses.replace(entry, run_id=run_id), outcome.run)
         elif isinstance(outcome, Drop):
             if outcome.stop:
                 self._stop_quietly(entry)
             self._forget(thread, outcome.why)
         elif isinstance(outcome, Tell):
-            told = self.service.deliver(thread, entry["question"], [outcome.text])
+            told = self.service.deliver(thread, entry.question, [outcome.text])
             self._forget(thread, f"{outcome.why} ({told})")
         elif isinstance(outcome, Unreachable):
             self.unreachable = outcome.why
 
     def _stop_quietly(self, entry):
-        if entry.get("run_id"):
+        if entry.run_id:
             try:
-                self.client.stop_run(entry["run_id"])
+                self.client.stop_run(entry.run_id)
             except HermesUnreachable:
                 pass  # best effort: the run's output will be ignored anyway
 
@@ -308,7 +326,7 @@ class Relay:
         """A thread no longer let in (revoked): its run is stopped, nothing more goes."""
         entry = self.state.threads[thread]
         self._stop_quietly(entry)
-        self._forget(thread, f"is no longer let in: stopped run={entry.get('run_id')} and "
+        self._forget(thread, f"is no longer let in: stopped run={entry.run_id} and "
                              "dropped its relay record")
 
     def _keep_out(self, row):
@@ -332,108 +350,124 @@ class Relay:
         if not self.access.admits(thread):
             self._keep_out(row)
             return True
-        entry = self.state.threads.get(thread)
-        if entry is None:
-            entry = {"question": row["last_id"], "generation": 0, "attempts": 0,
-                     "run_id": None, "next_ms": 0, "submitted_ms": None}
-        if entry.get("run_id"):
+        entry = self.state.threads.get(thread) or RelayRecord(question=row["last_id"])
+        held = self._held_back(thread, entry)
+        if held is not None:
+            return held
+        # A question released by the host waits behind its notice (see _released).
+        question = self._question(thread, row.get("input") or entry.question)
+        if question is None:  # the thread or its question went away meanwhile
             return True
-        if entry["attempts"] >= self.settings.relay_max_attempts:
-            self._say(f"thread={thread} waits: gave up after {entry['attempts']} attempts",
+        body, asked_ms = question
+        key = f"newos4-{thread}-{entry.question}-{entry.generation}"
+        if thread not in self.state.threads and asked_ms < self.state.since_ms:
+            self._forgotten(thread, entry, key, asked_ms)
+        if entry.submitting == key:  # its answer was lost: may it have started a run?
+            settled = self._settle_lost(thread, entry, body, key)
+            if settled is not None:
+                return settled
+        answer = self._send(thread, entry, body, key)
+        return False if answer is None else self._took(thread, entry, key, answer)
+
+    def _held_back(self, thread, entry):
+        """None when `entry`'s question may be submitted now; else what _submit returns."""
+        if entry.run_id:
+            return True
+        if entry.attempts >= self.settings.relay_max_attempts:
+            self._say(f"thread={thread} waits: gave up after {entry.attempts} attempts",
                       problem=False)
             return True
-        if entry["next_ms"] > self._now():
+        if entry.next_ms > self._now():
             return True
-        in_flight = sum(1 for e in self.state.threads.values() if e.get("run_id"))
+        in_flight = sum(1 for e in self.state.threads.values() if e.run_id)
         if in_flight >= self.settings.relay_max_in_flight:
             self._say(f"{in_flight} runs in flight (max {self.settings.relay_max_in_flight}); "
                       "later threads wait", problem=False)
             return False
-        # A question released by the host waits behind its notice (see _released).
-        body = self._run_body(thread, row.get("input") or entry["question"])
-        if body is None:  # the thread or its question went away meanwhile
-            return True
-        key = f"newos4-{thread}-{entry['question']}-{entry['generation']}"
-        if entry.get("submitting") == key:  # its answer was lost: may it have started a run?
-            outcome = self.lost.settle(thread, entry, body)
-            if not isinstance(outcome, Resubmit):
-                self._act(thread, entry, outcome)
-                return not self.unreachable
-            self._say(f"thread={thread} submitting key={key} again: {outcome.why}",
-                      problem=False)
-        entry["key"] = entry["submitting"] = key
-        entry["submitting_ms"] = self._now()
+        return None
+
+    def _question(self, thread, question_id):
+        """(the run request, when the question was written); None when it is gone."""
+        return run_request(thread, self._history_or_empty(thread), question_id,
+                           self.settings.relay_history)
+
+    def _forgotten(self, thread, entry, key, asked_ms):
+        """A question waiting from before the state's memory began (state.py) has no record:
+        a state that was lost may have submitted it, so it is settled as a lost submission."""
+        self.lost.forgotten(entry, key, asked_ms=asked_ms, since_ms=self.state.since_ms)
+        self.state.threads[thread] = entry
+        self.state.save()
+
+    def _settle_lost(self, thread, entry, body, key):
+        """The submission of `key` may have started a run: None when submitting it (again) is
+        safe, else what _submit returns."""
+        outcome = self.lost.settle(thread, entry, body)
+        if not isinstance(outcome, Resubmit):
+            self._act(thread, entry, outcome)
+            return not self.unreachable
+        self._say(f"thread={thread} submitting key={key} again: {outcome.why}", problem=False)
+        return None
+
+    def _send(self, thread, entry, body, key):
+        """Record `key`, then submit; Hermes' answer, or None when none came."""
+        entry.key = entry.submitting = key
+        entry.submitting_ms = self._now()
         self.state.threads[thread] = entry
         self.state.save()  # before submitting: a crash now replays with the same key
-        answer, maybe_applied = None, False
-        for attempt in (1, 2):  # one immediate replay recovers a lost response
-            try:
-                answer = self.client.submit_run(body, idempotency_key=key)
-                break
-            except HermesUnreachable as exc:
-                failure = exc
-                maybe_applied = maybe_applied or exc.sent
-                if not exc.sent:
-                    continue  # no connection: nothing can have been applied
-                if attempt == 1 and self._replays():
-                    self._say(f"thread={thread} submit key={key} got no answer ({exc}); "
-                              "replaying with the same key", problem=False)
-                else:
-                    break
-        if answer is None:  # no answer: Hermes is down; the saved key settles it next run
+        answer, failure, maybe_applied = self._post(thread, body, key)
+        if answer is None:  # Hermes is down; the saved key settles it next run
             if not maybe_applied:  # never applied: submitting again is safe
-                del entry["submitting"], entry["submitting_ms"]
+                entry.submitting = entry.submitting_ms = None
             elif not self._replays():
                 self.lost.lost(thread, entry)
             self.state.save()
             self.unreachable = self.unreachable or str(failure)
-            return False
-        for name in ("submitting", "submitting_ms", "lost_ms"):
-            entry.pop(name, None)
+        return answer
+
+    def _post(self, thread, body, key):
+        """(answer or None, the last failure, whether a failed request may have been applied):
+        one immediate replay with the same key recovers a lost response."""
+        failure, maybe_applied = None, False
+        for attempt in (1, 2):
+            try:
+                return self.client.submit_run(body, idempotency_key=key), None, maybe_applied
+            except HermesUnreachable as exc:
+                failure, maybe_applied = exc, maybe_applied or exc.sent
+                if not exc.sent:
+                    continue  # no connection: nothing can have been applied
+                if attempt == 2 or not self._replays():
+                    break
+                self._say(f"thread={thread} submit key={key} got no answer ({exc}); "
+                          "replaying with the same key", problem=False)
+        return None, failure, maybe_applied
+
+    def _took(self, thread, entry, key, answer):
+        """Record what Hermes answered the submission of `key`; False when no more may start
+        this run."""
+        entry.submitting = entry.submitting_ms = entry.lost_ms = None
         if answer.status == 202 and isinstance(answer.body, dict) and answer.body.get("run_id"):
-            entry["run_id"] = answer.body["run_id"]
-            entry["submitted_ms"] = self._now()
+            entry.run_id = answer.body["run_id"]
+            entry.submitted_ms = self._now()
             self.state.save()
             replayed = " (replayed)" if answer.body.get("replayed") else ""
-            self._say(f"thread={thread} question={entry['question']} submitted "
-                      f"run={entry['run_id']}{replayed}", problem=False)
+            self._say(f"thread={thread} question={entry.question} submitted "
+                      f"run={entry.run_id}{replayed}", problem=False)
         elif answer.status in (429, 503):
             wait_s = max(1, answer.retry_after_s(60))
-            entry["generation"] += 1
-            entry["next_ms"] = self._now() + wait_s * 1000
+            entry.generation += 1
+            entry.next_ms = self._now() + wait_s * 1000
             self.state.save()
             self._say(f"thread={thread} Hermes is busy ({answer.error_text()}); retry after "
                       f"{wait_s}s with a fresh key", problem=False)
             return False
         elif answer.status == 409:
-            entry["generation"] += 1
+            entry.generation += 1
             self.state.save()
             self._say(f"thread={thread} key={key} conflicts ({answer.error_text()}); the next "
                       "run uses a fresh key")
         else:
             self._failed(thread, entry, f"submit refused: {answer.error_text()}")
         return True
-
-    def _run_body(self, thread, question_id):
-        """The run request: the question as input, earlier messages as history."""
-        try:
-            messages = self.service.history(thread)
-        except errors.ThreadNotFound:
-            return None
-        ids = [m["id"] for m in messages]
-        if question_id not in ids:
-            return None
-        at = ids.index(question_id)
-        earlier = messages[max(0, at - self.settings.relay_history):at] \
-            if self.settings.relay_history else []
-        earlier = [m for m in earlier if not is_notice(m)]  # how it got in is not Hermes' to see
-        return {
-            "input": messages[at]["text"],
-            "conversation_history": [
-                {"role": "assistant" if m["author"] == "hermes" else "user",
-                 "content": m["text"]} for m in earlier],
-            "session_id": f"newos4-{thread}",
-        }
 
     def _replays(self):
         """Whether Hermes replays a run for a repeated key (False when it cannot say now)."""
@@ -452,31 +486,3 @@ class Relay:
         if problem:
             self.problems += 1
         self.log(("relay: PROBLEM " if problem else "relay: ") + line, problem)
-
-
-def cron_tick(service, *, sweep_only, log, client=None):
-    """What cron runs each minute, under the relay lock: the retention sweep, then the relay.
-
-    Returns the number of problems; raises RelayBusy when another invocation holds the lock.
-    """
-    settings = service.settings
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        with lock(settings.data_dir / "relay.lock", 0):
-            outcome = service.sweep()
-            skipped, trouble = outcome.pop("skipped"), outcome.pop("problems")
-            for thread, why in skipped:
-                log(f"relay: PROBLEM thread={thread} skipped: {why}", True)
-            for why in trouble:
-                log(f"relay: PROBLEM sweep {why}", True)
-            problems = len(skipped) + len(trouble)
-            log("relay: sweep " + json.dumps(outcome, sort_keys=True), False)
-            if sweep_only:
-                return problems
-            if client is None:
-                log("relay: HERMES_API_URL is not set: swept only", False)
-                return problems
-            relay = Relay(service, client, log=log, reported=[t for t, _ in skipped])
-            return problems + relay.run()
-    except LockTimeout:
-        raise RelayBusy()

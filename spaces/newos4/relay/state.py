@@ -1,70 +1,119 @@
-"""The relay's state: per-thread records in `relay/state.json`, replaced atomically.
+"""The relay's state: per-thread records in `relay/state.json` (schemas.py), replaced atomically.
 
 Only a relay pass holding `relay/state.json.lock` reads and writes it (see passes.py), and the
 host's `scripts/chat.py approve`, which records a decision there under the same lock.
 """
-import json
-import os
 import shutil
 
-from ..files import atomic_write
-from ..store import is_thread_name
+from ..files import atomic_write, keep_aside
+from .schemas import Unfit, dump_state, load_record, load_state
+
+REPAIR = ("it must be a file the relay's user can read and write; moving it away starts over "
+          "(the questions it held are then settled from Hermes' session transcripts, never "
+          "submitted twice)")
+SETTLED = "settled from Hermes' session transcripts, never submitted twice"
+
+
+class StateUnreadable(Exception):
+    """The state file cannot be read at all (a folder, another user's file): nothing is
+    relayed, and nothing written over it, until it is repaired. The message is one line."""
 
 
 class RelayState:
-    """Per-thread relay records in one JSON file, replaced atomically after every change.
+    """Per-thread relay records (records.RelayRecord) in one JSON file, replaced atomically
+    after every change.
 
-    A file that cannot be used, or records that are not ours, are set aside (the file is kept
-    as `state.json.corrupt-<ms>`) and reported in `problems`: a damaged state never stops the
-    relay, and replaying a question with a fresh record reuses its generation-0 key.
+    `since_ms`: the relay's memory of its submissions is whole from then on. A question
+    waiting from before it with no record may have been submitted by a state that was lost
+    (removed, or set aside because it did not fit), so it is settled from Hermes' transcript
+    before it is submitted (passes.py, lost_runs.py).
     """
 
-    def __init__(self, path, *, now_ms):
+    def __init__(self, path, threads=None, since_ms=0):
         self.path = path
-        self.problems = []
-        try:
-            doc = json.loads(path.read_bytes())
-            threads = doc["threads"]
-            if not isinstance(threads, dict):
-                raise TypeError("threads is not an object")
-        except FileNotFoundError:
-            self.threads = {}
-            return
-        except (ValueError, KeyError, TypeError, RecursionError, OSError) as exc:
-            self.threads = {}
-            self._set_aside(now_ms, f"cannot be read ({exc.__class__.__name__}: "
-                                    f"{str(exc)[:120]})")
-            return
-        self.threads = {t: e for t, e in threads.items() if _valid_entry(t, e)}
-        bad = sorted(set(threads) - set(self.threads))
-        if bad:
-            self._set_aside(now_ms, f"has {len(bad)} malformed record(s) "
-                                    f"({', '.join(map(str, bad[:5]))}); they start over", copy=True)
+        self.threads = threads if threads is not None else {}
+        self.since_ms = since_ms
 
-    def _set_aside(self, now_ms, why, *, copy=False):
-        """Keep the damaged file under a new name (an OSError here stops the relay: better
-        than writing over the only copy), then start from what could be read."""
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{now_ms}")
-        if copy:
-            shutil.copy2(self.path, aside)
-            self.save()
-        else:
-            os.replace(self.path, aside)
-        self.problems.append(f"relay state {self.path} {why}; kept as {aside.name}")
+    @classmethod
+    def read(cls, path):
+        """The state as the file holds it (empty when there is none); StateUnreadable or
+        Unfit otherwise. For the host's commands, which repair nothing."""
+        raw = _read(path)
+        if raw is None:
+            return cls(path)
+        since_ms, docs = load_state(raw)
+        return cls(path, {t: load_record(t, doc) for t, doc in docs.items()}, since_ms)
+
+    @classmethod
+    def for_pass(cls, path, *, now_ms):
+        """(the state a relay pass works on, the lines it says about it).
+
+        Content that does not fit is never written over: the file is kept beside it as
+        `state.json.corrupt-<ms>` and the records that fit go on (a host decision that does not
+        fit decides nothing); the state then starts its memory now. A file gone after a
+        relay ran here (relay/modes.json is there) starts it now too. StateUnreadable when
+        the file cannot be read at all.
+        """
+        raw = _read(path)
+        if raw is None:
+            lost = path.with_name("modes.json").exists()
+            state = cls(path, since_ms=now_ms if lost else 0)
+            state.save()  # from now on a missing file is a lost one
+            return state, [f"relay state {path} is missing, though a relay ran here "
+                           f"(relay/modes.json): started over; the questions waiting from "
+                           f"before are {SETTLED}"] if lost else []
+        try:
+            since_ms, docs = load_state(raw)
+        except Unfit as exc:
+            aside = keep_aside(path, now_ms)
+            state = cls(path, since_ms=now_ms)
+            state.save()
+            return state, [f"relay state {path} cannot be read: {exc}; kept as {aside}, and "
+                           f"the relay started over: the questions it held are {SETTLED}"]
+        return cls._fitting(path, since_ms, docs, now_ms)
+
+    @classmethod
+    def _fitting(cls, path, since_ms, docs, now_ms):
+        threads, dropped, unfit = {}, [], []
+        for thread, doc in docs.items():
+            try:
+                threads[thread] = load_record(thread, doc)
+                continue
+            except Unfit as exc:
+                unfit.append(exc)
+            try:  # a decision that cannot be read decides nothing; the rest of it holds
+                if unfit[-1].path[2:3] == ("host",):
+                    threads[thread] = load_record(thread, {**doc, "host": None})
+                    continue
+            except Unfit:
+                pass
+            dropped.append(thread)
+        if not unfit:
+            return cls(path, threads, since_ms), []
+        aside = f"{path.name}.corrupt-{now_ms}"
+        shutil.copy2(path, path.with_name(aside))  # the records that fit go on in the file
+        state = cls(path, threads, now_ms if dropped else since_ms)
+        state.save()
+        then = f"{len(dropped)} malformed record(s) ({', '.join(map(str, dropped[:5]))}) " \
+               f"start over: their questions are {SETTLED}" if dropped else \
+            "that host decision decides nothing (scripts/chat.py approve decides again)"
+        return state, [f"relay state {path}: {unfit[0]}; {then}; the file as it was is kept "
+                       f"as {aside}"]
 
     def save(self):
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(self.path, json.dumps({"threads": self.threads}, indent=1,
-                                           sort_keys=True).encode())
+        atomic_write(self.path, dump_state(self.since_ms, self.threads))
 
 
-ENTRY_FIELDS = {"question": (str,), "generation": (int,), "attempts": (int,), "next_ms": (int,),
-                "run_id": (str, type(None)), "submitted_ms": (int, type(None))}
-
-
-def _valid_entry(thread, entry):
-    return is_thread_name(thread) and isinstance(entry, dict) and all(
-        type(entry.get(name)) in kinds for name, kinds in ENTRY_FIELDS.items())
+def _read(path):
+    """The file's bytes, or None when there is none; StateUnreadable when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StateUnreadable(f"relay state {path} cannot be read ({exc.strerror or exc}): "
+                              f"nothing is relayed until it is repaired: {REPAIR}")
 
 
 def state_path(settings):

@@ -98,7 +98,7 @@ class Watcher:
         self.passes += 1
         self._schedule(relay.state, problems)
         if relay.state is not None:
-            self.events.keep_only({e.get("run_id") for e in relay.state.threads.values()})
+            self.events.keep_only({e.run_id for e in relay.state.threads.values()})
         return True
 
     def _say_once(self):
@@ -122,19 +122,19 @@ class Watcher:
         due = now + IDLE_S
         now_ms = self.service.clock.now_ms()
         for entry in (state.threads.values() if state else ()):
-            if entry.get("run_id"):
+            if entry.run_id:
                 due = min(due, now + self.poll_s)
                 if self._unasked(entry):  # the poll lagged the event: look again soon
                     due = min(due, now + self.tick_s)
-            elif entry["attempts"] < self.settings.relay_max_attempts:
-                due = min(due, now + max(self.poll_s, (entry["next_ms"] - now_ms) / 1000))
+            elif entry.attempts < self.settings.relay_max_attempts:
+                due = min(due, now + max(self.poll_s, (entry.next_ms - now_ms) / 1000))
         self._due = due
 
     def _unasked(self, entry):
         """True when the run's events hold an approval request its thread was not asked yet."""
-        follower = self.events.get(entry["run_id"])
-        return follower is not None and not entry.get("asked") \
-            and len(follower.requests) > entry.get("approvals", 0)
+        follower = self.events.get(entry.run_id)
+        return follower is not None and not entry.asked \
+            and len(follower.requests) > entry.approvals
 
     def _snapshot(self):
         marks = []

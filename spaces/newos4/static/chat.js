@@ -9,25 +9,23 @@
   const DRAFT_KEY = "newos4.chat.draft";   // sessionStorage: so does a half-typed message
   const REQUEST_TIMEOUT_MS = 15000;
   const HIDDEN_TAB_MS = 60000;             // a tab in the background looks once a minute
-  const AUTHORS = {operator: "You", agent: "Assistant", hermes: "Hermes"};
-  // The relay's approval request begins with this line and lists the choices offered to the
-  // person (Hermes' own, `always` only when the host allows it) as
-  // lines "- `word`: explanation"; the page offers them as buttons (see README, the chat page).
-  const APPROVAL_MARKER = "Hermes asks before running a command:";
-  // The relay's one message to a conversation the host has not let in (relay/access.py).
-  const NOTICE_MARKER = "This conversation cannot reach Hermes yet.";
-  const CHOICE_LINE = /^- `(once|session|always|deny)`: /gm;
-  const CHOICE_LABELS = {once: "Allow once", session: "Allow for this conversation",
-    always: "Always allow", deny: "Deny"};
+  const {STATUS, createLog} = window.ChatMessages;  // how messages are shown: messages.js
+  const DIALOG_HOST = {
+    known: "The host will have to let the new conversation in before Hermes answers it, as " +
+      "it did this one.",
+    maybe: "If the host lets conversations in one by one, it will have to let the new one in " +
+      "too.",
+  };
 
   // Poll delays: often while an answer is on its way, backing off when idle or failing, and
-  // when an answer is long overdue (Hermes down, a question given up).
+  // when an answer is long overdue (the relay stopped, Hermes down, a question given up).
   const LONG_WAIT_MS = 120000;
   const awaitingDelay = backoff(1000, 3000, 1.25);
   const overdueDelay = backoff(3000, 10000, 1.5);
   const idleDelay = backoff(2000, 30000, 2);
-  // Until the host lets the conversation in, its question waits, and goes to Hermes the moment
-  // the host does: the page looks as for a slow answer, not as for an idle conversation.
+  // Until the host lets the conversation in (or while an approval request waits, which the
+  // host may decide), what comes next can come at any moment: the page looks as for a slow
+  // answer, not as for an idle conversation.
   const hostDelay = backoff(2000, 10000, 1.5);
   const errorDelay = backoff(2000, 60000, 2);
 
@@ -36,12 +34,13 @@
   const ui = {
     scroll: $("scroll"), empty: $("empty"), log: $("log"), status: $("status"),
     alert: $("alert"), form: $("composer"), input: $("message"), thread: $("thread"),
-    restart: $("restart"), confirm: $("confirm-restart"),
+    restart: $("restart"), confirm: $("confirm-restart"), confirmHost: $("confirm-host"),
   };
   const state = {
-    token: loadToken(), cursor: 0, awaiting: false, awaitingSince: 0, seen: new Set(),
+    token: loadToken(), cursor: 0, phase: "idle", overdue: false, skewMs: null,
     timer: null, polling: false, pollAgain: false, sending: false, alertSource: "",
   };
+  const messages = createLog(ui.log, {serverNow, choose});
 
   function backoff(min, max, factor) {
     let next = min;
@@ -118,13 +117,34 @@
       throw new ApiError(response.status, body && body.error,
                          Number.isFinite(retryAfter) ? retryAfter : null);
     }
+    if (state.skewMs === null) learnSkew(response.headers.get("Date"));
     return body;
+  }
+
+  function learnSkew(date) {
+    // How far the server's clock is from this one, once per page view (from the first
+    // answer's Date header, whole seconds): message epochs are the server's, and how long an
+    // answer has been waited for must not depend on how well this device keeps time.
+    const server = Date.parse(date || "");
+    if (Number.isFinite(server)) state.skewMs = server + 500 - Date.now();
+  }
+
+  function serverNow() {
+    return Date.now() + (state.skewMs || 0);
   }
 
   function inWords(seconds) {
     if (seconds < 60) return seconds + (seconds === 1 ? " second" : " seconds");
     const minutes = Math.ceil(seconds / 60);
     return minutes + (minutes === 1 ? " minute" : " minutes");
+  }
+
+  function waitedWords(ms) {
+    // How long something has waited, whole units down (it has waited at least that long).
+    const minutes = Math.floor(ms / 60000);
+    const [n, unit] = minutes < 120 ? [minutes, "minute"]
+      : minutes < 2880 ? [Math.floor(minutes / 60), "hour"] : [Math.floor(minutes / 1440), "day"];
+    return n + " " + unit + (n === 1 ? "" : "s");
   }
 
   function sendFailure(err) {
@@ -145,118 +165,17 @@
     }
   }
 
-  // --- Markdown, safely ----------------------------------------------------------------------
-  // Hermes and the in-page assistant write Markdown. marked turns it into HTML with every raw
-  // HTML tag shown as text (an answer may quote HTML; it must never become markup), then
-  // DOMPurify keeps only the elements Markdown makes and links to http(s) and mailto. The
-  // person's own text is shown exactly as typed.
+  // --- the conversation ---------------------------------------------------------------------
 
-  const MARKUP = {
-    ALLOWED_TAGS: ["p", "br", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol",
-      "li", "a", "h1", "h2", "h3", "h4", "h5", "h6", "hr", "table", "thead", "tbody", "tr",
-      "th", "td"],
-    ALLOWED_ATTR: ["href", "title", "start", "align"],
-    ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
-    RETURN_DOM_FRAGMENT: true,
-  };
-  const markdown = makeMarkdown();
-
-  function escapeHtml(text) {
-    return text.replace(/[&<>"']/g, (c) =>
-      ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})[c]);
-  }
-
-  function makeMarkdown() {
-    const {marked, DOMPurify} = window;
-    if (!marked || !DOMPurify || !DOMPurify.isSupported) return null;  // plain text, then
-    DOMPurify.addHook("afterSanitizeAttributes", (node) => {
-      if (node.tagName === "A" && node.hasAttribute("href")) {
-        node.setAttribute("target", "_blank");  // away from the chat, which keeps running
-        node.setAttribute("rel", "noopener noreferrer");
-      }
-    });
-    return new marked.Marked({
-      gfm: true,
-      breaks: true,  // a line break in a chat message is a line break, as on GitHub
-      renderer: {
-        html({text, block}) {
-          const shown = escapeHtml(text);
-          return block ? "<p>" + shown.trim().replace(/\n/g, "<br>") + "</p>" : shown;
-        },
-        image({href, title, text}) {
-          // The page loads no image from elsewhere: an image is a link to it, named by its alt.
-          const label = text || href;  // escaped by marked's text renderer
-          return this.link({href, title, tokens: [{type: "text", raw: label, text: label}]});
-        },
-        checkbox({checked}) { return checked ? "\u2611 " : "\u2610 "; },
-      },
-    });
-  }
-
-  function renderText(target, message) {
-    if (message.author === "operator" || !markdown) {
-      target.textContent = message.text;
-      return;
-    }
-    try {
-      const html = markdown.parse(message.text).trim();
-      target.classList.add("markdown");
-      target.replaceChildren(DOMPurify.sanitize(html, MARKUP));
-    } catch (e) {
-      target.textContent = message.text;  // whatever failed, the words are still shown
-    }
-  }
-
-  // --- approval requests ----------------------------------------------------------------------
-
-  function offeredChoices(message) {
-    if (message.author !== "hermes" || !message.text.startsWith(APPROVAL_MARKER)) return [];
-    return Array.from(message.text.matchAll(CHOICE_LINE), (match) => match[1]);
-  }
-
-  function pendingRequest() {
-    // The request still waiting for the person: the latest message, or followed only by the
-    // in-page AI's messages, which never decide (the relay leaves the request waiting).
-    let item = ui.log.lastElementChild;
-    while (item && item.dataset.author === "agent") {
-      item = item.previousElementSibling;
-    }
-    return item && item.choices ? item : null;
-  }
-
-  function waitingForTheHost() {
-    // Hermes' latest word is the relay's notice: nothing written since reached Hermes, so no
-    // answer is on its way until the host lets this conversation in.
-    let item = ui.log.lastElementChild;
-    while (item && item.dataset.author !== "hermes") item = item.previousElementSibling;
-    return Boolean(item && item.notice);
-  }
-
-  function offerChoices() {
-    // Buttons only on the pending request: once the person or Hermes wrote after it, it is
-    // answered (or given up), and a late click would be read as a new message.
-    const last = pendingRequest();
-    ui.log.querySelectorAll(".choices").forEach((group) => {
-      if (group.parentElement !== last) group.remove();
-    });
-    if (!last || last.querySelector(".choices")) return;
-    const group = document.createElement("div");
-    group.className = "choices";
-    group.setAttribute("role", "group");
-    group.setAttribute("aria-label", "Your decision");
-    for (const word of last.choices) {
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "choice";
-      button.dataset.choice = word;
-      button.textContent = CHOICE_LABELS[word];
-      button.addEventListener("click", () => choose(group, word));
-      group.append(button);
-    }
-    last.append(group);
+  function addMessage(message) {
+    const stick = nearBottom();
+    if (!messages.add(message)) return;
+    ui.empty.hidden = true;
+    if (stick || message.author === "operator") ui.scroll.scrollTop = ui.scroll.scrollHeight;
   }
 
   async function choose(group, word) {
+    // A decision's button sends its word as the person's next message.
     const buttons = group.querySelectorAll("button");
     const hadFocus = group.contains(document.activeElement);
     buttons.forEach((button) => { button.disabled = true; });
@@ -268,75 +187,30 @@
     }
   }
 
-  // --- the conversation ---------------------------------------------------------------------
-
-  function formatTime(epoch) {
-    const when = new Date(epoch);
-    const today = new Date().toDateString() === when.toDateString();
-    return today ? when.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"})
-      : when.toLocaleString([], {dateStyle: "medium", timeStyle: "short"});
-  }
-
-  function addMessage(message) {
-    if (state.seen.has(message.id)) return;
-    state.seen.add(message.id);
-    const item = document.createElement("article");
-    item.className = "msg";
-    item.dataset.author = message.author;
-    item.dataset.epoch = String(message.epoch);
-    item.dataset.id = message.id;
-    const meta = document.createElement("p");
-    meta.className = "who";
-    const time = document.createElement("time");
-    time.dateTime = message.ts;
-    time.textContent = formatTime(message.epoch);
-    meta.append(AUTHORS[message.author] || message.author, " · ", time);
-    const text = document.createElement("div");
-    text.className = "text";
-    renderText(text, message);
-    item.append(meta, text);
-    const choices = offeredChoices(message);
-    if (choices.length) {
-      item.classList.add("approval");
-      item.choices = choices;
-    }
-    item.notice = message.author === "hermes" && message.text.startsWith(NOTICE_MARKER);
-
-    const stick = nearBottom();
-    let after = ui.log.lastElementChild;  // keep the log in epoch order whatever arrives first
-    while (after && Number(after.dataset.epoch) > message.epoch) {
-      after = after.previousElementSibling;
-    }
-    if (after) after.after(item); else ui.log.prepend(item);
-    ui.empty.hidden = true;
-    if (stick || message.author === "operator") ui.scroll.scrollTop = ui.scroll.scrollHeight;
-  }
-
   function nearBottom() {
     return ui.scroll.scrollHeight - ui.scroll.scrollTop - ui.scroll.clientHeight < 80;
   }
 
-  function setAwaiting(awaiting) {
-    if (awaiting && !state.awaiting) {
-      state.awaitingSince = Date.now();
+  function showStatus() {
+    // The status line says what the conversation waits for, from what poll.php returned.
+    messages.settle();
+    const [phase, since] = messages.phase();
+    if (phase !== state.phase) {
       awaitingDelay.reset();
       overdueDelay.reset();
+      hostDelay.reset();
+      state.phase = phase;
     }
-    state.awaiting = awaiting;
-    say(ui.status, pendingRequest() ? "Hermes is waiting for your decision."
-      : waitingForTheHost() ? "Waiting for the host to let this conversation in (see above)."
-      : !awaiting ? ""
-      : overdue() ? "Still waiting for Hermes; the answer will appear here when it is ready."
-      : "Hermes is working on an answer…");
+    const waited = phase === "working" ? serverNow() - since : 0;
+    state.overdue = waited > LONG_WAIT_MS;
+    say(ui.status, phase === "idle" ? ""
+      : state.overdue ? STATUS.overdue.replace("{waited}", waitedWords(waited))
+      : STATUS[phase]);
   }
 
   function say(region, text) {
     // A live region announces every change, even to the same words: touch it only to change it.
     if (region.textContent !== text) region.textContent = text;
-  }
-
-  function overdue() {
-    return state.awaiting && Date.now() - state.awaitingSince > LONG_WAIT_MS;
   }
 
   function showAlert(text, source) {
@@ -382,7 +256,7 @@
     // Returns how long to wait before the next poll.
     const stick = nearBottom() || state.cursor === 0;  // a first look starts at the newest
     body.messages.forEach(addMessage);
-    offerChoices();
+    showStatus();
     if (stick) ui.scroll.scrollTop = ui.scroll.scrollHeight;
     state.cursor = Math.max(state.cursor, body.cursor);
     ui.thread.textContent = "Conversation " + body.thread +
@@ -392,12 +266,13 @@
       idleDelay.reset();
       hostDelay.reset();
     }
-    setAwaiting(body.awaiting);
     errorDelay.reset();
     clearAlert("poll");
-    return waitingForTheHost() ? hostDelay.next()
-      : !body.awaiting ? idleDelay.next()
-      : overdue() ? overdueDelay.next() : awaitingDelay.next();
+    switch (state.phase) {
+      case "host": case "decide": return hostDelay.next();
+      case "working": return state.overdue ? overdueDelay.next() : awaitingDelay.next();
+      default: return idleDelay.next();
+    }
   }
 
   // --- sending ------------------------------------------------------------------------------
@@ -416,9 +291,8 @@
         body: JSON.stringify({text: text, kind: "operator"})});
       if (token !== state.token) return true;  // another tab started a new conversation
       addMessage({id: sent.id, epoch: sent.epoch, ts: sent.ts, author: "operator", text: text});
-      offerChoices();
       clearAlert();
-      setAwaiting(true);
+      showStatus();
       idleDelay.reset();
       poll();
       return true;
@@ -456,13 +330,12 @@
   function startOver(token) {
     state.token = token;
     state.cursor = 0;
-    state.seen.clear();
-    ui.log.replaceChildren();
+    messages.clear();
     ui.log.setAttribute("aria-busy", "true");
     ui.empty.hidden = false;
     ui.thread.textContent = "";
     clearAlert();
-    setAwaiting(false);
+    showStatus();
     idleDelay.reset();
     errorDelay.reset();
     poll();
@@ -482,6 +355,9 @@
 
   ui.restart.addEventListener("click", () => {
     if (!ui.log.childElementCount) { newConversation(); return; }  // nothing to leave behind
+    // A conversation the host had to let in (it was told so) tells the relay pairs: the new
+    // one will have to be let in too. Otherwise the page cannot know, and says so.
+    ui.confirmHost.textContent = messages.paired() ? DIALOG_HOST.known : DIALOG_HOST.maybe;
     ui.confirm.returnValue = "";
     ui.confirm.showModal();
   });

@@ -183,3 +183,60 @@ def test_pull_requests_connection_pages_with_cursors(world):
     assert too_many["errors"][0]["message"] == (
         "Requesting 101 records on the `pullRequests` connection exceeds the `first` limit"
         " of 100 records.")
+
+
+def node_ids(world, *labels):
+    """(grace's user id, the ids of labels made now) as GraphQL names them (grace's account is
+    made by her first write, as any acting user's)."""
+    world.post("/repos/octo/demo/issues", {"title": "Hello"}, headers=GRACE)
+    for name in labels:
+        world.post("/repos/octo/demo/labels", {"name": name}, headers=TOKEN)
+    found = ql(world, '{ user(login: "grace") { id } repository(owner: "octo", name: "demo") {'
+                      ' labels(first: 10) { nodes { id name } } } }')["data"]
+    by_name = {n["name"]: n["id"] for n in found["repository"]["labels"]["nodes"]}
+    return found["user"]["id"], [by_name[name] for name in labels]
+
+
+UPDATE = """mutation($input: UpdatePullRequestInput!) { updatePullRequest(input: $input) {
+  pullRequest { title labels(first: 5) { nodes { name } } assignees(first: 5) { nodes { login } }
+  } } }"""
+REQUEST = """mutation($input: RequestReviewsInput!) { requestReviews(input: $input) {
+  pullRequest { reviewRequests(first: 5) { nodes { requestedReviewer {
+    ... on User { login } } } } } } }"""
+
+
+def test_update_replaces_labels_and_assignees_and_review_requests_add_or_replace(world):
+    node = create(world)["data"]["createPullRequest"]["pullRequest"]["id"]
+    grace, (bug, docs) = node_ids(world, "bug", "docs")
+    ql(world, UPDATE, {"input": {"pullRequestId": node, "labelIds": [bug]}})
+    done = ql(world, UPDATE, {"input": {"pullRequestId": node, "title": "Renamed",
+                                        "labelIds": [docs], "assigneeIds": [grace]}})
+    assert done["data"]["updatePullRequest"]["pullRequest"] == {
+        "title": "Renamed", "labels": {"nodes": [{"name": "docs"}]},
+        "assignees": {"nodes": [{"login": "grace"}]}}
+    rest = world.get("/repos/octo/demo/pulls/1").json
+    assert ([lab["name"] for lab in rest["labels"]], rest["assignees"][0]["login"]) == (
+        ["docs"], "grace")
+    asked = ql(world, REQUEST, {"input": {"pullRequestId": node, "userIds": [grace],
+                                          "union": True}})
+    requested = asked["data"]["requestReviews"]["pullRequest"]["reviewRequests"]["nodes"]
+    assert requested == [{"requestedReviewer": {"login": "grace"}}]
+    replaced = ql(world, REQUEST, {"input": {"pullRequestId": node, "userIds": []}})
+    assert replaced["data"]["requestReviews"]["pullRequest"]["reviewRequests"]["nodes"] == []
+    assert world.get("/repos/octo/demo/pulls/1/requested_reviewers").json["users"] == []
+
+
+def test_a_pending_review_is_submitted_by_its_node_id(world):
+    node = create(world)["data"]["createPullRequest"]["pullRequest"]["id"]
+    pending = ql(world, """mutation($input: AddPullRequestReviewInput!) {
+        addPullRequestReview(input: $input) { pullRequestReview { id state } } }""",
+                 {"input": {"pullRequestId": node, "body": "Looks right."}}, headers=GRACE)
+    review = pending["data"]["addPullRequestReview"]["pullRequestReview"]
+    assert review["state"] == "PENDING"
+    submitted = ql(world, """mutation($input: SubmitPullRequestReviewInput!) {
+        submitPullRequestReview(input: $input) { pullRequestReview { id state } } }""",
+                   {"input": {"pullRequestReviewId": review["id"], "event": "APPROVE"}},
+                   headers=GRACE)
+    assert submitted["data"]["submitPullRequestReview"]["pullRequestReview"] == {
+        "id": review["id"], "state": "APPROVED"}
+    assert world.get("/repos/octo/demo/pulls/1/reviews").json[0]["state"] == "APPROVED"

@@ -6,7 +6,8 @@ from emulators.github.context import form_encode
 from emulators.github.git import is_ancestor, valid_ref_name
 from emulators.github.ids import node_id
 from emulators.github.models import GitHubBackend
-from emulators.github.pulls import parse_pull_number
+from emulators.github.resources.request import number
+from emulators.github.schemas import refs as refs_schema
 from emulators.github.times import epoch_s, normalized, timestamp
 from emulators.runtime.state.db import Database
 from emulators.runtime.state.records import Records
@@ -77,9 +78,10 @@ def test_ancestry_walks_a_100k_chain_without_recursion():
 
 
 def test_pull_numbers_are_decimal_safe_integers():
-    assert parse_pull_number("12") == 12
+    assert number("12") == 12
     for raw in ("0", "01", "-1", "1.5", "abc", "0x1", "1e0", "", str(2 ** 53)):
-        assert parse_pull_number(raw) is None
+        with pytest.raises(errors.NotFound):
+            number(raw)
 
 
 def test_form_encoding_is_whatwg():
@@ -88,7 +90,7 @@ def test_form_encoding_is_whatwg():
 
 
 def test_seed_builds_the_repository_shape(backend):
-    repo = backend.seed(seed_body(private=True))
+    repo = backend.seeding.seed(seed_body(private=True))
     assert list(repo)[:12] == ["id", "node_id", "name", "full_name", "owner", "private", "fork",
                                "default_branch", "url", "html_url", "created_at", "updated_at"]
     assert repo["node_id"] == "R_fVhVAe4cNeeV7R"
@@ -112,16 +114,17 @@ def test_seed_builds_the_repository_shape(backend):
 
 
 def test_second_repository_of_an_owner_shares_the_first_login_casing(backend):
-    first = backend.seed(seed_body())
-    second = backend.seed(seed_body(owner="SYNTHETIC-ORG", name="other"))
+    first = backend.seeding.seed(seed_body())
+    second = backend.seeding.seed(seed_body(owner="SYNTHETIC-ORG", name="other"))
     assert second["owner"] == first["owner"]
     assert second["full_name"] == "synthetic-org/other"
     assert second["id"] != first["id"]
 
 
 def test_seed_branch_refs_follow_javascript_key_order(backend):
-    backend.seed(seed_body(branches={"main": A, "10": B, "2": A}))
-    refs = {r["ref"]: r["node_id"] for r in backend.matching_refs("synthetic-org", "example", "")}
+    backend.seeding.seed(seed_body(branches={"main": A, "10": B, "2": A}))
+    repo = backend.repos.find("synthetic-org", "example")
+    refs = {r["ref"]: r["node_id"] for r in backend.refs.matching(repo, "")}
     assert refs == {"refs/heads/2": "REF_0kws1og1JQOhmC", "refs/heads/10": "REF_GLm9xBoBmWIp2B",
                     "refs/heads/main": "REF_RUcd6Qtr8CgHLy"}
 
@@ -155,42 +158,43 @@ SEED_CASES = [
 @pytest.mark.parametrize("body,status,message", SEED_CASES)
 def test_seed_validation_order(backend, body, status, message):
     with pytest.raises(errors.SeedInvalid) as caught:
-        backend.seed(body)
+        backend.seeding.seed(body)
     assert (caught.value.status, caught.value.message) == (status, message)
     assert caught.value.body() == {"message": message, "code": "mockingbird_seed_invalid"}
 
 
 def test_seed_conflict_comes_before_field_checks_and_writes_nothing(backend):
-    backend.seed(seed_body())
+    backend.seeding.seed(seed_body())
     with pytest.raises(errors.SeedInvalid) as caught:
-        backend.seed(seed_body(owner="Synthetic-Org", private="yes"))
+        backend.seeding.seed(seed_body(owner="Synthetic-Org", private="yes"))
     assert caught.value.status == 409
     with pytest.raises(errors.SeedInvalid):
-        backend.seed(seed_body(name="broken", branches={"main": C}))
+        backend.seeding.seed(seed_body(name="broken", branches={"main": C}))
     with pytest.raises(errors.NotFound):
-        backend.get_repo("synthetic-org", "broken")
+        backend.repos.find("synthetic-org", "broken")
 
 
 def test_empty_repository_seed_defaults(backend):
-    repo = backend.seed({"owner": "o", "name": "r", "commits": None, "branches": None})
+    repo = backend.seeding.seed({"owner": "o", "name": "r", "commits": None, "branches": None})
     assert repo["default_branch"] == "main"
     with pytest.raises(errors.EmptyRepository):  # GitHub: 409 "Git Repository is empty."
-        backend.matching_refs("o", "r", "")
+        backend.refs.matching(backend.repos.find("o", "r"), "")
 
 
 def test_seed_handles_a_100k_commit_chain(backend):
     shas = [f"{n:040x}" for n in range(1, 100_001)]
     commits = [{"sha": sha, "parents": [shas[i - 1]] if i else []} for i, sha in enumerate(shas)]
-    backend.seed(seed_body(commits=commits, branches={"main": shas[0]}))
-    ref = backend.update_ref("synthetic-org", "example", "heads/main", {"sha": shas[-1]})
+    backend.seeding.seed(seed_body(commits=commits, branches={"main": shas[0]}))
+    ref = backend.refs.update(backend.repos.find("synthetic-org", "example"), "refs/heads/main",
+                              shas[-1])
     assert ref["object"]["sha"] == shas[-1]
 
 
 def test_patterns_do_not_accept_a_trailing_newline(backend):
     with pytest.raises(errors.SeedInvalid):
-        backend.seed(seed_body(owner="synthetic-org\n"))
+        backend.seeding.seed(seed_body(owner="synthetic-org\n"))
     with pytest.raises(errors.SeedInvalid):
-        backend.seed(seed_body(commits=[{"sha": A + "\n", "parents": []}]))
-    backend.seed(seed_body())
+        backend.seeding.seed(seed_body(commits=[{"sha": A + "\n", "parents": []}]))
+    backend.seeding.seed(seed_body())
     with pytest.raises(errors.Unprocessable):
-        backend.update_ref("synthetic-org", "example", "heads/main", {"sha": B + "\n"})
+        refs_schema.update({"sha": B + "\n"}, "heads/main")

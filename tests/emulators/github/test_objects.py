@@ -7,7 +7,7 @@ import pytest
 import webtest
 
 from emulators.github import errors
-from emulators.github.resources import backend_for
+from emulators.github.resources.request import backend_for
 
 from .conftest import GitHubClient
 
@@ -26,6 +26,12 @@ def _backend(runtime, namespace="default"):
     return backend_for(runtime.instance(namespace))
 
 
+def _objects(backend, owner, name):
+    """(repository record, its GitObjects)."""
+    repo = backend.repos.find(owner, name)
+    return repo, backend.repos.objects(repo)
+
+
 def _git(*args, cwd=None, data=None):
     return subprocess.run(["git", *args], cwd=cwd, input=data, capture_output=True,
                           check=True).stdout
@@ -33,7 +39,7 @@ def _git(*args, cwd=None, data=None):
 
 def test_seeded_files_are_git_objects_with_git_shas(gh, runtime):
     gh.seed({"owner": "octo", "name": "demo", "files": FILES})
-    repo, objects = _backend(runtime).git_repo("octo", "demo", "repos/get")
+    repo, objects = _objects(_backend(runtime), "octo", "demo")
     main = gh.get("/repos/octo/demo/git/ref/heads/main").json["object"]["sha"]
     topic = gh.get("/repos/octo/demo/git/ref/heads/topic").json["object"]["sha"]
     assert objects.commit(topic).parents == [main.encode()]
@@ -47,7 +53,7 @@ def test_seeded_files_are_git_objects_with_git_shas(gh, runtime):
 def test_written_tree_and_commit_move_a_branch_only_forward(gh, runtime):
     gh.seed({"owner": "octo", "name": "demo", "files": FILES})
     backend = _backend(runtime)
-    repo, objects = backend.git_repo("octo", "demo", "git/update-ref")
+    repo, objects = _objects(backend, "octo", "demo")
     main = gh.get("/repos/octo/demo/git/ref/heads/main").json["object"]["sha"]
     blob = objects.write_blob(b"hello\n")
     assert blob == "ce013625030ba8dba906f756967f9e9ca394464a"  # git hash-object of "hello\n"
@@ -58,13 +64,13 @@ def test_written_tree_and_commit_move_a_branch_only_forward(gh, runtime):
     child = objects.write_commit(tree, [main], "Add hello\n",
                                  author={"name": "A U Thor", "email": "a@example.com",
                                          "date": 1_700_000_000})
-    assert backend.write_ref(repo, "refs/heads/main", child)["sha"] == child
+    assert backend.refs.write(repo, "refs/heads/main", child)["sha"] == child
     assert gh.get("/repos/octo/demo/git/ref/heads/main").json["object"]["sha"] == child
     with pytest.raises(errors.RefRejected, match="non-fast-forward"):
-        backend.write_ref(repo, "refs/heads/main", main)
+        backend.refs.write(repo, "refs/heads/main", main)
     with pytest.raises(errors.RefRejected, match="stale info"):
-        backend.write_ref(repo, "refs/heads/main", main, force=True, expect=main)
-    assert backend.write_ref(repo, "refs/heads/main", main, force=True)["sha"] == main
+        backend.refs.write(repo, "refs/heads/main", main, force=True, expect=main)
+    assert backend.refs.write(repo, "refs/heads/main", main, force=True)["sha"] == main
 
 
 def test_a_bundle_seeds_branches_and_tags(gh, tmp_path):
@@ -88,18 +94,18 @@ def test_a_bundle_seeds_branches_and_tags(gh, tmp_path):
 def test_a_synthetic_repository_answers_the_emulator_only_error(gh, runtime):
     gh.seed()
     with pytest.raises(errors.SyntheticRepository) as raised:
-        _backend(runtime).git_repo("synthetic-org", "example", "repos/get-content")
+        _objects(_backend(runtime), "synthetic-org", "example")
     assert raised.value.status == 409
     assert "synthetic SHAs" in raised.value.body()["message"]
 
 
 def test_objects_stay_in_their_namespace_and_go_with_a_reset(gh, runtime):
     gh.seed({"owner": "octo", "name": "demo", "files": FILES})
-    _, objects = _backend(runtime).git_repo("octo", "demo", "repos/get")
+    _, objects = _objects(_backend(runtime), "octo", "demo")
     assert objects.store.rows.count() > 0
     other = GitHubClient(gh.app, namespace="w2")
     other.seed({"owner": "octo", "name": "demo"})
-    _, empty = _backend(runtime, "w2").git_repo("octo", "demo", "repos/get")
+    _, empty = _objects(_backend(runtime, "w2"), "octo", "demo")
     assert empty.store.rows.count() == 0
     gh.post("/__admin/reset", status=200)
     assert objects.store.rows.count() == 0
@@ -109,10 +115,10 @@ def test_a_checkpoint_restore_puts_refs_back_over_immutable_objects(gh, runtime)
     gh.seed({"owner": "octo", "name": "demo", "files": FILES})
     checkpoint = gh.post("/__admin/checkpoints", status=201).json["id"]
     backend = _backend(runtime)
-    repo, objects = backend.git_repo("octo", "demo", "git/update-ref")
+    repo, objects = _objects(backend, "octo", "demo")
     main = gh.get("/repos/octo/demo/git/ref/heads/main").json["object"]["sha"]
     child = objects.write_commit(objects.tree_of(main), [main], "Empty\n")
-    backend.write_ref(repo, "refs/heads/main", child)
+    backend.refs.write(repo, "refs/heads/main", child)
     gh.post("/__admin/branches/main/checkout", {"checkpoint": checkpoint}, status=200)
     assert gh.get("/repos/octo/demo/git/ref/heads/main").json["object"]["sha"] == main
     assert objects.commit(child) is not None  # objects are immutable: still there

@@ -1,7 +1,7 @@
 """Reads answer from shapes built once per change of the namespace's records, never stale."""
 import webtest
 
-from emulators.github import models
+from emulators.github.models.pulls import PullRules
 from emulators.github.app import create_service
 from emulators.runtime.app import Runtime
 from emulators.runtime.settings import Settings
@@ -15,8 +15,8 @@ def test_a_read_is_built_once_until_the_records_change(seeded, monkeypatch):
     seeded.create_ref("refs/heads/topic", B, status=201)
     seeded.open_pull(status=201)
     built = []
-    shape = models.GitHubBackend.pull_json
-    monkeypatch.setattr(models.GitHubBackend, "pull_json",
+    shape = PullRules.json
+    monkeypatch.setattr(PullRules, "json",
                         lambda self, *a, **k: built.append(1) or shape(self, *a, **k))
     first = seeded.get(f"{REPO}/pulls", status=200)
     again = seeded.get(f"{REPO}/pulls", status=200)

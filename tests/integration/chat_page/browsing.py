@@ -67,23 +67,41 @@ def browser():
 
 @pytest.fixture(scope="package")
 def site(tmp_path_factory):
-    root = tmp_path_factory.mktemp("chat-page")
-    env = {"NEWOS4_DATA_DIR": str(root / "data"), "EMULATORS_DB": str(root / "emu.sqlite3"),
-           "NEWOS4_RATE_THREAD": str(RATE_THREAD)}
-    with gunicorn(env=env, workers=2, threads=4) as url:
-        hermes = url + "/emulators/hermes"
-        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes}, root)
-        try:
-            yield {"url": url, "data": root / "data", "hermes": hermes}
-        finally:
-            watcher.kill()
+    with serve_site(tmp_path_factory.mktemp("chat-page"),
+                    NEWOS4_RATE_THREAD=str(RATE_THREAD)) as served:
+        yield served
 
 
 @contextlib.contextmanager
-def open_page(browser, url):
-    """The chat page in a fresh browser profile (so a new token); fails on any script error and
+def serve_site(root, *, relay=True, **env):
+    """The chat and the Hermes emulator under real gunicorn, data in `root`, with the watching
+    relay (its access as the tests' environment says) unless `relay` is False."""
+    env = {"NEWOS4_DATA_DIR": str(root / "data"), "EMULATORS_DB": str(root / "emu.sqlite3"),
+           **env}
+    with gunicorn(env=env, workers=2, threads=4) as url:
+        hermes = url + "/emulators/hermes"
+        watcher = Watcher({**os.environ, **env, "HERMES_API_URL": hermes}, root) \
+            if relay else None
+        try:
+            yield {"url": url, "data": root / "data", "hermes": hermes}
+        finally:
+            if watcher:
+                watcher.kill()
+
+
+# The sizes the page is tried at: a desktop, and a phone (touch: the button sends).
+SIZES = {"desktop": {"viewport": {"width": 1280, "height": 800}},
+         "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True,
+                   "has_touch": True}}
+
+
+@contextlib.contextmanager
+def open_page(browser, url, size=None, **options):
+    """The chat page in a fresh browser profile (so a new token), at `size` (a key of SIZES,
+    else 1024x768), with Playwright's other context `options`; fails on any script error and
     on anything the Content-Security-Policy refused (the page must need nothing it forbids)."""
-    context = browser.new_context(viewport={"width": 1024, "height": 768})
+    context = browser.new_context(**(SIZES[size] if size else
+                                     {"viewport": {"width": 1024, "height": 768}}), **options)
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(exc))
@@ -177,8 +195,29 @@ def advance(page, ms):
         page.wait_for_timeout(25)
 
 
+# Records, beside each poll's start, every text the status line shows, with how many polls had
+# started when it changed (so a test can tell which poll showed it).
+RECORD_STATUS = RECORD_POLLS + """
+window.__statuses = [];
+document.addEventListener("DOMContentLoaded", () => {
+  const status = document.getElementById("status");
+  new MutationObserver(() => window.__statuses.push([status.textContent, window.__polls.length]))
+    .observe(status, {childList: true, characterData: true, subtree: true});
+});
+"""
+
+
 def gaps_ms(polls):
     return [b - a for a, b in zip(polls, polls[1:])]
+
+
+def no_sideways_scroll(page):
+    """The page, and every message in it, fits its width: nothing to scroll sideways."""
+    wide = page.evaluate("""() => [document.scrollingElement, ...document.querySelectorAll(
+        '.msg, .msg pre, .msg .text')].filter(e => e.scrollWidth > e.clientWidth).map(
+        e => e.className || e.tagName)""")
+    assert wide == []
+    assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
 
 
 def shows_something(locator):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from spaces.newos4.relay.access import NOTICE_MARKER
+from spaces.newos4.relay.access import LET_IN_LINE, NOTICE_MARKER
 from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY, HermesDriver
 from testkit.hermes.oracle import real_hermes
@@ -139,7 +139,8 @@ def test_once_approved_the_waiting_question_is_answered_without_sending_it_again
     assert approved.returncode == 0, approved.stderr
     person.wait_answer()
     seen = time.monotonic()
-    assert person.authors() == ["operator", "hermes", "hermes"]
+    assert [(m["author"], m["text"]) for m in person.messages()["messages"]][2:] == [
+        ("hermes", LET_IN_LINE), ("hermes", FAKE_REPLY)]  # told it is let in, then answered
     assert person.hermes.saw(person.marker)
     # Printed, not asserted (timings belong in benchmarks); the answer arriving within the wait
     # at all shows the watcher woke: unwoken, its next pass would be 30 s away.
@@ -147,6 +148,7 @@ def test_once_approved_the_waiting_question_is_answered_without_sending_it_again
           f"start, {seen - returned:.2f} s after it returned")
     person.post(f"and again {person.marker}")
     assert person.wait_answer()[-2]["text"] == f"and again {person.marker}"
+    assert not person.hermes.saw(LET_IN_LINE)  # nor in the history of the next question
 
 
 def test_five_wrong_codes_lock_approval_and_allow_still_lets_in(person):

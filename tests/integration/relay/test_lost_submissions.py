@@ -3,22 +3,25 @@ Idempotency-Key as 0.19.0 does (the emulator's preset hermes_run_keys_ignored): 
 the chat (real gunicorn) and the emulator behind testkit.hermes.proxy, settled from the session
 transcript. A question that started a run is answered once and never submitted again, even
 while its run works past the grace period; one that never reached Hermes is submitted once,
-after the grace period.
+after the grace period. The same when the relay's own state is lost (removed, or cut short),
+against the emulator and, with HERMES_ORACLE_URL, a real Hermes 0.19.0.
 """
 import re
 import secrets
 import time
+from pathlib import Path
 
 import pytest
 
 from spaces.newos4.relay.lost_runs import FOUND_RUN
+from spaces.newos4.service import thread_of
 from testkit.hermes.driver import FAKE_REPLY
 from testkit.hermes.proxy import FlakyProxy
 
 from .test_approvals import chat, hermes, site  # noqa: F401
 
-pytestmark = [pytest.mark.gunicorn,
-              pytest.mark.parametrize("hermes", ["emulator"], indirect=True)]
+pytestmark = pytest.mark.gunicorn
+EMULATOR = pytest.mark.parametrize("hermes", ["emulator"], indirect=True)
 
 GRACE_S = 2
 
@@ -56,6 +59,7 @@ def observe(chat, run_id, **body):
     assert answer.status_code == 200, answer.text
 
 
+@EMULATOR
 def test_a_run_started_by_a_cut_submission_is_answered_once_and_never_submitted_again(
         forgetful):
     chat, proxy = forgetful
@@ -85,6 +89,7 @@ def test_a_run_started_by_a_cut_submission_is_answered_once_and_never_submitted_
     assert FOUND_RUN in chat.logs() and " submitted run=" not in chat.logs()
 
 
+@EMULATOR
 def test_a_submission_that_never_reached_hermes_is_submitted_once_after_the_grace_period(
         forgetful):
     chat, proxy = forgetful
@@ -102,4 +107,75 @@ def test_a_submission_that_never_reached_hermes_is_submitted_once_after_the_grac
     waited = re.findall(r"not in Hermes' session transcript (\d+\.\d)s after the submission",
                         chat.logs())
     assert len(waited) == 1 and float(waited[0]) >= GRACE_S, chat.logs()
+    assert chat.logs().count(" submitted run=") == 1
+
+
+def recorded(chat, question):
+    """Whether Hermes' transcript holds `question` yet (no session yet: not)."""
+    session = chat.http.get(f"{chat.hermes_url}/api/sessions/newos4-{thread_of(chat.token)}"
+                            "/messages", headers={"Authorization": f"Bearer {chat.key}"},
+                            timeout=10)
+    return session.status_code == 200 and chat.runs_of(question) > 0
+
+
+def lose_the_state(chat, how):
+    """The relay's memory of its submissions goes: the file removed, or cut short."""
+    path = Path(chat.site["data"]) / "relay" / "state.json"
+    if how == "removed":
+        path.unlink()
+        return "is missing, though a relay ran here"
+    path.write_bytes(path.read_bytes()[:40])
+    return "kept as state.json.corrupt-"
+
+
+@EMULATOR
+@pytest.mark.parametrize("how", ["removed", "cut_short"])
+def test_a_question_submitted_before_the_relay_state_was_lost_is_never_submitted_again(
+        forgetful, how):
+    chat, proxy = forgetful
+    chat.driver.hold.set()
+    question = f"still there, {secrets.token_hex(4)}?"
+    chat.post(question)
+    chat.cron()
+    run_id, status = run_of(chat, question)
+    assert " submitted run=" in chat.cron_out and status == "queued"
+    observe(chat, run_id, status="running")  # its agent starts: the input is in the session
+    said = lose_the_state(chat, how)
+    deadline = time.monotonic() + GRACE_S + 1.5
+    while time.monotonic() < deadline:  # past the grace period, the run still working
+        chat.cron()
+    assert said in chat.cron_out and "Traceback" not in chat.cron_out, chat.logs()
+    assert chat.runs_of(question) == 1 and run_of(chat, question) == (run_id, "running")
+    assert [a for a, _ in chat.transcript()] == ["operator"]
+    observe(chat, run_id, status="completed", output=FAKE_REPLY)
+    chat.cron_until(("hermes", FAKE_REPLY), timeout=30)
+    chat.cron()
+    assert chat.transcript() == [("operator", question), ("hermes", FAKE_REPLY)]
+    assert chat.runs_of(question) == 1 and FOUND_RUN in chat.logs()
+    assert chat.logs().count(" submitted run=") == 1
+
+
+@pytest.mark.parametrize("hermes", ["real"], indirect=True)
+@pytest.mark.parametrize("how", ["removed", "cut_short"])
+def test_the_real_hermes_runs_a_question_once_when_the_relay_state_is_lost(chat, how):
+    """Hermes 0.19.0 ignores Idempotency-Key; its transcript holds the run's input while the
+    run works (the fake model answers a question holding SLOW after 8 s) and its answer after."""
+    chat.env["NEWOS4_RELAY_TRANSCRIPT_GRACE_S"] = str(GRACE_S)
+    question = f"SLOW: still there, {secrets.token_hex(4)}?"
+    chat.post(question)
+    chat.cron()
+    assert " submitted run=" in chat.cron_out, chat.logs()
+    deadline = time.monotonic() + 30
+    while not recorded(chat, question):
+        assert time.monotonic() < deadline, "the run's input never reached the transcript"
+        time.sleep(0.1)
+    said = lose_the_state(chat, how)
+    deadline = time.monotonic() + GRACE_S + 1.5
+    while time.monotonic() < deadline:
+        chat.cron()
+    assert said in chat.cron_out and chat.runs_of(question) == 1, chat.logs()
+    chat.cron_until(("hermes", FAKE_REPLY), timeout=60)
+    chat.cron()
+    assert chat.transcript() == [("operator", question), ("hermes", FAKE_REPLY)]
+    assert chat.runs_of(question) == 1 and FOUND_RUN in chat.logs()
     assert chat.logs().count(" submitted run=") == 1

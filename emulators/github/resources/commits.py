@@ -1,0 +1,50 @@
+"""Commits: `repos/list-commits`, `repos/get-commit` (and what hangs below a commit: its
+statuses and checks), `repos/compare-commits-with-basehead`."""
+from ..schemas import queries
+from ..schemas.base import first_values
+from . import checks, request, statuses
+
+
+class Commits:
+    """`GET /repos/{owner}/{repo}/commits?sha&path&page&per_page`."""
+
+    def on_get(self, req, resp, owner, repo):
+        backend, record = request.repository(req, owner, repo)
+        query = request.pairs(req)
+        page, named = queries.page(query), first_values(query)
+        request.listing(req, resp, backend.commits.list(record, page, sha=named.get("sha"),
+                                                        path=named.get("path")), page)
+
+
+class CommitPaths:
+    """`GET /repos/{owner}/{repo}/commits/{ref}`: one commit with its files; and what hangs
+    below a commit: `/status`, `/statuses`, `/check-runs`, `/check-suites`.
+
+    One route, because a ref may hold slashes (`commits/feature/x/status`): the last segment
+    names the listing, the rest the ref, and the request is routed as its own template.
+    """
+
+    TAILS = {  # the listing below a commit, and its operation
+        "status": (statuses.CombinedStatus, "repos/get-combined-status-for-ref"),
+        "statuses": (statuses.CommitStatuses, "repos/list-commit-statuses-for-ref"),
+        "check-runs": (checks.CommitCheckRuns, "checks/list-for-ref"),
+        "check-suites": (checks.CommitCheckSuites, "checks/list-suites-for-ref")}
+
+    def on_get(self, req, resp, owner, repo, ref):
+        head, _, tail = ref.rpartition("/")
+        if head and tail in self.TAILS:
+            req.uri_template = f"/repos/{{owner}}/{{repo}}/commits/{{ref}}/{tail}"
+            listing, req.context.operation = self.TAILS[tail]
+            return listing().on_get(req, resp, owner, repo, head)
+        request.read(req, resp, owner, repo, lambda rules: rules.commits.get, ref)
+
+
+class Compare:
+    """`GET /repos/{owner}/{repo}/compare/{base}...{head}`."""
+
+    def on_get(self, req, resp, owner, repo, basehead):
+        backend = request.backend_of(req)
+        query = request.pairs(req)
+        page = queries.page(query) if queries.paged(query) else None
+        request.answer(resp, 200, backend.commits.compare(backend.repos.find(owner, repo),
+                                                          basehead, page))
