@@ -3,7 +3,7 @@ typed arguments: a pull request's opening, edits, merge, closing and reopening; 
 reviews, review requests; issues and labels. What a rule refuses is refused here in GraphQL's
 words (its checks are the rule's own); each mutation answers its payload (`clientMutationId`
 echoed) and is journaled as REST's writes are, accepted with its ids."""
-from .errors import Unprocessable, could_not_resolve
+from .errors import could_not_resolve
 from .issues import IssueComment
 
 MERGE_METHODS = {"MERGE": "merge", "SQUASH": "squash", "REBASE": "rebase"}
@@ -102,11 +102,10 @@ class Mutations:
 
     def add_pull_request_review(self, info, input):
         pull = self._node(info, input["pullRequestId"], "PullRequest")
-        if input.get("comments") or input.get("threads"):
-            raise Unprocessable("Mockingbird does not model review comments on lines")
         made = self.backend.reviews.create(
             pull.repository.record, pull.number, event=input.get("event"),
-            body=input.get("body"), commit_id=input.get("commitOID"))
+            body=input.get("body"), commit_id=input.get("commitOID"),
+            comments=[*(input.get("comments") or ()), *(input.get("threads") or ())])
         return self._review(info, input, pull.number, made)
 
     def submit_pull_request_review(self, info, input):
@@ -134,9 +133,7 @@ class Mutations:
                     if user["login"].lower() not in wanted]
             if gone:
                 reviews.unrequest(record, number, gone)
-        if input.get("teamIds"):
-            raise Unprocessable("Mockingbird does not model teams")
-        reviews.request(record, number, logins)
+        reviews.request(record, number, logins, teams=input.get("teamIds") or ())
         self.context.accepted(pullNumber=str(number))
         return self._payload(input, pullRequest=self.root.node(info, pull.id),
                              requestedReviewersEdge=None)

@@ -197,6 +197,36 @@ def node_ids(world, *labels):
     return found["user"]["id"], [by_name[name] for name in labels]
 
 
+def test_mutations_refuse_what_the_rules_check_as_rest_refuses_it(world):
+    """No REST schema stands before a mutation: the rules' own checks refuse, in GraphQL's
+    words (the same checks REST's schemas make, held to one place)."""
+    blank = create(world, title="   ")
+    assert (blank["data"]["createPullRequest"], blank["errors"][0]["type"]) == (
+        None, "UNPROCESSABLE")
+    assert world.get("/repos/octo/demo/pulls?state=all").json == []
+    node = create(world)["data"]["createPullRequest"]["pullRequest"]["id"]
+    empty = ql(world, """mutation($input: AddCommentInput!) { addComment(input: $input) {
+        clientMutationId } }""", {"input": {"subjectId": node, "body": ""}})
+    assert empty["errors"][0]["type"] == "UNPROCESSABLE"
+    long = ql(world, """mutation($input: CreateIssueInput!) { createIssue(input: $input) {
+        issue { number } } }""", {"input": {"repositoryId": repo_id(world), "title": "x" * 257}})
+    assert long["errors"][0]["message"] == "title is too long (maximum is 256 characters)"
+    on_lines = ql(world, """mutation($input: AddPullRequestReviewInput!) {
+        addPullRequestReview(input: $input) { pullRequestReview { id } } }""", {"input": {
+        "pullRequestId": node, "event": "COMMENT", "body": "x",
+        "comments": [{"path": "feature.txt", "position": 1, "body": "here"}]}}, headers=GRACE)
+    assert on_lines["errors"][0] == {
+        "type": "MOCKINGBIRD_UNSUPPORTED", "path": ["addPullRequestReview"],
+        "locations": [{"line": 2, "column": 9}],
+        "message": "Mockingbird does not model review comments on lines"}
+    teams = ql(world, """mutation($input: RequestReviewsInput!) { requestReviews(input: $input) {
+        clientMutationId } }""", {"input": {"pullRequestId": node, "teamIds": ["T_1"],
+                                            "union": True}})
+    assert teams["errors"][0]["type"] == "MOCKINGBIRD_UNSUPPORTED"
+    assert world.get("/repos/octo/demo/issues/1/comments").json == []
+    assert world.get("/repos/octo/demo/pulls/1/reviews").json == []
+
+
 UPDATE = """mutation($input: UpdatePullRequestInput!) { updatePullRequest(input: $input) {
   pullRequest { title labels(first: 5) { nodes { name } } assignees(first: 5) { nodes { login } }
   } } }"""

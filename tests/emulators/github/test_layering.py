@@ -26,7 +26,7 @@ RULES = ["models.backend", "models.seeding", "models.merges", "models.protection
          "models.reviews", "models.issues", "models.labels", "models.checks",
          "models.statuses", "models.refs", "models.pulls", "models.git_data",
          "models.contents", "models.commits", "models.rule", "models.accounts",
-         "models.repositories", "models.nodes"]
+         "models.repositories", "models.nodes", "models.texts"]
 # `from .schemas import refs` names the package
 PACKAGES = ["resources", "graphql", "schemas", "models", "shapes"]
 ORDER = ["app", "admin", "resources", *HTTP, "graphql", *GRAPHQL, "schemas", *SCHEMAS, "calls",

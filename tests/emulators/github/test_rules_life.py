@@ -161,6 +161,36 @@ def test_protection_says_what_a_merge_and_a_push_need(kit, repo):
         protection.update(repo, "nope")
 
 
+def test_the_rules_check_what_a_write_holds_with_no_schema_before_them(kit, repo):
+    """GraphQL's mutations reach the rules with typed values and no REST schema: what a schema
+    checks of a write's text, the rule checks too (the schema with the rule's own check)."""
+    pull = kit.pull(repo)
+    pulls = PullRules(kit.store, kit.clock, **kit.shared())
+    with pytest.raises(errors.ValidationFailed) as caught:
+        pulls.create(repo, title="  ", head="topic", base="main")
+    assert caught.value.item == {"resource": "PullRequest", "code": "invalid", "field": "title"}
+    issues = IssueRules(kit.store, kit.clock, **kit.shared(
+        labels={"names": lambda repo, names: list(names)}))
+    with pytest.raises(errors.ValidationFailed) as caught:
+        issues.create(repo, title="x" * 257)
+    assert caught.value.item["message"] == "title is too long (maximum is 256 characters)"
+    with pytest.raises(errors.ValidationFailed) as caught:
+        issues.create_comment(repo, 1, "")
+    assert caught.value.item["code"] == "missing_field"
+    labels = LabelRules(kit.store, kit.clock, **kit.shared())
+    with pytest.raises(errors.ValidationFailed) as caught:
+        labels.names(repo, [f"l{n}" for n in range(101)])
+    assert caught.value.item["message"] == "An issue can have at most 100 labels"
+    assert labels.list(repo, Page()).total == 0  # refused before any label was made
+    reviews = ReviewRules(kit.store, kit.clock, **kit.shared(pulls={"find": lambda *a: pull}))
+    with pytest.raises(errors.Unsupported, match="review comments on lines"):
+        reviews.create(repo, 1, event="COMMENT", body="x", comments=[{"path": "a", "body": "b"}])
+    with refused("Body is too long"):
+        reviews.create(repo, 1, event="COMMENT", body="x" * 65537)
+    with pytest.raises(errors.Unsupported, match="teams"):
+        reviews.request(repo, 1, [], teams=["T_1"])
+
+
 def test_the_review_decision_counts_approvals_as_a_merge_does(kit, repo):
     latest = {}
     protection = ProtectionRules(kit.store, kit.clock, repos=kit.repos, rules=rules(
