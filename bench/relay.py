@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -29,6 +28,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from spaces.newos4.app import POLL_PATH, POST_PATH  # noqa: E402
+from testkit.background import InBackground  # noqa: E402
 from testkit.servers import REPO, gunicorn  # noqa: E402
 
 USERS = int(os.environ.get("BENCH_RELAY_USERS", "5"))
@@ -45,18 +45,16 @@ def percentile(samples, p):
     return ordered[min(len(ordered) - 1, -(-p * len(ordered) // 100) - 1)]
 
 
-class Agent(threading.Thread):
+class Agent:
     """Completes every run as soon as it appears in the relay state; notes when."""
 
     def __init__(self, state_path, hermes):
-        super().__init__(daemon=True)
         self.state_path, self.hermes = state_path, hermes
         self.submitted, self.finished = {}, {}
-        self.stop = threading.Event()
 
-    def run(self):
+    def run(self, stop):
         session, seen, mark = requests.Session(), set(), None
-        while not self.stop.wait(0.002):
+        while not stop.wait(0.002):
             try:
                 stat = self.state_path.stat()
                 if (stat.st_mtime_ns, stat.st_size) == mark:
@@ -103,12 +101,10 @@ def converse(url, token):
 def one_mode(url, data, env, relay):
     """Run the conversations with `relay` (a context manager) relaying; return the samples."""
     agent = Agent(data / "relay" / "state.json", url + "/emulators/hermes")
-    agent.start()
-    with relay(env), concurrent.futures.ThreadPoolExecutor(USERS) as pool:
+    with InBackground(agent.run, name="agent", join_s=None), relay(env), \
+            concurrent.futures.ThreadPoolExecutor(USERS) as pool:
         tokens = [secrets.token_hex(32) for _ in range(USERS)]
         asked = [s for user in pool.map(lambda t: converse(url, t), tokens) for s in user]
-    agent.stop.set()
-    agent.join()
     return {
         "question->submitted": [agent.submitted[q] - posted for q, posted, _ in asked],
         "finished->visible": [visible - agent.finished[q] for q, _, visible in asked],
@@ -131,24 +127,13 @@ class watching:
         self.proc.wait(10)
 
 
-class every_period:
+def every_period(env):
     """cron: `cron/relay.py` at the start of every period."""
-
-    def __init__(self, env):
-        self.env, self.stop = env, threading.Event()
-
-    def __enter__(self):
-        def tick():
-            while not self.stop.wait(CRON_PERIOD_S - time.time() % CRON_PERIOD_S):
-                subprocess.run([sys.executable, "cron/relay.py"], cwd=REPO, env=self.env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.thread = threading.Thread(target=tick, daemon=True)
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(60)
+    def tick(stop):
+        while not stop.wait(CRON_PERIOD_S - time.time() % CRON_PERIOD_S):
+            subprocess.run([sys.executable, "cron/relay.py"], cwd=REPO, env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return InBackground(tick, name="cron", join_s=60)
 
 
 def noticing_costs(folder):

@@ -10,11 +10,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-try:
-    from spaces.newos4.relay.cli import main  # noqa: E402
-except ModuleNotFoundError as missing:  # e.g. ./cron/relay.py under the system python3
-    sys.exit(f"relay.py: {missing}; run it with the repo's .venv/bin/python "
-             "(make serve creates it)")
+from spaces.newos4.launch import run  # noqa: E402
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run("spaces.newos4.relay.cli", "relay.py")

@@ -77,11 +77,11 @@ def test_only_app_and_resources_import_falcon_and_only_schemas_import_marshmallo
 def test_chat_layers_point_down():
     order = ["wsgi", "app", "resources", "schemas", "cli", "relay.access_cli",
              "relay.approvals_cli", "relay.cli", "relay.cron", "relay.daemon", "relay.watch",
-             "relay.passes", "relay.approvals",
-             "relay.lost_runs", "relay.outcomes", "relay.polling", "relay.answers",
+             "relay.passes", "relay.answers", "relay.approvals",
+             "relay.lost_runs", "relay.outcomes", "relay.polling",
              "relay.run_events", "relay.state", "relay.hermes_client", "relay.access",
              "relay.modes", "relay.schemas", "relay.records", "service", "ratelimit", "store",
-             "files", "errors", "settings", "clock"]
+             "files", "errors", "settings", "clock", "arguments", "launch"]
     assert_layers_point_down("spaces/newos4", order)
     modules = {".".join(p.relative_to(REPO / "spaces/newos4").with_suffix("").parts)
                for p in python_files("spaces/newos4") if p.name != "__init__.py"}

@@ -6,6 +6,7 @@ import os
 import sys
 
 from . import errors
+from .arguments import command
 from .service import ChatService
 from .settings import Settings, SettingsError
 from .relay.access_cli import REFUSALS, add_parser as add_pairing_parser, run as pairing
@@ -36,47 +37,46 @@ def build_parser():
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    reply = commands.add_parser("reply", help="append a message from hermes to a thread",
-                                description="Append TEXT to THREAD with author hermes. The "
-                                "thread must exist; text is stored as given, never cut. TEXT "
-                                "and standard input must be UTF-8.")
-    reply.add_argument("thread", metavar="THREAD", help="16 lowercase hex digits")
+    reply = command(commands, "reply", writes=True, thread=True,
+                    help="append a message from hermes to a thread",
+                    description="Append TEXT to THREAD with author hermes. The thread must "
+                    "exist; text is stored as given, never cut. TEXT and standard input must "
+                    "be UTF-8.")
     reply.add_argument("text", metavar="TEXT", help="the reply, or - to read standard input")
 
-    listing = commands.add_parser("list", help="list threads",
-                                  description="One line per thread, newest activity first. A "
-                                  "thread file that cannot be read is reported on standard "
-                                  "error and skipped (exit 1); the others are listed.")
+    listing = command(commands, "list", writes=False, json="print a JSON array",
+                      help="list threads",
+                      description="One line per thread, newest activity first. A thread file "
+                      "that cannot be read is reported on standard error and skipped (exit "
+                      "1); the others are listed.")
     listing.add_argument("--awaiting", action="store_true",
                          help="only threads whose last message is not from hermes")
-    listing.add_argument("--json", action="store_true", help="print a JSON array")
 
-    show = commands.add_parser("show", help="print a thread's messages",
-                               description="Print THREAD's messages, oldest first.")
-    show.add_argument("thread", metavar="THREAD", help="16 lowercase hex digits")
+    show = command(commands, "show", writes=False, thread=True,
+                   json="print a JSON array of messages", help="print a thread's messages",
+                   description="Print THREAD's messages, oldest first.")
     show.add_argument("--since", type=_epoch, default=0, metavar="EPOCH",
                       help="only messages with epoch > EPOCH (milliseconds)")
-    show.add_argument("--json", action="store_true", help="print a JSON array of messages")
 
-    commands.add_parser("check", help="find corrupt or foreign files in the chat folder",
-                        description="Read every entry of $NEWOS4_DATA_DIR/chat: print one line "
-                        "per corrupt thread file, foreign file and leftover (orphan lock, "
-                        "temporary file), then a summary. Exit 1 when anything is corrupt or "
-                        "foreign. Changes nothing.")
+    command(commands, "check", writes=False,
+            help="find corrupt or foreign files in the chat folder",
+            description="Read every entry of $NEWOS4_DATA_DIR/chat: print one line per corrupt "
+            "thread file, foreign file and leftover (orphan lock, temporary file), then a "
+            "summary. Exit 1 when anything is corrupt or foreign. Changes nothing.")
 
-    delete = commands.add_parser("delete", help="delete a thread",
-                                 description="Delete THREAD's file and lock, under its lock. "
-                                 "A corrupt file is refused unless --force.")
-    delete.add_argument("thread", metavar="THREAD", help="16 lowercase hex digits")
+    delete = command(commands, "delete", writes=True, thread=True, help="delete a thread",
+                     description="Delete THREAD's file and lock, under its lock. A corrupt "
+                     "file is refused unless --force.")
     delete.add_argument("--force", action="store_true",
                         help="delete the file even when it is not a valid thread")
     add_approval_parsers(commands)
 
-    clear = commands.add_parser("clear-rate", help="forget one client's per-IP rate window",
-                                description="Forget the accepted messages counted against "
-                                "ADDRESS in the per-IP window (as post.php saw it: the client "
-                                "address after trusted proxies). The per-thread window is the "
-                                "thread's own messages and clears as they age.")
+    clear = command(commands, "clear-rate", writes=True,
+                    help="forget one client's per-IP rate window",
+                    description="Forget the accepted messages counted against ADDRESS in the "
+                    "per-IP window (as post.php saw it: the client address after trusted "
+                    "proxies). The per-thread window is the thread's own messages and clears as "
+                    "they age.")
     clear.add_argument("address", metavar="ADDRESS", help="an IPv4 or IPv6 address")
     add_pairing_parser(commands)
     return parser
@@ -96,7 +96,7 @@ def main(argv=None, *, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr, en
     args = build_parser().parse_args(argv)
     try:
         settings = Settings.from_env(os.environ if environ is None else environ)
-        settings.check_data_dir(writable=getattr(args, "writes", args.command in WRITERS))
+        settings.check_data_dir(writable=args.writes)
         return COMMANDS[args.command](ChatService(settings), args, stdin, stdout, stderr)
     except (errors.ChatError, SettingsError, Refused) + REFUSALS as exc:
         print(f"chat.py: {exc}", file=stderr)
@@ -190,7 +190,6 @@ def _clear_rate(service, args, stdin, stdout, stderr):
     return 0
 
 
-WRITERS = {"reply", "delete", "clear-rate", "approve"}
 COMMANDS = {"reply": _reply, "list": _list, "show": _show, "check": _check, "delete": _delete,
             "clear-rate": _clear_rate, "pairing": pairing}
 COMMANDS.update(APPROVAL_COMMANDS)

@@ -16,6 +16,8 @@ import time
 
 import requests
 
+from ..background import InBackground
+
 FAKE_REPLY = "Hello from the fake LLM. This is a fixed deterministic reply."
 RUN_MARKER = re.compile(r"RUN: (.+)")
 GUARD = "world/other-writable permissions"
@@ -43,24 +45,22 @@ class HermesDriver:
         self._done = set()
         self.hold = threading.Event()  # set: new runs stay queued (the agent is slow to start)
         self._http = requests.Session()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="hermes-driver", daemon=True)
+        self._running = InBackground(self._loop, name="hermes-driver", join_s=5)
 
     def __enter__(self):
-        self._thread.start()
+        self._running.__enter__()
         return self
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join(5)
+        self._running.__exit__(*exc)
 
-    def _loop(self):
-        while not self._stop.is_set():
+    def _loop(self, stop):
+        while not stop.is_set():
             try:
                 self._step()
             except requests.RequestException:
                 pass  # the server is starting or stopping: look again
-            self._stop.wait(0.05)
+            stop.wait(0.05)
 
     def _records(self, collection):
         answer = self._http.get(f"{self.url}/__admin/state/{collection}?limit=200", timeout=10)

@@ -2,7 +2,7 @@
 import pytest
 
 from spaces.newos4.relay.hermes_client import HermesAnswer, HermesUnreachable
-from spaces.newos4.relay.answers import split_text
+from spaces.newos4.relay.answers import answer_parts
 from spaces.newos4.relay.passes import Relay
 from spaces.newos4.relay.polling import RunPoller
 
@@ -17,7 +17,7 @@ from .conftest import ChatClient
     ("😀" * 5, 2, ["😀😀", "😀😀", "😀"]),
 ])
 def test_split_text_prefers_paragraphs_then_lines_then_spaces(text, limit, parts):
-    assert split_text(text, limit) == parts
+    assert answer_parts(text, limit) == parts
     assert "".join(parts) == text
 
 

@@ -4,6 +4,7 @@ import argparse
 import json
 import textwrap
 
+from ..arguments import command
 from ..service import iso_ts
 from .access import (ALPHABET, CODE_LENGTH, CODE_TTL_MS, LOCKOUT_MS, MAX_FAILURES,
                      MAX_PENDING, Access, AccessRefused)
@@ -36,33 +37,25 @@ def add_parser(commands):
         description=DESCRIPTION, epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     actions = pairing.add_subparsers(dest="pairing_command", required=True, metavar="ACTION")
-    listing = actions.add_parser(
-        "list", help="pending codes' conversations and ages; the conversations let in",
-        description="Print the conversations holding a pending code (how long ago it was "
-        "given, when it expires; never the code), the conversations let in (since when, by code "
-        "or by name), and whether approval is locked.")
-    listing.add_argument("--json", action="store_true", help="print one JSON object")
-    approve = actions.add_parser(
-        "approve", help="let in the conversation that was given CODE",
+    command(actions, "list", writes=False, json="print one JSON object",
+            help="pending codes' conversations and ages; the conversations let in",
+            description="Print the conversations holding a pending code (how long ago it was "
+            "given, when it expires; never the code), the conversations let in (since when, by "
+            "code or by name), and whether approval is locked.")
+    approve = command(
+        actions, "approve", writes=True, help="let in the conversation that was given CODE",
         description="Let in the conversation that was given CODE (its page shows it). A code "
         f"works once and for {CODE_TTL_MS // 60_000} minutes; {MAX_FAILURES} wrong codes in a "
         f"row lock approval for {LOCKOUT_MS // 60_000} minutes (`allow` still works).")
     approve.add_argument("code", metavar="CODE",
                          help=f"{CODE_LENGTH} characters of {ALPHABET} (any case)")
-    allow = actions.add_parser(
-        "allow", help="let a conversation in by its id",
-        description="Let THREAD in, with or without a code, whatever is pending or locked. "
-        "The chat page shows the id: \"Conversation 1a2b3c4d5e6f7081\".")
-    allow.add_argument("thread", metavar="THREAD", help="16 lowercase hex digits")
-    revoke = actions.add_parser(
-        "revoke", help="let a conversation in no more",
-        description="Let THREAD in no more and cancel its pending code. Its messages stop "
-        "reaching Hermes; a run of it in flight is stopped at the relay's next pass. Its next "
-        "message gets a new code (pairing) or the allowlist notice.")
-    revoke.add_argument("thread", metavar="THREAD", help="16 lowercase hex digits")
-    for action in (approve, allow, revoke):
-        action.set_defaults(writes=True)
-    listing.set_defaults(writes=False)
+    command(actions, "allow", writes=True, thread=True, help="let a conversation in by its id",
+            description="Let THREAD in, with or without a code, whatever is pending or locked. "
+            "The chat page shows the id: \"Conversation 1a2b3c4d5e6f7081\".")
+    command(actions, "revoke", writes=True, thread=True, help="let a conversation in no more",
+            description="Let THREAD in no more and cancel its pending code. Its messages stop "
+            "reaching Hermes; a run of it in flight is stopped at the relay's next pass. Its "
+            "next message gets a new code (pairing) or the allowlist notice.")
 
 
 def run(service, args, stdin, stdout, stderr):

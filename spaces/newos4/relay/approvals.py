@@ -29,6 +29,8 @@ from .records import CHOICE_WORDS, HostDecision
 from .run_events import read_requests_briefly
 
 REQUEST_MARKER = "Hermes asks before running a command:"
+# How the line telling the thread the host decided begins (host_line).
+HOST_LINE_START = "The host decided on this command:"
 UNKNOWN_COMMAND = "(Hermes did not say which command)"
 UNKNOWN_REASON = "(not given)"
 FALLBACK_CHOICES = ["once", "deny"]
@@ -47,7 +49,7 @@ ACTIVE_AFTER_DECISION = ("running", "waiting_for_approval")
 
 def host_line(choice):
     """The `hermes` message that tells the thread the host decided."""
-    return f"The host decided on this command: `{choice}` ({CHOICE_WORDS[choice]})."
+    return f"{HOST_LINE_START} `{choice}` ({CHOICE_WORDS[choice]})."
 
 
 def offered_choices(request):

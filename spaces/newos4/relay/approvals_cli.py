@@ -5,6 +5,7 @@ import contextlib
 import json
 import textwrap
 
+from ..arguments import command
 from ..files import LockTimeout, lock
 from .approvals import CHOICE_WORDS, NotPending, host_choice, pending, record_host_decision
 from .schemas import Unfit
@@ -22,8 +23,8 @@ APPROVE_DESCRIPTION = textwrap.fill(
 
 def add_parsers(commands):
     """Add `runs`, `approvals` and `approve` to the chat command line's subcommands."""
-    runs = commands.add_parser(
-        "runs", help="list the Hermes runs the relay follows",
+    runs = command(
+        commands, "runs", writes=False, help="list the Hermes runs the relay follows",
         description="One line per Hermes run the relay has in flight, newest first: the run "
         "id, its thread, when it was submitted and what it waits for (Hermes' answer, the "
         "person's decision, or the host's decision on its way). Changes nothing.")
@@ -32,22 +33,17 @@ def add_parsers(commands):
     shown.add_argument("--quiet", "-q", action="store_true",
                        help="print only the run ids, one a line, newest first (exit 1 when "
                        "there is none): RUN=$(chat.py runs --quiet | head -n 1)")
-    runs.set_defaults(writes=False)
-    listing = commands.add_parser(
-        "approvals", help="list approval requests waiting for a decision",
-        description="One entry per thread whose Hermes run waits for the person's decision: "
-        "thread, how long ago Hermes asked, the choices Hermes offered (those offered to the "
-        "person in the thread), the command and Hermes' reason. Changes nothing.")
-    listing.add_argument("--json", action="store_true", help="print a JSON array")
-    listing.set_defaults(writes=False)
-    approve = commands.add_parser(
-        "approve", help="decide a pending approval request from the host",
-        description=APPROVE_DESCRIPTION)
-    approve.add_argument("thread", metavar="THREAD", help="16 lowercase hex digits")
+    command(commands, "approvals", writes=False, json="print a JSON array",
+            help="list approval requests waiting for a decision",
+            description="One entry per thread whose Hermes run waits for the person's "
+            "decision: thread, how long ago Hermes asked, the choices Hermes offered (those "
+            "offered to the person in the thread), the command and Hermes' reason. Changes "
+            "nothing.")
+    approve = command(commands, "approve", writes=True, thread=True,
+                      help="decide a pending approval request from the host",
+                      description=APPROVE_DESCRIPTION)
     approve.add_argument("choice", metavar="CHOICE",
                          help="one Hermes offered: " + ", ".join(CHOICE_WORDS))
-    approve.set_defaults(writes=True)
-
 
 class Busy(Exception):
     """A relay pass held the state lock for longer than a pass may."""

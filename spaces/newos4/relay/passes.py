@@ -17,7 +17,7 @@ import time
 from .. import errors
 from ..files import LockTimeout, lock
 from .access import LET_IN_LINE, Access, is_let_in, waits_behind_notice
-from .answers import repair_unicode, run_request, split_text
+from .answers import answer_parts, repair_unicode, run_request
 from .approvals import Approvals, watcher_alive
 from .hermes_client import HermesUnreachable
 from .lost_runs import LostSubmissions
@@ -267,7 +267,7 @@ class Relay:
         if repaired:
             self._say(f"thread={thread} run={entry.run_id} answer held {repaired} lone "
                       "surrogate(s) (not valid Unicode); each was replaced by U+FFFD")
-        parts = split_text(output, self.settings.max_text)
+        parts = answer_parts(output, self.settings.max_text)
         # While an approval request is unanswered the answer follows it, not the question.
         outcome = self.service.deliver(thread, entry.asked or entry.question, parts)
         if outcome == "superseded":

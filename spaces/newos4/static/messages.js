@@ -7,8 +7,10 @@
 
   // --- the relay's lines ---------------------------------------------------------------------
   // Only a `hermes` message is ever read so: a browser cannot post as hermes (post.php refuses
-  // it), so the same words typed by the person or the in-page assistant are only words. The
-  // layouts are the relay's (spaces/newos4/relay/); a test holds them equal.
+  // it), so the same words typed by the person or the in-page assistant are only words; and the
+  // relay delivers no part of Hermes' own answers that begins like these (relay/answers.py), so
+  // what a model is made to say is only words too. The layouts are the relay's
+  // (spaces/newos4/relay/); a test holds them equal.
 
   const NOTICE_MARKER = "This conversation cannot reach Hermes yet.";  // relay/access.py
   const LET_IN_LINE = "The host let this conversation in: your message is on its way to Hermes.";

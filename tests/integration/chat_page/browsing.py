@@ -67,8 +67,9 @@ def browser():
 
 @pytest.fixture(scope="package")
 def site(tmp_path_factory):
-    with serve_site(tmp_path_factory.mktemp("chat-page"),
-                    NEWOS4_RATE_THREAD=str(RATE_THREAD)) as served:
+    # `always` allowed: the relay then asks with every choice the page has a button for.
+    with serve_site(tmp_path_factory.mktemp("chat-page"), NEWOS4_RATE_THREAD=str(RATE_THREAD),
+                    NEWOS4_RELAY_ALLOW_ALWAYS="1") as served:
         yield served
 
 
@@ -137,6 +138,20 @@ def complete_run(site, run_id, output):
     observed = requests.post(f"{site['hermes']}/__admin/hermes/runs/{run_id}/observe",
                              json={"status": "completed", "output": output}, timeout=10)
     assert observed.status_code < 300, observed.text
+
+
+def hermes_asks(site, run_id, command):
+    """The emulated Hermes stops `run_id` before `command`, as its guard does."""
+    asked = requests.post(f"{site['hermes']}/__admin/hermes/runs/{run_id}/observe", json={
+        "status": "waiting_for_approval",
+        "events": [{"event": "tool.started", "tool": "terminal", "preview": command}],
+        "approval": {"command": command, "description": "world/other-writable permissions"}},
+        timeout=10)
+    assert asked.status_code < 300, asked.text
+
+
+def run_status(site, run_id):
+    return requests.get(f"{site['hermes']}/v1/runs/{run_id}", timeout=10).json()["status"]
 
 
 def token_of(page):

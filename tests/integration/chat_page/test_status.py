@@ -17,8 +17,9 @@ import requests
 from spaces.newos4.relay.access import pairing_text
 from spaces.newos4.relay.approvals import host_line
 from testkit.servers import REPO
-from .browsing import (WAIT_MS, choice_buttons, complete_run, expect, no_sideways_scroll,
-                       open_page, serve_site, submitted_run, thread_of, token_of, wait_until)
+from .browsing import (WAIT_MS, choice_buttons, complete_run, expect, hermes_asks,
+                       no_sideways_scroll, open_page, run_status, serve_site, submitted_run,
+                       thread_of, token_of, wait_until)
 
 pytestmark = [pytest.mark.gunicorn, pytest.mark.browser]
 
@@ -29,26 +30,12 @@ OVERDUE = ("No answer yet after {} minutes. Your message is saved and will be an
 COMMAND = "chmod -R 777 /tmp/x"
 
 
-def hermes_asks(site, run_id):
-    """The emulated Hermes stops before a dangerous command, as its guard does."""
-    asked = requests.post(f"{site['hermes']}/__admin/hermes/runs/{run_id}/observe", json={
-        "status": "waiting_for_approval",
-        "events": [{"event": "tool.started", "tool": "terminal", "preview": COMMAND}],
-        "approval": {"command": COMMAND, "description": "world/other-writable permissions"}},
-        timeout=10)
-    assert asked.status_code < 300, asked.text
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """A site of this module's own: the package's holds questions other tests leave waiting,
     whose runs may take every place in flight (NEWOS4_RELAY_MAX_IN_FLIGHT)."""
     with serve_site(tmp_path_factory.mktemp("status")) as served:
         yield served
-
-
-def run_status(site, run_id):
-    return requests.get(f"{site['hermes']}/v1/runs/{run_id}", timeout=10).json()["status"]
 
 
 @pytest.mark.parametrize("size", ["desktop", "phone"])
@@ -62,7 +49,7 @@ def test_after_a_decision_hermes_works_and_the_card_says_who_decided_what(
         page.get_by_role("button", name="Send").click()
         expect(page.get_by_role("status")).to_have_text(WORKING, timeout=WAIT_MS)
         run_id = submitted_run(site, thread)
-        hermes_asks(site, run_id)  # the watching relay asks in the thread
+        hermes_asks(site, run_id, COMMAND)  # the watching relay asks in the thread
         buttons = choice_buttons(page)
         expect(buttons).to_have_text(["Allow once", "Allow for this conversation", "Deny"],
                                      timeout=WAIT_MS)
