@@ -206,8 +206,8 @@ class Webhooks:
 
 
 class GitHubHandle(Handle):
-    """The GitHub emulator's namespace: the shared helpers, `seed_repository`, `move_ref` and
-    `webhooks`."""
+    """The GitHub emulator's namespace: the shared helpers, `seed_repository`, `move_ref`,
+    `create_app`, `install_app` and `webhooks`."""
 
     def seed_repository(self, owner, name, *, commits=None, branches=None,
                         default_branch="main", **fields):
@@ -235,6 +235,28 @@ class GitHubHandle(Handle):
         """Someone else fast-forwards a branch (`ref`: "heads/main" or "main")."""
         return self.admin("POST", "/github/refs/move",
                           {"owner": owner, "repo": repo, "ref": ref, "sha": sha})
+
+    def create_app(self, slug, *, permissions, installations=(), **fields):
+        """Register a GitHub App; return `{app, private_key, installations}` (`private_key`:
+        the PEM its JWTs are signed with, unless `private_key=` brought one).
+
+        `installations` are account logins (every repository of the account) or `{account,
+        repositories?: [names], permissions?}`; `fields` are `name`, `owner`, `description`,
+        `events`, `private_key`, `webhook_url`, `webhook_secret`.
+        """
+        body = {"slug": slug, "permissions": permissions, **fields,
+                "installations": [{"account": item} if isinstance(item, str) else item
+                                  for item in installations]}
+        return self.admin("POST", "/github/apps", body)
+
+    def install_app(self, slug, account, *, repositories="all", permissions=None):
+        """Install a registered App on an account (all its repositories, or some by name), or
+        widen the installation it has there; return the installation."""
+        body = {"account": account, "repositories": repositories}
+        if permissions is not None:
+            body["permissions"] = permissions
+        return self.admin("POST", f"/github/apps/{quote(slug)}/installations",
+                          body)["installation"]
 
     @property
     def webhooks(self):

@@ -8,16 +8,16 @@ import logging
 
 import falcon
 
-from emulators.runtime import Service, add_fallback_handlers, bodies
-from emulators.runtime.mount import BASE_URL_KEY
+from emulators.runtime import Service, add_fallback_handlers, bodies, instance_of
 
 from . import admin, context, errors, events, media
 from .graphql.documents import ENDPOINT as GRAPHQL, operation_id as graphql_operation
 from .graphql.resources import GraphQL
 from .openapi import DOCUMENT
 from .presets import PRESETS
-from .resources import (checks, commits, contents, git_data, issues, labels, merges, protection,
-                        pulls, refs, repos, reviews, smart_http, statuses)
+from .resources import (apps, checks, commits, contents, git_data, issues, labels, merges,
+                        protection, pulls, refs, repos, reviews, smart_http, statuses)
+from .resources.access import AppAccess
 
 log = logging.getLogger(__name__)
 
@@ -108,32 +108,11 @@ ROUTES = (  # path, resource class, {method: the operation it answers}
     (REPO + "/branches/{branch}/protection", protection.BranchProtection, {
         "GET": "repos/get-branch-protection", "PUT": "repos/update-branch-protection",
         "DELETE": "repos/delete-branch-protection"}),
+    *apps.ROUTES,  # GitHub Apps: the App's JWT routes and its installation tokens'
     # GraphQL; GitHub Enterprise Server's `/api/graphql` (where `gh` sends any other host's) is
-    # routed here (EnterprisePrefix)
+    # routed here (EnterpriseLayout)
     ("/graphql", GraphQL, {"POST": GRAPHQL}),
 )
-ENTERPRISE = "/api/v3"  # GitHub Enterprise Server serves REST under it, and `gh` asks there
-
-
-def operation_path(path):
-    """The route a path is matched on: `/api/v3/<route>` is `<route>`, `/api/graphql` is
-    `/graphql` (GitHub Enterprise Server's layout of the same operations)."""
-    if path.startswith(ENTERPRISE + "/"):
-        return path[len(ENTERPRISE):]
-    return "/graphql" if path == "/api/graphql" else path
-
-
-class EnterprisePrefix:
-    """Serve GitHub Enterprise Server's layout too: every REST and git route under `/api/v3`
-    (the prefix moves into the base URL, so the URLs an answer carries keep it), GraphQL at
-    `/api/graphql`."""
-
-    def process_request(self, req, resp):
-        if req.path.startswith(ENTERPRISE + "/"):
-            req.env["SCRIPT_NAME"] = req.env.get("SCRIPT_NAME", "") + ENTERPRISE
-            if BASE_URL_KEY in req.env:
-                req.env[BASE_URL_KEY] += ENTERPRISE
-        req.path = operation_path(req.path)
 
 
 class Operations:
@@ -145,6 +124,25 @@ class Operations:
 
     def process_resource(self, req, resp, resource, params):
         req.context.operation = self.of.get(id(resource), {}).get(req.method)
+
+
+class EnterpriseLayout:
+    """Serve the REST API (and git) under `/api/v3` too, as GitHub Enterprise Server does:
+    probot's `GHE_HOST`, octokit's and PyGithub's `…/api/v3` base URLs work unchanged, and
+    every URL of the answer carries `/api/v3` (context.enter_api_prefix)."""
+
+    def process_request(self, req, resp):
+        routed = context.enter_api_prefix(req.env)
+        if routed != req.path:
+            req.path = routed  # falcon routes on req.path as process_request leaves it
+
+
+class ClockDate:
+    """`Date` is the emulator's clock: octokit's App sign-in corrects its own clock from it
+    after a JWT time refusal (serve() keeps it; gunicorn puts its own in its place)."""
+
+    def process_response(self, req, resp, resource, req_succeeded):
+        resp.set_header("Date", context.http_date(instance_of(req).now_ms()))
 
 
 class ApiVersion:
@@ -176,7 +174,7 @@ class EmptySegments:
 
     def process_resource(self, req, resp, resource, params):
         if not isinstance(resource, refs.MatchingRefs) and "" in params.values():
-            raise errors.NotFound(operation="repos/get")
+            raise errors.RouteNotFound()
 
 
 def _github_error(req, resp, exc, params):
@@ -190,8 +188,9 @@ def _github_error(req, resp, exc, params):
 
 
 def _not_found(req, resp, exc, params):
-    # No 405 on GitHub's surface here: any unknown path or method is the generic 404.
-    _github_error(req, resp, errors.NotFound(operation="repos/get"), params)
+    # No 405 on GitHub's surface here: any unknown path or method is the generic 404, which
+    # names no operation.
+    _github_error(req, resp, errors.RouteNotFound(), params)
 
 
 def _too_large(req, resp, exc, params):
@@ -209,7 +208,8 @@ def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
     operations = Operations()
     app = add_fallback_handlers(falcon.App(middleware=[
-        EnterprisePrefix(), ApiVersion(), MediaType(), operations, EmptySegments()]))
+        EnterpriseLayout(), ApiVersion(), MediaType(), ClockDate(), operations, EmptySegments(),
+        AppAccess()]))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource, methods in ROUTES:
         routed = resource()
@@ -238,7 +238,9 @@ def create_service(settings=None):
                    credential=context.credential,
                    read_operations={"git/upload-pack"}, own_transactions={"git/receive-pack"},
                    body_limits={"git/receive-pack": smart_http.MAX_PUSH},
-                   operation_path=operation_path,
+                   # `/api/v3/...` is the same operation as the root route, `/api/graphql` is
+                   # `/graphql` (EnterpriseLayout)
+                   operation_path=context.route_path,
                    # GraphQL: each query and mutation is journaled and faulted by its name
                    body_operations={GRAPHQL: graphql_operation})
 

@@ -6,19 +6,29 @@ A write that succeeds is journaled as accepted (with its ids and checkpoint) and
 `github.accepted_drop` effect: committed, then its answer is lost.
 """
 from . import actors, context
+from .credentials import identify, rules as rules_of
 from .models import GitHubBackend
+from .models.apps import AppDeliveries
 from .presets import ACCEPTED_DROP
 
 
 def backend_for(instance, environ=None):
     """Build the rules object over one instance's records, clock, transaction and base URL,
-    acting as the user of the request's token (`environ`; none: the default member)."""
-    actor = (lambda: actors.login_of(instance, context.credential(environ))) \
-        if environ is not None else actors.DEFAULT
+    acting as whom the request's credential names (`environ`; none: the default member: a
+    user's token is that user, an App's installation token its `<slug>[bot]`), its events
+    sent to the namespace's hooks and to the Apps installed where they happen."""
+    actor = (lambda: identify(instance, environ).login) if environ is not None \
+        else actors.DEFAULT
     return GitHubBackend(instance.records, now_ms=instance.now_ms,
                          transaction=instance.transaction, base_url=context.public_base(instance),
-                         emit=instance.emit, objects=instance.objects, actor=actor,
+                         emit=deliveries(instance), objects=instance.objects, actor=actor,
                          named=instance.names_user)
+
+
+def deliveries(instance):
+    """The emitter of a request: the namespace's hooks, and the Apps installed where an event
+    happens (`models.apps.AppDeliveries`)."""
+    return AppDeliveries(rules_of(instance), emit=instance.emit, emit_to=instance.emit_to)
 
 
 def accepted(instance, **ids):

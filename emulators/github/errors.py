@@ -8,6 +8,7 @@ A rule does not know which REST operation called it: the provider app names the 
 from emulators.runtime import EmulatorError
 
 API_VERSION = "2026-03-10"
+GENERIC_DOCS = "https://docs.github.com/rest"  # where GitHub's answers name no operation
 
 DOCS = {
     "repos/get": "https://docs.github.com/rest/repos/repos#get-a-repository",
@@ -97,6 +98,22 @@ DOCS.update({op: f"https://docs.github.com/rest/{page}" for op, page in {
     "repos/get-branch-protection": "branches/branch-protection#get-branch-protection",
     "repos/update-branch-protection": "branches/branch-protection#update-branch-protection",
     "repos/delete-branch-protection": "branches/branch-protection#delete-branch-protection",
+}.items()})
+
+# GitHub Apps: the App's own routes (a JWT) and its installations' (an installation token)
+DOCS.update({op: f"https://docs.github.com/rest/apps/{page}" for op, page in {
+    "apps/get-authenticated": "apps#get-the-authenticated-app",
+    "apps/list-installations": "apps#list-installations-for-the-authenticated-app",
+    "apps/get-installation": "apps#get-an-installation-for-the-authenticated-app",
+    "apps/create-installation-access-token":
+        "apps#create-an-installation-access-token-for-an-app",
+    "apps/get-repo-installation": "apps#get-a-repository-installation-for-the-authenticated-app",
+    "apps/get-org-installation":
+        "apps#get-an-organization-installation-for-the-authenticated-app",
+    "apps/get-user-installation": "apps#get-a-user-installation-for-the-authenticated-app",
+    "apps/list-repos-accessible-to-installation":
+        "installations#list-repositories-accessible-to-the-app-installation",
+    "apps/revoke-installation-access-token": "installations#revoke-an-installation-access-token",
 }.items()})
 
 TROUBLESHOOTING = "https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api"
@@ -302,3 +319,40 @@ class GraphQLBodyUnparsed(GraphQLEndpointError, status=400, message="Problems pa
 class NotFoundMessage(BasicError, status=404):
     """A 404 whose message says what is missing (`Branch x not found`, `This repository is
     empty.`), as GitHub's contents API words them."""
+
+
+
+class RouteNotFound(GitHubError):
+    """GitHub's generic 404: a route (or method) it does not serve names no operation."""
+
+    status = 404
+    message = "Not Found"
+
+    def body(self):
+        return {"message": self.message, "documentation_url": GENERIC_DOCS, "status": "404"}
+
+
+class Unauthorized(GitHubError):
+    """401 for credentials GitHub refuses (`Bad credentials`, a JWT's exact complaint), with
+    its generic documentation link, as GitHub sends them."""
+
+    status = 401
+
+    def body(self):
+        return {"message": self.message, "documentation_url": GENERIC_DOCS, "status": "401"}
+
+
+class BadCredentials(Unauthorized, message="Bad credentials"):
+    """An installation token that expired, was revoked or was never issued."""
+
+
+class NotAnIntegration(Unauthorized, message="A JSON web token could not be decoded"):
+    """A route only an App's JWT may call, called with anything else (or a bad JWT)."""
+
+
+class Forbidden(BasicError, status=403, message="Resource not accessible by integration"):
+    """An App's credential without the permission an operation needs."""
+
+
+class AppRefused(MockOnlyError, status=400, code="mockingbird_app_invalid", versioned=False):
+    """An App or installation the admin control refuses (mock-only)."""

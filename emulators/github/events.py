@@ -1,5 +1,5 @@
 """GitHub webhook payloads: ping, create, push, pull_request (opened, edited, closed, reopened,
-synchronize), built from the emulator's shapes.
+synchronize), a GitHub App's installation events, built from the emulator's shapes.
 
 In a repository of git objects a push's commits are the real ones (message, author, files
 added, removed and modified); in a synthetic one (commit ids and parents only) they are
@@ -7,6 +7,7 @@ synthetic but coherent: each names its sha, a synthetic message and the acting u
 parent-to-child order.
 """
 from . import shapes, times
+from .shapes import apps as app_shapes
 
 ZERO_SHA = "0" * 40
 MAX_PUSH_COMMITS = 20  # GitHub lists at most 20 commits in a push payload
@@ -134,3 +135,18 @@ def _without_org(repo_json):
 def sender(base_url, record):
     """The account the event is attributed to (the emulator's acting user)."""
     return shapes.user(base_url, record)
+
+
+def installed(installation_json, repositories, by):
+    """`installation` `created`: the App was installed (with the repositories it reaches)."""
+    return {"action": "created", "installation": installation_json,
+            "repositories": [app_shapes.repository_lite(repo) for repo in repositories],
+            "requester": None, "sender": by}
+
+
+def repositories_added(installation_json, repositories, by):
+    """`installation_repositories` `added`: an installation reaches more repositories."""
+    return {"action": "added", "installation": installation_json,
+            "repository_selection": installation_json["repository_selection"],
+            "repositories_added": [app_shapes.repository_lite(repo) for repo in repositories],
+            "repositories_removed": [], "requester": None, "sender": by}

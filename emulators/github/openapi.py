@@ -368,6 +368,32 @@ for _method, _path, _id, _summary, _status, _has_body in _LIFE:
     DOCUMENT["paths"].setdefault(_path, {})[_method] = _operation(_id, _summary, _path, _status,
                                                                   _has_body)
 
+# GitHub Apps: the App's own routes (its JWT) and an installation token's
+_APPS = [
+    ("get", "/app", "apps/get-authenticated", "Get the authenticated App (its JWT)", "200", False),
+    ("get", "/app/installations", "apps/list-installations", "List the App's installations",
+     "200", False),
+    ("get", "/app/installations/{installation_id}", "apps/get-installation",
+     "Get one of the App's installations", "200", False),
+    ("post", "/app/installations/{installation_id}/access_tokens",
+     "apps/create-installation-access-token",
+     "Create an installation token (one hour; narrowed by repositories and permissions)",
+     "201", True),
+    ("get", "/repos/{owner}/{repo}/installation", "apps/get-repo-installation",
+     "Get the App's installation that reaches a repository", "200", False),
+    ("get", "/orgs/{org}/installation", "apps/get-org-installation",
+     "Get the App's installation on an organization", "200", False),
+    ("get", "/users/{username}/installation", "apps/get-user-installation",
+     "Get the App's installation on a user", "200", False),
+    ("get", "/installation/repositories", "apps/list-repos-accessible-to-installation",
+     "List the repositories an installation token reaches", "200", False),
+    ("delete", "/installation/token", "apps/revoke-installation-access-token",
+     "Revoke the installation token of the request", "204", False),
+]
+for _method, _path, _id, _summary, _status, _has_body in _APPS:
+    DOCUMENT["paths"].setdefault(_path, {})[_method] = _operation(_id, _summary, _path, _status,
+                                                                  _has_body)
+
 # GraphQL (graphql/): one route; the runtime names each request by its operation
 # (`graphql/query/<Name>`, `graphql/mutation/<Name>`), and `/api/graphql` is matched as it
 DOCUMENT["paths"]["/graphql"] = {"post": {

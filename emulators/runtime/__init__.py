@@ -3,7 +3,7 @@ database every worker shares. Services plug in with `Service` (see emulators/run
 from .app import Runtime, add_fallback_handlers
 from .errors import AdminError, ConnectionDropped, DroppedByFault, EmulatorError
 from .fleet.start import start_fleet
-from .instance import Instance, instance_of
+from .instance import Instance, instance_of, operation_of
 from .mount import PathDispatcher
 from .server import Server, serve
 from .service import AdminCall, Service
@@ -18,4 +18,5 @@ def build_wsgi(service, settings=None, **kwargs):
 
 __all__ = ["AdminCall", "AdminError", "ConnectionDropped", "DroppedByFault", "EmulatorError",
            "Instance", "PathDispatcher", "Runtime", "Server", "Service", "Settings",
-           "add_fallback_handlers", "build_wsgi", "instance_of", "pauser", "serve", "start_fleet"]
+           "add_fallback_handlers", "build_wsgi", "instance_of", "operation_of", "pauser", "serve",
+           "start_fleet"]

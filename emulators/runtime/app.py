@@ -18,7 +18,7 @@ from .admin.app import NAMESPACE_KEY, Admin
 from .bodies import guard
 from .emulator import PROVIDER, create_emulator
 from .errors import ConnectionDropped, DroppedByFault, EmulatorError
-from .instance import MUTATING, Instance
+from .instance import MUTATING, OPERATION_KEY, Instance
 from .mount import BASE_URL_KEY, origin, public_base, rewrite_response
 from .names import NAME
 from .requestlog import guarded_sink
@@ -52,18 +52,12 @@ class Call:
                  "operation", "reads", "branch", "at", "entry", "echo", "key", "scratch",
                  "writes")
 
-    def __init__(self, emulator, environ, start_response, started, namespace, path, *, reads,
-                 limits):
+    def __init__(self, emulator, environ, start_response, started, namespace, path):
         self.environ, self.start_response, self.started = environ, start_response, started
         self.namespace, self.path = namespace, path
         self.method = method = environ.get("REQUEST_METHOD", "GET").upper()
-        operation = emulator.operation(method, path)
-        self.reads = operation in reads
-        named = emulator.named_operation(environ, operation, limits.get(
-            operation, emulator.settings.max_body))
-        if named is not None:  # an operation its body names (GraphQL's behind one route)
-            operation, self.reads = named
-        self.operation = operation
+        self.operation, self.reads = emulator.call_operation(method, path, environ)
+        operation = self.operation
         self.branch = environ.get("HTTP_X_MOCKINGBIRD_BRANCH") or MAIN
         self.at = environ.get("HTTP_X_MOCKINGBIRD_AT")
         self.entry = {"service": emulator.name, "namespace": namespace, "method": method,
@@ -96,9 +90,7 @@ class Runtime:
         self._checked = set()  # namespaces of provider requests that passed the pattern
         self._stamps = {}
         self._provider = None
-        self._reads = frozenset(getattr(service, "read_operations", ()))
         self._own = frozenset(getattr(service, "own_transactions", ()))
-        self._limits = dict(getattr(service, "body_limits", None) or {})
 
     def __getattr__(self, name):
         if name in HANDLES:
@@ -135,8 +127,7 @@ class Runtime:
         environ = self._carried(environ, namespace, path, carrier)
         if plane is PROVIDER:
             return self._provider_call(Call(self.emulator, environ, start_response, started,
-                                            namespace, path, reads=self._reads,
-                                            limits=self._limits))
+                                            namespace, path))
         return self._admin_call(environ, start_response, namespace, path)
 
     def _carried(self, environ, namespace, path, carrier):
@@ -316,7 +307,8 @@ class Runtime:
         environ = call.environ
         environ["emulators.instance"] = instance
         # a body past the limit is refused by the provider's first read
-        guard(environ, self._limits.get(call.operation, self.emulator.settings.max_body))
+        environ[OPERATION_KEY] = call.operation  # what the provider may key its rules by
+        guard(environ, self.emulator.body_limit(call.operation))
         captured = []
 
         def capture(status, headers, exc_info=None):

@@ -7,6 +7,14 @@ from .state.timeline import storage_key
 
 MUTATING = {"POST", "PUT", "PATCH", "DELETE"}
 READS = {"GET", "HEAD"}
+OPERATION_KEY = "emulators.operation"  # the operationId the runtime matched (None: unmatched)
+
+
+def operation_of(req):
+    """Return the operationId the runtime matched for a falcon request (or WSGI environ), as
+    the journal and fault rules name it; None for an unmatched route."""
+    env = req if isinstance(req, dict) else req.env
+    return env.get(OPERATION_KEY)
 
 
 def instance_of(req):
@@ -182,6 +190,14 @@ class Instance:
         if hub is not None and hub.listening(self.namespace, event):
             hub.emit(self.namespace, event, payload() if callable(payload) else payload,
                      created_ms=self.now_ms())
+
+    def emit_to(self, event, payload, *, url, secret, hook_id, headers=None):
+        """Queue a webhook event for one destination of the service's choosing (a GitHub App's
+        webhook URL), in this request's transaction; a no-op without a hub."""
+        hub = self._emulator.webhooks
+        if hub is not None:
+            hub.emit_to(self.namespace, event, payload, url=url, secret=secret,
+                        hook_id=hook_id, headers=headers, created_ms=self.now_ms())
 
     def user_of(self, credential):
         """Return the user the credential map names for `credential` (None when it names none)."""

@@ -170,6 +170,21 @@ class WebhookHub:
                      action, body, now, created_ms))
         self.db.after_transaction(self.wake)
 
+    def emit_to(self, namespace, event, payload, *, url, secret, hook_id, headers=None,
+                created_ms):
+        """Queue `event` for one destination that is not a namespace endpoint (a GitHub App's
+        webhook URL: the service decides who receives it), with its own secret, hook id and
+        delivery `headers` (sent after the service's own, so they win)."""
+        body = json.dumps(payload, separators=(",", ":"))
+        action = payload.get("action") if isinstance(payload, dict) else None
+        self.db.execute(
+            "INSERT INTO webhook_deliveries (service, namespace, id, endpoint, url, secret,"
+            " event, action, payload, status, attempts, next_ms, created_ms, headers)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
+            (self.service, namespace, str(uuid.uuid4()), hook_id, url, secret, event, action,
+             body, self.wall(), created_ms, json.dumps(headers) if headers else None))
+        self.db.after_transaction(self.wake)
+
     def deliveries(self, namespace, *, every=False, event=None):
         """List deliveries, oldest first (`every`: all namespaces; `event`: one type)."""
         sql = ("SELECT " + ", ".join(_COLUMNS) + ", namespace FROM webhook_deliveries"
@@ -195,16 +210,17 @@ class WebhookHub:
     def replay(self, namespace, delivery_id):
         """Queue a delivery again, as GitHub's redelivery does (same `X-GitHub-Delivery`)."""
         with self.db.transaction():
-            row = self.db.one("SELECT endpoint, url, secret, event, action, payload, created_ms"
-                              " FROM webhook_deliveries WHERE service=? AND namespace=? AND id=?"
-                              " ORDER BY seq LIMIT 1", (self.service, namespace, delivery_id))
+            row = self.db.one("SELECT endpoint, url, secret, event, action, payload, created_ms,"
+                              " headers FROM webhook_deliveries WHERE service=? AND namespace=?"
+                              " AND id=? ORDER BY seq LIMIT 1",
+                              (self.service, namespace, delivery_id))
             if row is None:
                 raise WebhookError(f"no delivery {delivery_id}", 404)
             self.db.execute(
                 "INSERT INTO webhook_deliveries (service, namespace, id, endpoint, url, secret,"
-                " event, action, payload, status, attempts, next_ms, created_ms)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?)",
-                (self.service, namespace, delivery_id, *row[:6], self.wall(), row[6]))
+                " event, action, payload, status, attempts, next_ms, created_ms, headers)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 0, ?, ?, ?)",
+                (self.service, namespace, delivery_id, *row[:6], self.wall(), *row[6:]))
         self.wake()
 
     def set_fault(self, namespace, body):
@@ -313,20 +329,22 @@ class WebhookHub:
                 return None, False  # consumed unsent; the caller's loop goes on
             self.db.execute("UPDATE webhook_deliveries SET status='sending', next_ms=? WHERE"
                             " seq=?", (now, seq))
-            row = self.db.one("SELECT seq, id, endpoint, url, secret, event, payload, attempts"
-                              " FROM webhook_deliveries WHERE seq=?", (seq,))
+            row = self.db.one("SELECT seq, id, endpoint, url, secret, event, payload, attempts,"
+                              " headers FROM webhook_deliveries WHERE seq=?", (seq,))
         return row, mode == "duplicate"
 
     def _deliver(self, row, duplicate):
         if row is None:
             return
-        seq, delivery_id, hook_id, url, secret, event, payload, attempts = row
+        seq, delivery_id, hook_id, url, secret, event, payload, attempts, own = row
         body = payload.encode()
         headers = {"Content-Type": "application/json", "User-Agent": self.user_agent,
                    "X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id,
                    "X-GitHub-Hook-Id": str(hook_id)}
         if self.headers is not None:
             headers.update(self.headers(event, json.loads(payload)))
+        if own:
+            headers.update(json.loads(own))
         if secret is not None:
             headers["X-Hub-Signature"] = sign(secret, body, hashlib.sha1)
             headers["X-Hub-Signature-256"] = sign(secret, body)

@@ -1,15 +1,17 @@
 """Check runs and check suites, as GitHub makes them, and their `check_run`/`check_suite` events.
 
-A check run belongs to the suite of its head commit (made
-with the first run of that commit, as GitHub does when an app creates a run); a `conclusion`
-forces `status: completed`. The suite's status and conclusion follow its latest run of each
-name, so a run re-made after a rerequest replaces the one that failed. Every run is the work of
-one GitHub App, `mockingbird-ci` (the emulator does not model app authentication).
+A check run is the work of a GitHub App: the App whose installation token created it, else
+the emulator's own `mockingbird-ci` (so any token may create runs). It belongs to that App's
+suite of its head commit (made with the App's first run of that commit, as GitHub does when an
+app creates a run); a `conclusion` forces `status: completed`. The suite's status and
+conclusion follow its latest run of each name, so a run re-made after a rerequest replaces the
+one that failed.
 """
 
 from .. import errors, ids, shapes
 from ..inputs import UNCHANGED
-from ..store import CHECK_RUNS, CHECK_SUITES
+from ..shapes import apps as app_shapes
+from ..store import CHECK_RUNS, CHECK_SUITES, AppStore
 from .rule import Rule
 
 STATUSES = ("queued", "in_progress", "completed", "waiting", "requested", "pending")
@@ -26,18 +28,19 @@ class CheckRules(Rule):
 
     def create(self, repo, *, name, head_sha, details_url=UNCHANGED, external_id=UNCHANGED,
                started_at=UNCHANGED, completed_at=UNCHANGED, status=UNCHANGED,
-               conclusion=UNCHANGED, output=UNCHANGED):
+               conclusion=UNCHANGED, output=UNCHANGED, app=None):
         """`checks/create`: a run on the commit `head_sha` (a full sha; 422 when none), with
-        what the other fields set (`output`: `{title, summary, text}`)."""
+        what the other fields set (`output`: `{title, summary, text}`), by the App whose slug
+        `app` is (None: `mockingbird-ci`)."""
         given = _given(locals())
         key = repo["key"]
         with self.store.transaction():
             sha = self.head_commit(repo, head_sha)
             now = self.clock.now()
-            suite = self._suite_for(repo, sha, now)
+            suite = self._suite_for(repo, sha, now, app)
             number = self.store.next_id("check_run_ids")
             run = {"repo": key, "id": number, "node_id": ids.node_id("github", "CR_", number),
-                   "head_sha": sha, "name": name, "suite": suite["id"],
+                   "head_sha": sha, "name": name, "suite": suite["id"], "app": app,
                    "status": "queued", "conclusion": None, "started_at": now,
                    "completed_at": None, "external_id": "", "details_url": None,
                    "output": {"title": None, "summary": None, "text": None}}
@@ -142,17 +145,17 @@ class CheckRules(Rule):
         """The check suite record `suite_id`; 404 when there is none."""
         return self._record(CHECK_SUITES, repo, suite_id)
 
-    def _suite_for(self, repo, sha, now):
-        """The app's suite for a head commit, made with its first run."""
+    def _suite_for(self, repo, sha, now, app):
+        """The App's suite for a head commit, made with its first run (one per App)."""
         key = repo["key"]
-        found = self.store.items(CHECK_SUITES, {"repo": key, "head_sha": sha}, limit=1)
-        if found:
-            return found[0]
+        for found in self.store.items(CHECK_SUITES, {"repo": key, "head_sha": sha}):
+            if found.get("app") == app:
+                return found
         number = self.store.next_id("check_suite_ids")
         branches = sorted(ref["ref"][len("refs/heads/"):] for ref in self.store.refs(key)
                           if ref["kind"] == "heads" and ref["sha"] == sha)
         suite = {"repo": key, "id": number, "node_id": ids.node_id("github", "CS_", number),
-                 "head_sha": sha, "head_branch": branches[0] if branches else None,
+                 "head_sha": sha, "head_branch": branches[0] if branches else None, "app": app,
                  "status": "queued", "conclusion": None, "created_at": now, "updated_at": now}
         self.store.put_item(CHECK_SUITES, f"{key}:{number}", suite)
         return suite
@@ -186,9 +189,15 @@ class CheckRules(Rule):
 
     # shapes --------------------------------------------------------------------------------
 
-    def app_json(self, repo):
-        """The one GitHub App every check run belongs to, owned by the repository's owner."""
-        return shapes.app(self.repos.base_url, self.accounts.json(repo["owner"]))
+    def app_json(self, repo, slug=None):
+        """The GitHub App of a run or suite (`integration`): the App `slug` names, else the
+        emulator's own, owned by the repository's owner."""
+        found = AppStore(self.store.records).app(slug) if slug else None
+        if found is None:
+            return shapes.app(self.repos.base_url, self.accounts.json(repo["owner"]))
+        installations = AppStore(self.store.records).installations(app_id=found["id"])
+        return app_shapes.app(self.repos.base_url, found, self.accounts.json(found["owner"]),
+                              len(installations))
 
     def _minimal_pulls(self, repo, sha):
         """The open PRs whose head is at `sha` (`pull-request-minimal`): those of the branches
@@ -212,7 +221,8 @@ class CheckRules(Rule):
 
     def check_run_json(self, repo, run):
         """A run record as GitHub shows it (`check-run`)."""
-        return shapes.check_run(*self.repos.urls(repo), run, app=self.app_json(repo),
+        return shapes.check_run(*self.repos.urls(repo), run,
+                                app=self.app_json(repo, run.get("app")),
                                 pulls=self._minimal_pulls(repo, run["head_sha"]))
 
     def check_suite_json(self, repo, suite, *, event=False):
@@ -222,7 +232,7 @@ class CheckRules(Rule):
                                                              "suite": suite["id"]},
                                                 order_by="id", desc=True))
         return shapes.check_suite(
-            self.repos.url(repo), suite, app=self.app_json(repo),
+            self.repos.url(repo), suite, app=self.app_json(repo, suite.get("app")),
             pulls=self._minimal_pulls(repo, suite["head_sha"]), runs=runs,
             commit=self.rules.commits.json(repo, suite["head_sha"])["commit"],
             repository=None if event else self.repos.json(repo))

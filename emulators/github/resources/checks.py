@@ -16,7 +16,8 @@ class CheckRuns:
         backend, record, sent = request.write(req, owner, repo)
         given = bodies.json_object(sent)
         backend.checks.head_commit(record, ci.run_head(given)["head_sha"])  # 422 first
-        run = backend.checks.create(record, **ci.create_run(given))
+        run = backend.checks.create(record, **ci.create_run(given),
+                                    app=request.acting_app(req))
         request.wrote(req, resp, 201, run, checkRunId=str(run["id"]))
 
 

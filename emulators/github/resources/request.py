@@ -12,10 +12,18 @@ from emulators.runtime import instance_of
 
 from .. import context, errors, media
 from ..calls import accepted, backend_for
+from ..credentials import identify
 from ..schemas import body as bodies
 from ..schemas.base import MAX_SAFE_INTEGER
 
 _NUMBER = re.compile(r"^[1-9][0-9]*\Z")
+
+
+def acting_app(req):
+    """The slug of the App whose installation token the request carries (None for any other
+    credential): what a check run it creates belongs to."""
+    credential = identify(instance_of(req), req.env)
+    return credential.app_slug if credential.kind == "installation" else None
 
 
 def backend_of(req):

@@ -9,14 +9,19 @@ import falcon
 
 from emulators.runtime import instance_of
 
-from .. import context, errors, transport
+from .. import errors, transport
 from ..calls import accepted, backend_for
+from ..credentials import AppJwt, InstallationToken, identify
+from ..permissions import FORBIDDEN, GIT_SERVICES, HIDDEN, verdict
 from ..store import has_objects
 
 MAX_PUSH = 2 * 1024 ** 3  # GitHub refuses a push over 2 GiB
 _NO_CACHE = {"Cache-Control": "no-cache, max-age=0, must-revalidate", "Pragma": "no-cache",
              "Expires": "Fri, 01 Jan 1980 00:00:00 GMT"}
 _SERVICES = (transport.UPLOAD, transport.RECEIVE)
+# GitHub's answer to git for a token it refuses (git then says `Authentication failed`)
+BAD_TOKEN = ("Invalid username or token. Password authentication is not supported for Git"
+             " operations.")
 
 
 class GitAnswer(errors.GitHubError):
@@ -44,19 +49,44 @@ def _challenge():
                      {"WWW-Authenticate": 'Basic realm="GitHub"'})
 
 
+def _credential(instance, req):
+    """The request's credential; a token GitHub refuses is git's `Authentication failed`."""
+    try:
+        return identify(instance, req.env)
+    except errors.Unauthorized:
+        raise GitAnswer(401, BAD_TOKEN, {"WWW-Authenticate": 'Basic realm="GitHub"'}) from None
+
+
+def _app_access(credential, owner, name, repo, service):
+    """Hold an App's credential to git as GitHub does: a repository outside an installation
+    token's selection is not found; a push without `contents: write` (a fetch without read),
+    or an App's JWT, is refused the way git shows GitHub's refusal."""
+    denied = GitAnswer(403, f"Permission to {owner}/{name}.git denied to {credential.login}.")
+    if isinstance(credential, AppJwt):
+        raise denied
+    if isinstance(credential, InstallationToken):
+        found = verdict(credential, GIT_SERVICES[service], repo)
+        if found == HIDDEN:
+            raise GitAnswer(404, "Repository not found.")
+        if found == FORBIDDEN:
+            raise denied
+
+
 def _open(req, owner, name, service):
     """Return (backend, repository record, RepoView) for a git request, or raise its answer."""
     instance = instance_of(req)
+    credential = _credential(instance, req)
     backend = backend_for(instance, req.env)  # a push acts as its token's user
     name = name[:-4] if name.endswith(".git") else name
     repo = backend.repos.get(owner, name)
-    authed = context.credential(req.env) is not None
+    authed = credential.kind != "anonymous"
     # GitHub answers git 401 for a repository it will not show (absent, or private) and for
     # every push without credentials; with them, an absent repository is not found.
     if not authed and (repo is None or repo.get("private") or service == transport.RECEIVE):
         raise _challenge()
     if repo is None:
         raise GitAnswer(404, "Repository not found.")
+    _app_access(credential, owner, name, repo, service)
     if not has_objects(repo):
         raise GitAnswer(409, errors.SYNTHETIC)
     objects = backend.repos.objects(repo)

@@ -87,7 +87,7 @@ CREATE TABLE IF NOT EXISTS webhook_deliveries (
     id TEXT NOT NULL, endpoint INTEGER NOT NULL, url TEXT NOT NULL, secret TEXT,
     event TEXT NOT NULL, action TEXT, payload TEXT NOT NULL, status TEXT NOT NULL,
     attempts INTEGER NOT NULL, next_ms INTEGER NOT NULL, created_ms INTEGER NOT NULL,
-    delivered_ms INTEGER, response_status INTEGER);
+    delivered_ms INTEGER, response_status INTEGER, headers TEXT);
 CREATE INDEX IF NOT EXISTS webhook_deliveries_due ON webhook_deliveries (service, status, seq);
 -- immutable content-addressed objects (objects.py), git's for the GitHub emulator: `links`
 -- before `data`, so a graph read never touches a large value's overflow pages
@@ -239,6 +239,8 @@ def _migrate_v6(conn):
                      (journal_high,))
     if "user" not in _columns(conn, "credentials"):  # the user a credential acts as
         conn.execute("ALTER TABLE credentials ADD COLUMN user TEXT")
+    if "headers" not in _columns(conn, "webhook_deliveries"):  # a delivery's own headers
+        conn.execute("ALTER TABLE webhook_deliveries ADD COLUMN headers TEXT")
     if _columns(conn, "fault_versions"):
         for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger' AND"
                                     " name LIKE 'faults_version_%'").fetchall():

@@ -50,6 +50,10 @@ def _json_schema(node):
     if not isinstance(node, dict):
         return node
     out = {k: _json_schema(v) for k, v in node.items() if k != "example"}
+    if [member.get("title") for member in out.get("allOf", ())] == ["Simple User", "Enterprise"]:
+        # an installation's `account` is a user or an enterprise: GitHub's description joins
+        # the two with allOf, which no account could satisfy (githubkit reads it as a union)
+        out["anyOf"] = out.pop("allOf")
     if out.pop("nullable", False):
         if "type" in out:
             out["type"] = [out["type"], "null"]

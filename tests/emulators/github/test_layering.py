@@ -12,7 +12,8 @@ FOLDER = Path(__file__).resolve().parents[3] / "emulators" / "github"
 HTTP = ["resources.commits", "resources.checks", "resources.statuses", "resources.contents",
         "resources.git_data", "resources.issues", "resources.labels", "resources.merges",
         "resources.protection", "resources.pulls", "resources.refs", "resources.repos",
-        "resources.reviews", "resources.smart_http", "resources.request"]
+        "resources.reviews", "resources.smart_http", "resources.apps", "resources.access",
+        "resources.request"]
 # GraphQL over the same rules: the endpoint, the run, the objects it presents, what a request's
 # resolvers share, then the generic machinery
 GRAPHQL = ["graphql.resources", "graphql.execution", "graphql.root", "graphql.mutations",
@@ -21,19 +22,19 @@ GRAPHQL = ["graphql.resources", "graphql.execution", "graphql.root", "graphql.mu
            "graphql.documents", "graphql.schema", "graphql.errors"]
 SCHEMAS = ["schemas.graphql", "schemas.ci", "schemas.contents", "schemas.issues", "schemas.merges",
            "schemas.protection", "schemas.pulls", "schemas.queries", "schemas.refs",
-           "schemas.reviews", "schemas.base", "schemas.body"]
+           "schemas.reviews", "schemas.apps", "schemas.base", "schemas.body"]
 RULES = ["models.backend", "models.seeding", "models.merges", "models.protection",
          "models.reviews", "models.issues", "models.labels", "models.checks",
          "models.statuses", "models.refs", "models.pulls", "models.git_data",
          "models.contents", "models.commits", "models.rule", "models.accounts",
-         "models.repositories", "models.nodes", "models.texts"]
+         "models.repositories", "models.apps", "models.signin", "models.nodes", "models.texts"]
 # `from .schemas import refs` names the package
 PACKAGES = ["resources", "graphql", "schemas", "models", "shapes"]
 ORDER = ["app", "admin", "resources", *HTTP, "graphql", *GRAPHQL, "schemas", *SCHEMAS, "calls",
-         "models", *RULES,
-         "transport", "shallow", "context", "openapi", "presets", "media", "events", "shapes",
-         "shapes.ci", "shapes.conversation", "shapes.protection", "shapes.repos",
-         "shapes.commits", "shapes.accounts", "store", "objects", "inputs", "git", "ids", "times",
+         "credentials", "models", *RULES, "permissions", "keys", "transport", "shallow",
+         "context", "openapi", "presets", "media", "events", "shapes", "shapes.ci",
+         "shapes.conversation", "shapes.protection", "shapes.repos", "shapes.commits",
+         "shapes.accounts", "shapes.apps", "store", "objects", "inputs", "git", "ids", "times",
          "actors", "errors"]
 
 

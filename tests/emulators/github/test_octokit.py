@@ -16,7 +16,8 @@ from .test_pygithub import served  # noqa: F401  (the same served emulators)
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 FOLDER = REPO / "var" / "octokit"
-PACKAGE = "@octokit/rest@22.0.1"
+PACKAGES = ("@octokit/rest@22.0.1", "@octokit/auth-app@8.3.1")  # auth-app: test_app_octokit.py
+SCRIPTS = ("octokit_flow.mjs", "app_bot_flow.mjs")
 
 
 @pytest.fixture(scope="session")
@@ -25,18 +26,21 @@ def octokit_folder():
         pytest.skip("node and npm are not on this machine")
     FOLDER.mkdir(parents=True, exist_ok=True)
     with FileLock(FOLDER.with_name("octokit.lock")):
-        if not (FOLDER / "node_modules" / "@octokit" / "rest").is_dir():
+        installed = FOLDER / "node_modules" / "@octokit"
+        if not all((installed / name.split("/")[1].rsplit("@", 1)[0]).is_dir()
+                   for name in PACKAGES):
             if not (FOLDER / "package.json").exists():
                 (FOLDER / "package.json").write_text('{"name":"octokit-consumer","private":true}\n')
             try:
-                done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", PACKAGE],
-                                      cwd=FOLDER, capture_output=True, text=True, timeout=120)
+                done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", *PACKAGES],
+                                      cwd=FOLDER, capture_output=True, text=True, timeout=180)
             except subprocess.TimeoutExpired:
-                pytest.skip(f"npm install {PACKAGE} timed out")
+                pytest.skip(f"npm install {' '.join(PACKAGES)} timed out")
             if done.returncode:
-                pytest.skip(f"npm install {PACKAGE} failed: {done.stderr[-500:]}")
-        # ESM resolves packages from the script's folder, so the script runs from there
-        shutil.copy(HERE / "octokit_flow.mjs", FOLDER / "octokit_flow.mjs")
+                pytest.skip(f"npm install {' '.join(PACKAGES)} failed: {done.stderr[-500:]}")
+        # ESM resolves packages from the script's folder, so the scripts run from there
+        for script in SCRIPTS:
+            shutil.copy(HERE / script, FOLDER / script)
     return FOLDER
 
 

@@ -44,12 +44,22 @@ def test_the_shell_blocks_run_top_to_bottom_as_a_user_runs_them(tmp_path):
     assert out.count("# Demo\n") == 2  # cloned, and read back through REST
 
 
-def test_the_pull_request_life_example_runs():
-    section = README.read_text().split("## A pull request's life", 1)[1]
+def section_example_prints(heading):
+    """Run the first python block under `heading`; return the lines it printed."""
+    section = README.read_text().split(heading, 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, cwd=README.parents[2])
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
+    return done.stdout.splitlines()
+
+
+def test_the_pull_request_life_example_runs():
+    assert section_example_prints("## A pull request's life") == [
         "405 At least 1 approving review is required by reviewers with write access.",
         "clean True"]
+
+
+def test_the_github_apps_example_runs():
+    assert section_example_prints("## GitHub Apps") == [
+        "my-bot[bot]", "403 Resource not accessible by integration"]

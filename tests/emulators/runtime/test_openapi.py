@@ -155,3 +155,25 @@ def test_a_body_it_cannot_read_first_keeps_the_matched_operation(named):
     assert too_long.status_code == 413
     entries = requests.get(admin + "/requests", timeout=5).json()["requests"]
     assert [e["operationId"] for e in entries] == ["rpc", "rpc"]
+
+
+def test_a_provider_reads_the_operation_the_runtime_matched(tmp_path):
+    import falcon
+
+    from emulators.runtime import Service, add_fallback_handlers, operation_of
+    from emulators.pytest_plugin import test_app
+
+    class Echo:
+        def on_get(self, req, resp, name=None):
+            resp.media = {"operation": operation_of(req)}
+
+    def provider():
+        app = add_fallback_handlers(falcon.App())
+        app.add_route("/items/{name}", Echo())
+        app.add_route("/undocumented", Echo())
+        return app
+    document = {"paths": {"/items/{name}": {"get": op("getItem")}}}
+    app = test_app(Service(name="echo", openapi=document, provider_app=provider),
+                   tmp_path / "e.sqlite3")
+    assert app.get("/items/a").json == {"operation": "getItem"}
+    assert app.get("/undocumented").json == {"operation": None}

@@ -252,3 +252,35 @@ def test_a_forked_child_resumes_on_its_own_first_request(tmp_path, receiver):
     assert os.read(read, 1) == b"1"
     os.waitpid(pid, 0)
     os.close(read)
+
+
+def test_an_event_for_one_chosen_destination_carries_its_own_secret_hook_and_headers(
+        hub, receiver):
+    register(hub, Receiver(secret="other"))  # a namespace endpoint: it gets nothing of this
+    hub.emit_to("default", "issues", {"action": "opened"}, url=receiver.url, secret="s3cret",
+                hook_id=77, headers={"X-GitHub-Hook-Installation-Target-Type": "integration"},
+                created_ms=1)
+    hub.flush()
+    [(headers, payload)] = receiver.received
+    assert payload == {"action": "opened"} and receiver.refused == []
+    assert headers["X-Github-Hook-Id"] == "77"
+    assert headers["X-Github-Hook-Installation-Target-Type"] == "integration"
+    [delivery] = hub.deliveries("default")
+    hub.replay("default", delivery["id"])  # a replay is the same delivery, headers included
+    hub.flush()
+    assert [h["X-Github-Hook-Installation-Target-Type"] for h, _ in receiver.received] == \
+        ["integration"] * 2
+
+
+def test_a_database_without_delivery_headers_gains_the_column(tmp_path):
+    import sqlite3
+    path = str(tmp_path / "old.sqlite3")
+    Database(path).execute("SELECT 1")  # today's schema, then the column taken away
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE webhook_deliveries DROP COLUMN headers")
+    conn.commit()
+    conn.close()
+    hub = WebhookHub(Database(path), "svc", user_agent="Test-Hook/1", dispatch=False)
+    hub.emit_to("default", "ping", {}, url="http://127.0.0.1:9/x", secret=None, hook_id=1,
+                headers={"X-A": "b"}, created_ms=1)
+    assert [d["event"] for d in hub.deliveries("default")] == ["ping"]

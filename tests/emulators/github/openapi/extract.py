@@ -28,6 +28,11 @@ OPERATIONS = [  # beyond those already extracted: the pull request's life (CI, c
     "repos/get-branch", "repos/list-branches", "repos/get-branch-protection",
     "repos/update-branch-protection",
     "repos/delete-branch-protection", "pulls/merge", "pulls/check-if-merged", "repos/merge",
+    # GitHub Apps: the App's own routes and its installations' tokens
+    "apps/get-authenticated", "apps/list-installations", "apps/get-installation",
+    "apps/create-installation-access-token", "apps/get-repo-installation",
+    "apps/get-org-installation", "apps/get-user-installation",
+    "apps/list-repos-accessible-to-installation", "apps/revoke-installation-access-token",
 ]
 WEBHOOKS = [
     "status", "check-run-created", "check-run-completed", "check-run-rerequested",
@@ -39,6 +44,7 @@ WEBHOOKS = [
     "pull-request-review-requested",
     "pull-request-review-request-removed", "pull-request-labeled", "pull-request-unlabeled",
     "pull-request-assigned", "pull-request-unassigned",
+    "installation-created", "installation-repositories-added",
 ]
 
 
