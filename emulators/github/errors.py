@@ -316,6 +316,10 @@ class GraphQLBodyUnparsed(GraphQLEndpointError, status=400, message="Problems pa
     """A GraphQL request whose body is not a JSON object."""
 
 
+class GraphQLUnauthorized(GraphQLEndpointError, status=401):
+    """A credential GitHub refuses (`Bad credentials`, a JWT's complaint), on GraphQL's route."""
+
+
 class NotFoundMessage(BasicError, status=404):
     """A 404 whose message says what is missing (`Branch x not found`, `This repository is
     empty.`), as GitHub's contents API words them."""

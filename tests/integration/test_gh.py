@@ -12,8 +12,10 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
+import jwt
 import pytest
 import requests
 
@@ -219,3 +221,36 @@ def test_gh_issue_create_and_list(world):
     assert listed == [["2", "OPEN", "Also broken"], ["1", "OPEN", "Broken"]]
     issue = _rest(world, "GET", "/repos/octo/demo/issues/1")
     assert (issue["user"]["login"], issue["body"]) == ("ada", "It is.")
+
+
+def _installation_token(world, permissions):
+    """An installation token of the App `ci-bot`, installed on octo with `permissions`, as a
+    workflow's GITHUB_TOKEN is one (its JWT signed on the wall clock: the server's is real)."""
+    made = _rest(world, "POST", "/__admin/github/apps", {
+        "slug": "ci-bot", "permissions": permissions, "installations": [{"account": "octo"}]})
+    now = int(time.time())
+    app_jwt = jwt.encode({"iat": now - 60, "exp": now + 540, "iss": str(made["app"]["id"])},
+                         made["private_key"], algorithm="RS256")
+    installation = made["installations"][0]["id"]
+    answer = requests.post(f"{world.url}/app/installations/{installation}/access_tokens",
+                           headers={"Authorization": f"Bearer {app_jwt}"}, timeout=10)
+    assert answer.status_code == 201, answer.text
+    return answer.json()["token"]
+
+
+def test_gh_with_an_apps_installation_token_acts_as_its_bot(world):
+    """As in a workflow whose GITHUB_TOKEN may write pull requests and issues and read the
+    code, so not merge (contents write)."""
+    token = _installation_token(world, {"pull_requests": "write", "issues": "write",
+                                        "contents": "read"})
+    bot = Gh(world.sock, world.folder / "bot", token, "octo/demo")
+    out = bot.run("pr", "create", "--repo", "github.local/octo/demo", "--head", "topic",
+                  "--base", "main", "--title", "From CI", "--body", "Automated.")
+    assert out.stdout.strip() == "http://github.local/octo/demo/pull/1"
+    assert _rest(world, "GET", "/repos/octo/demo/pulls/1")["user"]["login"] == "ci-bot[bot]"
+    author = json.loads(bot.run("pr", "view", "1", "--json", "author").stdout)["author"]
+    assert author["login"] == "app/ci-bot" and author["is_bot"] is True  # gh's own words
+    refused = bot.run("pr", "merge", "1", "--merge", ok=False)
+    assert refused.returncode == 1
+    assert "Resource not accessible by integration" in refused.stderr
+    assert _rest(world, "GET", "/repos/octo/demo/pulls/1")["state"] == "open"

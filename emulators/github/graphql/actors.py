@@ -1,5 +1,10 @@
 """Accounts as GraphQL presents them: `User`, `Organization` or `Bot` (behind the `Actor`,
-`RepositoryOwner` and `Node` interfaces), from their REST shape."""
+`RepositoryOwner` and `Node` interfaces), from their REST shape.
+
+An App's bot is `<slug>[bot]` in REST and `<slug>` in GraphQL, at `/apps/<slug>` (gh shows
+such an author as `app/<slug>`).
+"""
+BOT = "[bot]"
 
 
 class Account:
@@ -14,6 +19,10 @@ class Account:
         self.database_id = rest["id"]
         self.url = rest.get("html_url")
         self.resource_path = f"/{self.login}"
+        if self.typename == "Bot":
+            self.login = self.login.removesuffix(BOT)
+            self.resource_path = f"/apps/{self.login}"
+            self.url = f"{self.url.rsplit('/', 1)[0]}/apps/{self.login}"
         self.name = None  # the emulator keeps no profile names
         self.email = ""
         self.is_site_admin = False

@@ -8,9 +8,11 @@ from .. import errors as rest
 
 
 class Problem(Exception):
-    """One entry of a GraphQL answer's `errors`: GitHub's `type` and message."""
+    """One entry of a GraphQL answer's `errors`: GitHub's `type` and message (and its
+    `extensions`, for the types GitHub adds them to)."""
 
     type = None
+    extensions = None
 
     def __init__(self, message):
         super().__init__(message)
@@ -22,7 +24,14 @@ class NotFound(Problem):
 
 
 class Forbidden(Problem):
+    """What a credential may not do; GitHub's entry carries `extensions: {saml_failure}`
+    between `path` and `locations`."""
+
     type = "FORBIDDEN"
+    extensions = {"saml_failure": False}
+
+    def __init__(self, message=rest.Forbidden.message):
+        super().__init__(message)
 
 
 class Unprocessable(Problem):

@@ -40,10 +40,10 @@ def _entry(error):
     original = error.original_error
     if isinstance(original, rest.GitHubError):
         original = from_rest(original)
-    entry = {}
+    entry, extensions = {}, None
     if isinstance(original, Problem):
         entry["type"] = original.type
-        message = original.message
+        message, extensions = original.message, original.extensions
     elif original is not None and not isinstance(original, graphql.GraphQLError):
         log.error("github graphql: a resolver failed at %s", error.path, exc_info=original)
         message = INTERNAL
@@ -51,6 +51,8 @@ def _entry(error):
         message = error.message
     if error.path is not None:
         entry["path"] = list(error.path)
+    if extensions is not None:
+        entry["extensions"] = extensions
     if error.locations:
         entry["locations"] = [{"line": loc.line, "column": loc.column}
                               for loc in error.locations]

@@ -7,6 +7,15 @@ from .errors import could_not_resolve
 from .issues import IssueComment
 
 MERGE_METHODS = {"MERGE": "merge", "SQUASH": "squash", "REBASE": "rebase"}
+# the REST operation each mutation is (an App's credential needs its permission)
+OPERATIONS = {
+    "createPullRequest": "pulls/create", "updatePullRequest": "pulls/update",
+    "mergePullRequest": "pulls/merge", "closePullRequest": "pulls/update",
+    "reopenPullRequest": "pulls/update", "addComment": "issues/create-comment",
+    "addPullRequestReview": "pulls/create-review",
+    "submitPullRequestReview": "pulls/submit-review", "requestReviews": "pulls/request-reviewers",
+    "createIssue": "issues/create", "closeIssue": "issues/update", "reopenIssue": "issues/update",
+    "addLabelsToLabelable": "issues/add-labels"}
 # updatePullRequest's fields, as `pulls/update` names them
 PULL_FIELDS = {"title": "title", "body": "body", "baseRefName": "base",
                "maintainerCanModify": "maintainer_can_modify"}
@@ -31,6 +40,14 @@ class Mutations:
             raise could_not_resolve("node", f"the global id of '{node_id}'")
         return found
 
+    def _subject(self, info, node_id, *kinds):
+        """The object a mutation changes (a repository, a pull request, an issue, a review),
+        once the credential may do the mutation's REST operation in its repository."""
+        found = self._node(info, node_id, *kinds)
+        record = found.record if hasattr(found, "record") else found.pull_request.record
+        self.context.allow(OPERATIONS[info.field_name], record)
+        return found
+
     def _names(self, info, label_ids):
         return [self._node(info, label_id, "Label").name for label_id in label_ids]
 
@@ -42,7 +59,7 @@ class Mutations:
 
     # pull requests ------------------------------------------------------------------------
     def create_pull_request(self, info, input):
-        repository = self._node(info, input["repositoryId"], "Repository")
+        repository = self._subject(info, input["repositoryId"], "Repository")
         made = self.backend.pulls.create(
             repository.record, title=input["title"], head=input["headRefName"],
             base=input["baseRefName"], body=input.get("body"),
@@ -51,7 +68,7 @@ class Mutations:
         return self._payload(input, pullRequest=self.root.node(info, made["node_id"]))
 
     def update_pull_request(self, info, input):
-        pull = self._node(info, input["pullRequestId"], "PullRequest")
+        pull = self._subject(info, input["pullRequestId"], "PullRequest")
         record, number = pull.repository.record, pull.number
         fields = _given(input, PULL_FIELDS)
         if input.get("state"):
@@ -67,7 +84,7 @@ class Mutations:
         return self._payload(input, pullRequest=self.root.node(info, pull.id))
 
     def merge_pull_request(self, info, input):
-        pull = self._node(info, input["pullRequestId"], "PullRequest")
+        pull = self._subject(info, input["pullRequestId"], "PullRequest")
         merged = self.backend.merges.merge(
             pull.repository.record, pull.number,
             merge_method=MERGE_METHODS[input.get("mergeMethod") or "MERGE"],
@@ -84,14 +101,14 @@ class Mutations:
         return self._pull_state(info, input, "open")
 
     def _pull_state(self, info, input, state):
-        pull = self._node(info, input["pullRequestId"], "PullRequest")
+        pull = self._subject(info, input["pullRequestId"], "PullRequest")
         self.backend.pulls.update(pull.repository.record, pull.number, state=state)
         self.context.accepted(pullNumber=str(pull.number))
         return self._payload(input, pullRequest=self.root.node(info, pull.id))
 
     # the conversation ---------------------------------------------------------------------
     def add_comment(self, info, input):
-        subject = self._node(info, input["subjectId"], "PullRequest", "Issue")
+        subject = self._subject(info, input["subjectId"], "PullRequest", "Issue")
         made = self.backend.issues.create_comment(subject.repository.record, subject.number,
                                                   input["body"])
         self.context.accepted(commentId=str(made["id"]))
@@ -101,7 +118,7 @@ class Mutations:
                              timelineEdge=None)
 
     def add_pull_request_review(self, info, input):
-        pull = self._node(info, input["pullRequestId"], "PullRequest")
+        pull = self._subject(info, input["pullRequestId"], "PullRequest")
         made = self.backend.reviews.create(
             pull.repository.record, pull.number, event=input.get("event"),
             body=input.get("body"), commit_id=input.get("commitOID"),
@@ -109,7 +126,8 @@ class Mutations:
         return self._review(info, input, pull.number, made)
 
     def submit_pull_request_review(self, info, input):
-        review = self._node(info, input.get("pullRequestReviewId") or "", "PullRequestReview")
+        review = self._subject(info, input.get("pullRequestReviewId") or "",
+                               "PullRequestReview")
         pull = review.pull_request
         made = self.backend.reviews.submit(pull.repository.record, pull.number,
                                            review.database_id, event=input["event"],
@@ -123,7 +141,7 @@ class Mutations:
     def request_reviews(self, info, input):
         """Ask the users for a review: besides those asked already (`union`), or instead of
         them."""
-        pull = self._node(info, input["pullRequestId"], "PullRequest")
+        pull = self._subject(info, input["pullRequestId"], "PullRequest")
         record, number = pull.repository.record, pull.number
         logins = self._logins(info, input.get("userIds") or ())
         reviews = self.backend.reviews
@@ -140,7 +158,7 @@ class Mutations:
 
     # issues and labels --------------------------------------------------------------------
     def create_issue(self, info, input):
-        repository = self._node(info, input["repositoryId"], "Repository")
+        repository = self._subject(info, input["repositoryId"], "Repository")
         made = self.backend.issues.create(
             repository.record, title=input["title"], body=input.get("body"),
             labels=self._names(info, input.get("labelIds") or ()),
@@ -156,14 +174,14 @@ class Mutations:
         return self._issue_state(info, input, "open", None)
 
     def _issue_state(self, info, input, state, reason):
-        issue = self._node(info, input["issueId"], "Issue")
+        issue = self._subject(info, input["issueId"], "Issue")
         self.backend.issues.update(issue.repository.record, issue.number, state=state,
                                    state_reason=reason)
         self.context.accepted(issueNumber=str(issue.number))
         return self._payload(input, issue=self.root.node(info, issue.id))
 
     def add_labels_to_labelable(self, info, input):
-        subject = self._node(info, input["labelableId"], "PullRequest", "Issue")
+        subject = self._subject(info, input["labelableId"], "PullRequest", "Issue")
         self.backend.labels.add(subject.repository.record, subject.number,
                                 self._names(info, input["labelIds"]))
         self.context.accepted(issueNumber=str(subject.number))

@@ -25,7 +25,9 @@ def snake(name):
 
 
 def field(source, info, **args):
-    """Resolve a field of `source` (graphql-core's `field_resolver` for the whole schema)."""
+    """Resolve a field of `source` (graphql-core's `field_resolver` for the whole schema), once
+    the request's context allows it (`guard`: an App's credential and its permissions)."""
+    info.context.guard(source, info)
     if isinstance(source, dict):
         value = source.get(info.field_name, MISSING)
     else:

@@ -1,10 +1,16 @@
 """The root fields: the queries (`viewer`, `user`, `repository`, `node`, `nodes`) here, the
 mutations in mutations.py (the same root value answers both)."""
 from .actors import actor
+from .errors import Forbidden
 from .issues import Issue, Label
 from .mutations import Mutations
 from .pulls import PullRequest, PullRequestReview
 from .repository import present
+
+
+# the REST read an object of each kind a node id names stands for (an App's permission)
+READS = {"Repository": "repos/get", "PullRequest": "pulls/get", "Issue": "issues/get",
+         "Label": "issues/get-label", "PullRequestReview": "pulls/get-review"}
 
 
 class Root:
@@ -19,6 +25,8 @@ class Root:
         return getattr(self.mutations, name)
 
     def viewer(self, info):
+        if self.context.integration:  # an App's bot is no viewer, as on GitHub
+            raise Forbidden()
         return actor(self.accounts.json(self.accounts.actor_login))
 
     def user(self, info, login):
@@ -44,6 +52,9 @@ class Root:
         kind, record, parent = found
         if kind == "Account":
             return actor(self.accounts.json(record["login"]))
+        if not self.context.visible(parent):
+            return None
+        self.context.allow(READS[kind], parent)
         repository = present(self.context, parent)
         if kind == "Repository":
             return repository
