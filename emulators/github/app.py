@@ -129,7 +129,8 @@ class Operations:
 class EnterpriseLayout:
     """Serve the REST API (and git) under `/api/v3` too, as GitHub Enterprise Server does:
     probot's `GHE_HOST`, octokit's and PyGithub's `…/api/v3` base URLs work unchanged, and
-    every URL of the answer carries `/api/v3` (context.enter_api_prefix)."""
+    every API URL of the answer carries `/api/v3` (context.enter_api_prefix; the web's stay at
+    the root, as GHES lays them out: shapes.web)."""
 
     def process_request(self, req, resp):
         routed = context.enter_api_prefix(req.env)

@@ -9,7 +9,7 @@ from email.utils import formatdate
 
 from emulators.runtime.mount import BASE_URL_KEY
 
-API_PREFIX = "/api/v3"  # GitHub Enterprise Server's REST API: the same routes below it
+from .shapes.accounts import API_PREFIX
 GRAPHQL_PATH = "/api/graphql"  # and its GraphQL API: the same route as `/graphql`
 
 _FORM_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")
@@ -32,7 +32,8 @@ def route_path(path):
 def enter_api_prefix(environ):
     """Serve a request under `/api/v3` as GitHub Enterprise Server lays its API out: move the
     prefix from PATH_INFO into SCRIPT_NAME (and the runtime's public base URL), as a mount
-    does, so every URL the answer carries names `/api/v3`. Return the path to route on
+    does, so every API URL the answer carries names `/api/v3` (its web URLs drop it again:
+    shapes.web). Return the path to route on
     (`route_path`: `/graphql` for `/api/graphql`, whose URLs stay at the root).
 
     Runs before anything reads the instance's base URL (the first middleware), in the environ

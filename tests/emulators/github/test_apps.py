@@ -344,6 +344,7 @@ def test_api_v3_urls_keep_the_namespace_and_the_mount(gh, runtime):
             headers={"x-mockingbird-namespace": "w1"})
     carried = gh.get(f"/api/v3{REPO}", 200, headers={"x-mockingbird-namespace": "w1"}).json
     assert carried["url"] == f"{BASE}/__admin/ns/w1/api/v3{REPO}"
+    assert carried["clone_url"] == f"{BASE}/__admin/ns/w1/octo/demo.git"  # git: at the root
     assert gh.get(f"/__admin/ns/w1/api/v3{REPO}", 200).json["url"] == carried["url"]
     mounted = webtest.TestApp(PathDispatcher(None, {"/emulators/github": runtime}),
                               extra_environ={"HTTP_HOST": "127.0.0.1:8828"})

@@ -86,6 +86,11 @@ def test_enterprise_layout_api_graphql_and_rest_under_api_v3(seeded, ql):
     assert res.json["data"]["repository"]["owner"]["login"] == "synthetic-org"
     rest = seeded.get("/api/v3/repos/synthetic-org/example", status=200).json
     assert rest["url"] == "http://127.0.0.1:8828/api/v3/repos/synthetic-org/example"
+    # GitHub Enterprise Server's pages, git and avatars stay at the host's root
+    web = "http://127.0.0.1:8828/synthetic-org/example"
+    assert (rest["html_url"], rest["clone_url"], rest["svn_url"]) == (web, f"{web}.git", web)
+    assert rest["owner"]["html_url"] == "http://127.0.0.1:8828/synthetic-org"
+    assert rest["owner"]["avatar_url"].startswith("http://127.0.0.1:8828/avatars/")
     pulls = seeded.get(rest["pulls_url"].replace("{/number}", "")
                        .replace("http://127.0.0.1:8828", ""), status=200)
     assert pulls.json == []

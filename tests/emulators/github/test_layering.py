@@ -34,7 +34,7 @@ ORDER = ["app", "admin", "resources", *HTTP, "graphql", *GRAPHQL, "schemas", *SC
          "credentials", "models", *RULES, "permissions", "keys", "transport", "shallow",
          "context", "openapi", "presets", "media", "events", "shapes", "shapes.ci",
          "shapes.conversation", "shapes.protection", "shapes.repos", "shapes.commits",
-         "shapes.accounts", "shapes.apps", "store", "objects", "inputs", "git", "ids", "times",
+         "shapes.apps", "shapes.accounts", "store", "objects", "inputs", "git", "ids", "times",
          "actors", "errors"]
 
 
