@@ -8,7 +8,6 @@ import stat
 import subprocess
 import sys
 
-import freezegun
 import pytest
 
 from spaces.newos4.clock import SystemClock
@@ -18,6 +17,7 @@ from spaces.newos4.relay.access import (ALPHABET, LET_IN_LINE, NOTICE_MARKER, Ac
 from spaces.newos4.relay.modes import CRON_LIVE_MS
 from spaces.newos4.relay.passes import Relay
 from spaces.newos4.service import ChatService
+from testkit import freezing
 
 from .conftest import ChatClient, new_token, thread_for
 from .test_relay import ScriptedHermes
@@ -25,12 +25,6 @@ from .test_relay import ScriptedHermes
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CODE_IN_TEXT = re.compile(r"scripts/chat\.py pairing approve ([A-Z2-9]{8})\n")
 THREADS = [thread_for(new_token()) for _ in range(6)]
-
-# freezegun's first freeze looks through every loaded module (see test_retention.py).
-freezegun.configure(extend_ignore_list=[
-    "openai", "github", "playwright", "hypothesis", "pydantic", "cryptography",
-    "nacl", "httpx", "httpcore", "jsonschema", "referencing"])
-
 
 def access_at(tmp_path, mode="pairing"):
     return Access(tmp_path / "relay" / "access.json", mode=mode, clock=SystemClock())
@@ -112,7 +106,7 @@ def test_a_thread_that_takes_short_messages_gets_the_command_alone(tmp_path):
 
 def test_a_code_expires_after_an_hour_and_the_next_message_gets_a_new_one(tmp_path):
     access = access_at(tmp_path)
-    with freezegun.freeze_time("2026-12-02 07:00:00") as frozen:
+    with freezing.frozen("2026-12-02 07:00:00") as frozen:
         code = code_of(pair(access, THREADS[0]))
         frozen.tick(3599)
         assert pair(access, THREADS[0]) is None
@@ -124,7 +118,7 @@ def test_a_code_expires_after_an_hour_and_the_next_message_gets_a_new_one(tmp_pa
 
 def test_at_most_three_pending_and_the_fourth_is_told_to_try_later_once(tmp_path):
     access = access_at(tmp_path)
-    with freezegun.freeze_time("2026-12-02 07:00:00") as frozen:
+    with freezing.frozen("2026-12-02 07:00:00") as frozen:
         for thread in THREADS[:3]:
             code_of(pair(access, thread))
             frozen.tick(600)
@@ -140,7 +134,7 @@ def test_at_most_three_pending_and_the_fourth_is_told_to_try_later_once(tmp_path
 
 def test_five_wrong_codes_lock_approval_for_an_hour(tmp_path):
     access = access_at(tmp_path)
-    with freezegun.freeze_time("2026-12-02 07:00:00") as frozen:
+    with freezing.frozen("2026-12-02 07:00:00") as frozen:
         code = code_of(pair(access, THREADS[0]))
         lines = [refusal(access.approve, "ABCDEFGH") for _ in range(5)]
         assert "4 more wrong code(s)" in lines[0] and "1 more wrong code(s)" in lines[3]

@@ -5,22 +5,14 @@ import os
 import re
 import time
 
-import freezegun
 import pytest
 import webtest
 
 from spaces.newos4.app import create_app
 from spaces.newos4.service import DAY_MS, STALE_FILE_S
+from testkit import freezing
 
 from .conftest import T0, ChatClient
-
-# freezegun's first freeze looks through every loaded module for the clock's functions: 2 s
-# once the other tests' client libraries are loaded (openai alone is 500 modules). None of them
-# runs here; an ignored module also reads the real clock, so nothing on these tests' call
-# stacks (falcon, webtest) is listed.
-freezegun.configure(extend_ignore_list=[
-    "openai", "github", "playwright", "hypothesis", "pydantic", "cryptography",
-    "nacl", "httpx", "httpcore", "jsonschema", "referencing"])
 
 
 def test_append_keeps_only_the_newest_200(make_app, service, clock):
@@ -108,17 +100,17 @@ def test_sweep_forgets_idle_ip_windows(client, clock, service, settings):
     assert list(folder.glob("*.json")) == []
 
 
-@freezegun.freeze_time("2026-10-23 18:40:00.123")
 def test_with_the_system_clock_ids_and_ts_follow_frozen_time(settings):
-    client = ChatClient(webtest.TestApp(create_app(settings)))
-    body = client.say("x")
+    with freezing.frozen("2026-10-23 18:40:00.123"):
+        client = ChatClient(webtest.TestApp(create_app(settings)))
+        body = client.say("x")
     assert body["epoch"] == T0
     assert body["ts"] == "2026-10-23T18:40:00+00:00"
     assert re.fullmatch(r"MSG-20261023-184000-[0-9a-f]{6}", body["id"])
 
 
 def test_with_the_system_clock_the_10_minute_window_slides(settings):
-    with freezegun.freeze_time("2026-10-23 18:40:00") as frozen:
+    with freezing.frozen("2026-10-23 18:40:00") as frozen:
         client = ChatClient(webtest.TestApp(create_app(settings)))
         for _ in range(20):
             client.say("x")
@@ -130,7 +122,7 @@ def test_with_the_system_clock_the_10_minute_window_slides(settings):
 
 
 def test_with_the_system_clock_30_day_retention_applies(settings, service):
-    with freezegun.freeze_time("2026-09-01") as frozen:
+    with freezing.frozen("2026-09-01") as frozen:
         client = ChatClient(webtest.TestApp(create_app(settings)))
         client.say("september")
         frozen.tick(datetime.timedelta(days=31))

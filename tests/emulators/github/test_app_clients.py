@@ -2,20 +2,17 @@
 `GithubIntegration`, `AppInstallationAuth` fetching a new token when the old one expired on
 the clock both share) and githubkit (`AppAuthStrategy`, `as_installation`, narrowed tokens),
 each acting as the App's bot."""
-import freezegun
 import pytest
 from github import Auth, Github, GithubException, GithubIntegration
 
 import emulators
+from testkit import freezing
 
-# freezegun fakes the clock PyGithub and the emulator read alike; filelock keeps real time.
-# Its default list skips modules named `gi*` (PyGObject), and so `github`: not here. Its start
-# reads every attribute of every loaded module, which makes githubkit import its lazy schema
-# modules (pydantic cannot build a model on freezegun's datetime): githubkit is left alone.
-freezegun.configure(default_ignore_list=[
-    name for name in freezegun.config.settings.default_ignore_list if name != "gi"])
-freezegun.configure(extend_ignore_list=["filelock", "githubkit"])
-
+# The emulator reads the frozen clock as PyGithub does; filelock keeps real time. freezegun's
+# defaults skip modules named `gi*` (PyGObject), and so `github`: not here. Its start reads
+# every attribute of every loaded module, which makes githubkit import its lazy schema modules
+# (pydantic cannot build a model on freezegun's datetime): githubkit is left alone.
+FROZEN_APART = ("filelock", "githubkit")
 PERMISSIONS = {"issues": "write", "pull_requests": "write", "contents": "read"}
 
 
@@ -49,7 +46,7 @@ def test_pygithub_fetches_a_new_token_when_the_clock_has_moved_an_hour(github):
     import githubkit  # noqa: F401  (loaded, as another test of this process may have it)
     made = github.create_app("my-bot", permissions=PERMISSIONS, installations=["octo"])
     app_auth = Auth.AppAuth(made["app"]["id"], made["private_key"])
-    with freezegun.freeze_time("2030-01-01T00:00:00Z") as frozen:
+    with freezing.frozen("2030-01-01T00:00:00Z", ignore=FROZEN_APART, unignore=("gi",)) as frozen:
         gh = Github(auth=app_auth.get_installation_auth(made["installations"][0]["id"]))
         repo = gh.get_repo("octo/demo")
         repo.create_issue("First")
