@@ -10,6 +10,10 @@ each ratio is the median of its per-cycle ratios, because this machine is shared
 Rows and targets (ratio of req/s):
   GitHub GET /repos/o/r, Hermes GET /v1/runs/{id}         >= 0.5 of bare GET
   GitHub GET /repos/o/r/pulls?per_page=30&page=3 (of 200)  >= 0.3 of bare GET
+  GitHub GET /repos/o/r/pulls/1                            >= 0.3 of bare GET
+  GitHub POST /graphql PullRequestByNumber, gh's query with  >= 0.1 of the REST pulls/1 read
+    its checks (two check runs and a status on the head):
+    GraphQL builds every answer (a POST), REST's read is built once per change
   GitHub PATCH /repos/o/r/pulls/1 (title), POST /v1/runs   >= 0.5 of bare durable write
 Every answer is checked once before timing; an answer other than the expected status during a
 slice is counted (`bad`). Knobs (env): BENCH_CYCLES=5, BENCH_SLICE=1, BENCH_CONNECTIONS=16,
@@ -43,6 +47,18 @@ WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
 LOADGEN = os.environ.get("BENCH_LOADGEN") or ("wrk" if shutil.which("wrk") else "python")
 PULLS = 200
 A, B = "a" * 40, "b" * 40
+# what `gh pr view 1 --json number,title,state,statusCheckRollup` sends (gh 2.23); `n` only
+# varies the body, as every row's does (GraphQL ignores a variable the query does not declare)
+PULL_BY_NUMBER = (
+    "query PullRequestByNumber($owner: String!, $repo: String!, $pr_number: Int!) {"
+    " repository(owner: $owner, name: $repo) { pullRequest(number: $pr_number) {"
+    " number,title,state,statusCheckRollup: commits(last: 1) {nodes {commit {"
+    "statusCheckRollup {contexts(first:100) {nodes {__typename...on StatusContext {context,"
+    "state,targetUrl,createdAt},...on CheckRun {name,checkSuite{workflowRun{workflow{name}}},"
+    "status,conclusion,startedAt,completedAt,detailsUrl}},pageInfo{hasNextPage,endCursor}}}}}}"
+    ",id} } }")
+GRAPHQL_BODY = json.dumps({"query": PULL_BY_NUMBER, "variables": {
+    "owner": "o", "repo": "r", "pr_number": 1, "n": 0}}).replace('"n": 0', '"n": %d')
 
 
 class Server:
@@ -116,6 +132,10 @@ def seed_github(url):
                {"title": f"PR {i}", "head": f"b{i}", "base": "main", "body": "a pull"})
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         list(pool.map(open_pull, range(PULLS)))
+    for run in ({"name": "ci", "head_sha": B, "conclusion": "success"},
+                {"name": "lint", "head_sha": B, "status": "in_progress"}):
+        expect(url, "POST", "/repos/o/r/check-runs", 201, run)
+    expect(url, "POST", f"/repos/o/r/statuses/{B}", 201, {"state": "success", "context": "docs"})
 
 
 # -- load generation ---------------------------------------------------------------------
@@ -126,7 +146,7 @@ function request()
   counter = counter + 1
   local data = nil
   if body ~= nil then data = string.format(body, counter) end
-  return wrk.format(method, nil, {["Content-Type"] = "application/json"}, data)
+  return wrk.format(method, nil, {["Content-Type"] = "application/json"%(auth)s}, data)
 end
 function done(summary, latency, requests)
   io.write(string.format('BENCHJSON {"requests": %%d, "seconds": %%f, "errors": %%d,' ..
@@ -141,7 +161,8 @@ def wrk(url, row, folder):
     """One slice of wrk on a row: {rps, p50_ms, bad} (bad: errors and answers >= 400)."""
     body = "nil" if row["body"] is None else json.dumps(row["body"])
     script = Path(folder) / f"row-{secrets.token_hex(4)}.lua"
-    script.write_text(LUA % {"method": row["method"], "body": body})
+    auth = f', ["Authorization"] = "token {row["token"]}"' if row.get("token") else ""
+    script.write_text(LUA % {"method": row["method"], "body": body, "auth": auth})
     out = subprocess.run(["wrk", "-t", "1", "-c", str(CONNS), "-d", f"{SLICE}s", "--timeout",
                           "10s", "-s", str(script), url + row["path"]],
                          capture_output=True, text=True, timeout=SLICE + 60)
@@ -171,7 +192,9 @@ def pyload(url, row, folder):
             conn = http.client.HTTPConnection(host, int(port), timeout=10)
             try:
                 conn.request(row["method"], row["path"], body=data,
-                             headers={"Content-Type": "application/json"})
+                             headers={"Content-Type": "application/json", **(
+                                 {"Authorization": f"token {row['token']}"}
+                                 if row.get("token") else {})})
                 answer = conn.getresponse()
                 answer.read()
                 ok = answer.status == row["status"]
@@ -207,6 +230,11 @@ def rows(bare, github, hermes, run_id):
          "base": "bare GET", "target": 0.5},
         {"label": f"GitHub GET pulls?per_page=30&page=3 ({PULLS})", **get, "url": github,
          "path": "/repos/o/r/pulls?per_page=30&page=3", "base": "bare GET", "target": 0.3},
+        {"label": "GitHub GET /repos/o/r/pulls/1", **get, "url": github,
+         "path": "/repos/o/r/pulls/1", "base": "bare GET", "target": 0.3},
+        {"label": "GitHub GraphQL PullRequestByNumber + checks", "method": "POST",
+         "url": github, "path": "/graphql", "body": GRAPHQL_BODY, "status": 200,
+         "token": "bench", "base": "GitHub GET /repos/o/r/pulls/1", "target": 0.1},
         {"label": "Hermes GET /v1/runs/{id}", **get, "url": hermes,
          "path": f"/v1/runs/{run_id}", "base": "bare GET", "target": 0.5},
         {"label": "bare durable write", "method": "POST", "url": bare,
@@ -233,7 +261,13 @@ def main():
         table = rows(bare.url, github.url, hermes.url, run_id)
         expect(github.url, "GET", table[2]["path"], 200, check=lambda page: len(page) == 30)
         expect(github.url, "GET", table[1]["path"], 200, check=lambda repo: repo["id"])
-        expect(hermes.url, "GET", table[3]["path"], 200, check=lambda run: run["run_id"])
+        expect(hermes.url, "GET", table[5]["path"], 200, check=lambda run: run["run_id"])
+        rollup = request(github.url, "POST", "/graphql", json.loads(GRAPHQL_BODY % 1),
+                         {"Authorization": "token bench"})[1]
+        contexts = rollup["data"]["repository"]["pullRequest"]["statusCheckRollup"]["nodes"][
+            0]["commit"]["statusCheckRollup"]["contexts"]["nodes"]
+        if len(contexts) != 3 or "errors" in rollup:
+            raise SystemExit(f"POST /graphql: {str(rollup)[:300]}")
         for row in table:  # warm up every worker's caches and connections
             slice_(row["url"], row, folder)
         samples = {row["label"]: [] for row in table}
