@@ -31,12 +31,13 @@ test: $(VENV)/.installed-test tools
 	$(BIN)/python -m pytest $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The browser test drives Debian's chromium (no browser download is possible, so not
-# `playwright install`); the deploy tests run real nginx and logrotate. Each missing one is
+# `playwright install`); the deploy tests run real nginx and logrotate; the GitHub emulator's
+# GraphQL tests run Debian's `gh`. Each missing one is
 # installed once, as root with apt; the package lists are refreshed only if the first try
 # fails. Otherwise those tests skip with the reason (in CI they fail instead).
 APT_INSTALL = DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
   -o DPkg::Lock::Timeout=300
-TEST_TOOLS = chromium nginx logrotate
+TEST_TOOLS = chromium nginx logrotate gh
 tools:
 	@missing=$$(for t in $(TEST_TOOLS); do command -v $$t >/dev/null 2>&1 \
 	  || [ -x /usr/sbin/$$t ] || echo $$t; done | tr '\n' ' '); \

@@ -10,7 +10,11 @@ each ratio is the median of its per-cycle ratios, because this machine is shared
 Rows and targets (ratio of req/s):
   GitHub GET /repos/o/r, Hermes GET /v1/runs/{id}         >= 0.5 of bare GET
   GitHub GET /repos/o/r/pulls?per_page=30&page=3 (of 200)  >= 0.3 of bare GET
-  the same two GETs with If-None-Match (304)               >= 1.0 of the 200 they replace
+  GitHub GET /repos/o/r/pulls/1                            >= 0.3 of bare GET
+  GitHub POST /graphql PullRequestByNumber, gh's query with  >= 0.1 of the REST pulls/1 read
+    its checks (two check runs and a status on the head):
+    GraphQL builds every answer (a POST), REST's read is built once per change
+  the repository and the pulls page with If-None-Match (304) >= 1.0 of the 200 they replace
   GitHub PATCH /repos/o/r/pulls/1 (title), POST /v1/runs   >= 0.5 of bare durable write
 The GitHub namespace's rate limit is raised past what the run sends (every GitHub request is
 counted against it, as on GitHub; a 304 is not).
@@ -46,6 +50,18 @@ WORKERS = int(os.environ.get("BENCH_WORKERS", "2"))
 LOADGEN = os.environ.get("BENCH_LOADGEN") or ("wrk" if shutil.which("wrk") else "python")
 PULLS = 200
 A, B = "a" * 40, "b" * 40
+# what `gh pr view 1 --json number,title,state,statusCheckRollup` sends (gh 2.23); `n` only
+# varies the body, as every row's does (GraphQL ignores a variable the query does not declare)
+PULL_BY_NUMBER = (
+    "query PullRequestByNumber($owner: String!, $repo: String!, $pr_number: Int!) {"
+    " repository(owner: $owner, name: $repo) { pullRequest(number: $pr_number) {"
+    " number,title,state,statusCheckRollup: commits(last: 1) {nodes {commit {"
+    "statusCheckRollup {contexts(first:100) {nodes {__typename...on StatusContext {context,"
+    "state,targetUrl,createdAt},...on CheckRun {name,checkSuite{workflowRun{workflow{name}}},"
+    "status,conclusion,startedAt,completedAt,detailsUrl}},pageInfo{hasNextPage,endCursor}}}}}}"
+    ",id} } }")
+GRAPHQL_BODY = json.dumps({"query": PULL_BY_NUMBER, "variables": {
+    "owner": "o", "repo": "r", "pr_number": 1, "n": 0}}).replace('"n": 0', '"n": %d')
 
 
 class Server:
@@ -131,18 +147,21 @@ def seed_github(url):
                {"title": f"PR {i}", "head": f"b{i}", "base": "main", "body": "a pull"})
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         list(pool.map(open_pull, range(PULLS)))
+    for run in ({"name": "ci", "head_sha": B, "conclusion": "success"},
+                {"name": "lint", "head_sha": B, "status": "in_progress"}):
+        expect(url, "POST", "/repos/o/r/check-runs", 201, run)
+    expect(url, "POST", f"/repos/o/r/statuses/{B}", 201, {"state": "success", "context": "docs"})
 
 
 # -- load generation ---------------------------------------------------------------------
 
 LUA = r"""
 local method, body, counter = "%(method)s", %(body)s, 0
-local headers = %(headers)s
 function request()
   counter = counter + 1
   local data = nil
   if body ~= nil then data = string.format(body, counter) end
-  return wrk.format(method, nil, headers, data)
+  return wrk.format(method, nil, %(headers)s, data)
 end
 function done(summary, latency, requests)
   io.write(string.format('BENCHJSON {"requests": %%d, "seconds": %%f, "errors": %%d,' ..
@@ -156,9 +175,9 @@ end
 def wrk(url, row, folder):
     """One slice of wrk on a row: {rps, p50_ms, bad} (bad: errors and answers >= 400)."""
     body = "nil" if row["body"] is None else json.dumps(row["body"])
+    script = Path(folder) / f"row-{secrets.token_hex(4)}.lua"
     headers = "{" + ", ".join(f"[{json.dumps(k)}] = {json.dumps(v)}"
                               for k, v in row_headers(row).items()) + "}"
-    script = Path(folder) / f"row-{secrets.token_hex(4)}.lua"
     script.write_text(LUA % {"method": row["method"], "body": body, "headers": headers})
     out = subprocess.run(["wrk", "-t", "1", "-c", str(CONNS), "-d", f"{SLICE}s", "--timeout",
                           "10s", "-s", str(script), url + row["path"]],
@@ -173,8 +192,9 @@ def wrk(url, row, folder):
 
 
 def row_headers(row):
-    """The headers of a row's requests."""
-    return {"Content-Type": "application/json", **row.get("headers", {})}
+    """The headers of a row's requests: JSON, its token's, and its own."""
+    token = {"Authorization": f"token {row['token']}"} if row.get("token") else {}
+    return {"Content-Type": "application/json", **token, **row.get("headers", {})}
 
 
 def pyload(url, row, folder):
@@ -236,6 +256,11 @@ def rows(bare, github, hermes, run_id):
         {"label": "GitHub GET pulls page 304 (If-None-Match)", **get, "status": 304,
          "url": github, "path": page, "headers": {"If-None-Match": etag(github, page)},
          "base": pulls, "target": 1.0},
+        {"label": "GitHub GET /repos/o/r/pulls/1", **get, "url": github,
+         "path": "/repos/o/r/pulls/1", "base": "bare GET", "target": 0.3},
+        {"label": "GitHub GraphQL PullRequestByNumber + checks", "method": "POST",
+         "url": github, "path": "/graphql", "body": GRAPHQL_BODY, "status": 200,
+         "token": "bench", "base": "GitHub GET /repos/o/r/pulls/1", "target": 0.1},
         {"label": "Hermes GET /v1/runs/{id}", **get, "url": hermes,
          "path": f"/v1/runs/{run_id}", "base": "bare GET", "target": 0.5},
         {"label": "bare durable write", "method": "POST", "url": bare,
@@ -267,6 +292,12 @@ def main():
         for row in table:
             if row["status"] == 304:
                 expect(github.url, "GET", row["path"], 304, headers=row["headers"])
+        rollup = request(github.url, "POST", "/graphql", json.loads(GRAPHQL_BODY % 1),
+                         {"Authorization": "token bench"})[1]
+        contexts = rollup["data"]["repository"]["pullRequest"]["statusCheckRollup"]["nodes"][
+            0]["commit"]["statusCheckRollup"]["contexts"]["nodes"]
+        if len(contexts) != 3 or "errors" in rollup:
+            raise SystemExit(f"POST /graphql: {str(rollup)[:300]}")
         for row in table:  # warm up every worker's caches and connections
             slice_(row["url"], row, folder)
         samples = {row["label"]: [] for row in table}

@@ -202,6 +202,29 @@ class Mirror:
         req.path = unmirrored(req.path)  # falcon routes on req.path as process_request leaves it
 
 
+class Rpc:
+    """`POST /rpc {"call": name, "write": bool}`: one route for many calls, as GraphQL has;
+    a write call stores what it was called with."""
+
+    def on_post(self, req, resp):
+        body = req.get_media(default_when_empty={}) or {}
+        inst = instance_of(req)
+        if body.get("write"):
+            inst.records.put("calls", str(inst.records.next_id("calls")), body)
+        resp.media = {"call": body.get("call"), "calls": inst.records.count("calls")}
+
+
+def rpc_operation(body):
+    """Name an `/rpc` call by its body: `rpc/<call>`, a read unless it writes (`rpc` itself
+    for a body that names none)."""
+    import json
+    try:
+        parsed = json.loads(body)
+        return f"rpc/{parsed['call']}", not parsed.get("write")
+    except (ValueError, TypeError, KeyError):
+        return "rpc", False
+
+
 def provider_app(middleware=()):
     app = add_fallback_handlers(falcon.App(middleware=[WorkerPid(), *middleware]))
     app.add_route("/items", Items())
@@ -214,6 +237,7 @@ def provider_app(middleware=()):
     app.add_route("/blob", Blob())
     app.add_route("/links", Links())
     app.add_sink(files_sink, prefix="/files/")
+    app.add_route("/rpc", Rpc())
     return app
 
 
@@ -268,6 +292,7 @@ OPENAPI = {
             {"name": "path", "in": "path", "required": True, "x-slash-bearing": True,
              "schema": {"type": "string"}}]}},
         "/files/{folder}/meta": {"get": _op("getFolderMeta")},
+        "/rpc": {"post": _op("rpc")},
     },
 }
 
@@ -306,3 +331,9 @@ keyed_service = Service(name="counter", version="1.2.3", openapi=OPENAPI,
 mirrored_service = Service(name="counter", version="1.2.3", openapi=OPENAPI,
                            provider_app=lambda: provider_app([Mirror()]), presets=PRESETS,
                            operation_path=unmirrored, body_limits={"createItem": 1_000})
+
+
+# The same service naming each `/rpc` call from its body (`rpc/<call>`), as GitHub names its
+# GraphQL operations.
+named_service = Service(name="counter", version="1.2.3", openapi=OPENAPI,
+                        provider_app=provider_app, body_operations={"rpc": rpc_operation})

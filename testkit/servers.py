@@ -42,18 +42,23 @@ class ServerFailed(RuntimeError):
 
 @contextlib.contextmanager
 def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_path="/__ready__",
-             ready_status=None, timeout=20.0, extra_args=(), python=sys.executable):
+             ready_status=None, timeout=20.0, extra_args=(), python=sys.executable,
+             unix_socket=None):
     """Run `gunicorn APP` on an unused loopback port; yield its base URL; stop it afterwards.
 
     `threads=None` keeps gunicorn.conf.py's request threads (as shipped); `python` is the
-    interpreter whose gunicorn runs.
-    Readiness: any HTTP answer on `ready_path` (or exactly `ready_status` when given).
+    interpreter whose gunicorn runs; `unix_socket` (a path) binds that socket too, as a
+    client that speaks HTTP over a unix socket (`gh`) reaches it.
+    Readiness: any HTTP answer on `ready_path` (or exactly `ready_status` when given), and the
+    socket accepting connections.
     """
     port = unused_port()
     log = tempfile.NamedTemporaryFile(prefix="gunicorn-", suffix=".log", delete=False)
     sizing = [] if threads is None else ["--threads", str(threads)]
+    binds = ["--bind", f"127.0.0.1:{port}"] + (["--bind", f"unix:{unix_socket}"]
+                                               if unix_socket else [])
     cmd = [str(python), "-m", "gunicorn", "-c", str(REPO / "gunicorn.conf.py"),
-           "--bind", f"127.0.0.1:{port}", "--workers", str(workers), *sizing,
+           *binds, "--workers", str(workers), *sizing,
            "--access-logfile", "-", *extra_args, app]
     proc = subprocess.Popen(cmd, cwd=REPO, env={**os.environ, **(env or {})},
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -65,7 +70,8 @@ def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_pa
                 raise ServerFailed(f"gunicorn exited {proc.returncode}:\n{_read(log.name)}")
             try:
                 answer = requests.get(url + ready_path, timeout=1)
-                if ready_status is None or answer.status_code == ready_status:
+                if (ready_status is None or answer.status_code == ready_status) and \
+                        (unix_socket is None or _accepts(unix_socket)):
                     break
             except (requests.ConnectionError, requests.Timeout):
                 pass
@@ -82,6 +88,16 @@ def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_pa
         proc.wait()
         log.close()
         os.unlink(log.name)
+
+
+def _accepts(path):
+    """Whether a unix socket accepts a connection now."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def _read(path):

@@ -7,8 +7,8 @@ with its own status and mock-only envelope (`{message, code}`).
 """
 
 from . import context, errors, events, shapes, times
+from .calls import backend_for, deliveries
 from .credentials import rules as rules_of
-from .resources.request import backend_for, deliveries
 from .schemas import apps as app_schemas, refs
 from .shapes import apps as app_shapes
 

@@ -11,6 +11,8 @@ import falcon
 from emulators.runtime import Service, add_fallback_handlers, bodies, instance_of
 
 from . import admin, context, errors, events, media
+from .graphql.documents import ENDPOINT as GRAPHQL, operation_id as graphql_operation
+from .graphql.resources import GraphQL
 from .openapi import DOCUMENT
 from .presets import PRESETS
 from .ratelimits.admin import ROUTES as RATE_LIMIT_ADMIN_ROUTES
@@ -110,6 +112,9 @@ ROUTES = (  # path, resource class, {method: the operation it answers}
         "GET": "repos/get-branch-protection", "PUT": "repos/update-branch-protection",
         "DELETE": "repos/delete-branch-protection"}),
     *apps.ROUTES,  # GitHub Apps: the App's JWT routes and its installation tokens'
+    # GraphQL; GitHub Enterprise Server's `/api/graphql` (where `gh` sends any other host's) is
+    # routed here (EnterpriseLayout)
+    ("/graphql", GraphQL, {"POST": GRAPHQL}),
     ("/rate_limit", RateLimit, {"GET": "rate-limit/get"}),  # the caller's windows (ratelimits/)
 )
 # git's smart HTTP routes and `raw` are not the REST API: no rate limit, no ETag
@@ -130,7 +135,8 @@ class Operations:
 class EnterpriseLayout:
     """Serve the REST API (and git) under `/api/v3` too, as GitHub Enterprise Server does:
     probot's `GHE_HOST`, octokit's and PyGithub's `…/api/v3` base URLs work unchanged, and
-    every URL of the answer carries `/api/v3` (context.enter_api_prefix)."""
+    every API URL of the answer carries `/api/v3` (context.enter_api_prefix; the web's stay at
+    the root, as GHES lays them out: shapes.web)."""
 
     def process_request(self, req, resp):
         routed = context.enter_api_prefix(req.env)
@@ -241,8 +247,11 @@ def create_service(settings=None):
                    credential=context.credential,
                    read_operations={"git/upload-pack"}, own_transactions={"git/receive-pack"},
                    body_limits={"git/receive-pack": smart_http.MAX_PUSH},
-                   # `/api/v3/...` is the same operation as the root route (EnterpriseLayout)
+                   # `/api/v3/...` is the same operation as the root route, `/api/graphql` is
+                   # `/graphql` (EnterpriseLayout)
                    operation_path=context.route_path,
+                   # GraphQL: each query and mutation is journaled and faulted by its name
+                   body_operations={GRAPHQL: graphql_operation},
                    # each answer names its journal entry, as GitHub names a request
                    request_id_header="X-GitHub-Request-Id")
 

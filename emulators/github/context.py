@@ -9,7 +9,8 @@ from email.utils import formatdate
 
 from emulators.runtime.mount import BASE_URL_KEY
 
-API_PREFIX = "/api/v3"  # GitHub Enterprise Server's REST API: the same routes below it
+from .shapes.accounts import API_PREFIX
+GRAPHQL_PATH = "/api/graphql"  # and its GraphQL API: the same route as `/graphql`
 
 _FORM_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789*-._")
 
@@ -20,23 +21,26 @@ def public_base(instance):
 
 
 def route_path(path):
-    """The path a request's operation is matched on: the route below `/api/v3` (the runtime's
-    `operation_path` hook), so a GHES-style call is the same operation as a root one."""
+    """The path a request's operation is matched on: the route below `/api/v3`, and `/graphql`
+    for `/api/graphql` (the runtime's `operation_path` hook), so a GHES-style call is the same
+    operation as a root one."""
     if path == API_PREFIX or path.startswith(API_PREFIX + "/"):
         return path[len(API_PREFIX):] or "/"
-    return path
+    return "/graphql" if path == GRAPHQL_PATH else path
 
 
 def enter_api_prefix(environ):
     """Serve a request under `/api/v3` as GitHub Enterprise Server lays its API out: move the
     prefix from PATH_INFO into SCRIPT_NAME (and the runtime's public base URL), as a mount
-    does, so every URL the answer carries names `/api/v3`. Return the path to route on.
+    does, so every API URL the answer carries names `/api/v3` (its web URLs drop it again:
+    shapes.web). Return the path to route on
+    (`route_path`: `/graphql` for `/api/graphql`, whose URLs stay at the root).
 
     Runs before anything reads the instance's base URL (the first middleware), in the environ
     the runtime's instance reads it from."""
     path = environ.get("PATH_INFO") or "/"
     routed = route_path(path)
-    if routed != path:
+    if routed != path and path != GRAPHQL_PATH:  # GraphQL's URLs are the web's, at the root
         environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + API_PREFIX
         environ["PATH_INFO"] = routed
         if environ.get(BASE_URL_KEY):

@@ -118,6 +118,7 @@ DOCS.update({op: f"https://docs.github.com/rest/apps/{page}" for op, page in {
 }.items()})
 
 TROUBLESHOOTING = "https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api"
+GRAPHQL_DOCS = "https://docs.github.com/graphql"
 
 
 class GitHubError(EmulatorError):
@@ -292,6 +293,32 @@ class RefRejected(GitHubError):
     def __init__(self, reason):
         super().__init__(reason)
         self.reason = reason
+
+
+class GraphQLEndpointError(GitHubError):
+    """A refusal of the GraphQL endpoint itself, before any query runs, in the envelope GitHub's
+    GraphQL API answers it with (no `status`)."""
+
+    documentation_url = GRAPHQL_DOCS
+
+    def body(self):
+        return {"message": self.message, "documentation_url": self.documentation_url}
+
+
+class RequiresAuthentication(GraphQLEndpointError, status=401,
+                             message="This endpoint requires you to be authenticated."):
+    """GitHub's GraphQL API answers no request without a credential (REST answers many)."""
+
+    documentation_url = ("https://docs.github.com/graphql/guides/forming-calls-with-graphql"
+                         "#authenticating-with-graphql")
+
+
+class GraphQLBodyUnparsed(GraphQLEndpointError, status=400, message="Problems parsing JSON"):
+    """A GraphQL request whose body is not a JSON object."""
+
+
+class GraphQLUnauthorized(GraphQLEndpointError, status=401):
+    """A credential GitHub refuses (`Bad credentials`, a JWT's complaint), on GraphQL's route."""
 
 
 class NotFoundMessage(BasicError, status=404):

@@ -394,4 +394,12 @@ _APPS = [
 for _method, _path, _id, _summary, _status, _has_body in _APPS:
     DOCUMENT["paths"].setdefault(_path, {})[_method] = _operation(_id, _summary, _path, _status,
                                                                   _has_body)
+
+# GraphQL (graphql/): one route; the runtime names each request by its operation
+# (`graphql/query/<Name>`, `graphql/mutation/<Name>`), and `/api/graphql` is matched as it
+DOCUMENT["paths"]["/graphql"] = {"post": {
+    "operationId": "graphql", "summary": "Run a GraphQL query or mutation",
+    "requestBody": {"required": True, "content": _json("Object")},
+    "responses": {"200": _answer("data and errors", "Object"),
+                  "401": _answer("No credential", "BasicError")}}}
 DOCUMENT["paths"].update(RATE_LIMIT_PATHS)  # `GET /rate_limit`

@@ -49,13 +49,15 @@ class Call:
     journal entry they fill in."""
 
     __slots__ = ("environ", "start_response", "started", "namespace", "path", "method",
-                 "operation", "branch", "at", "entry", "echo", "key", "scratch", "writes")
+                 "operation", "reads", "branch", "at", "entry", "echo", "key", "scratch",
+                 "writes")
 
     def __init__(self, emulator, environ, start_response, started, namespace, path):
         self.environ, self.start_response, self.started = environ, start_response, started
         self.namespace, self.path = namespace, path
         self.method = method = environ.get("REQUEST_METHOD", "GET").upper()
-        self.operation = operation = emulator.operation(method, path)
+        self.operation, self.reads = emulator.call_operation(method, path, environ)
+        operation = self.operation
         self.branch = environ.get("HTTP_X_MOCKINGBIRD_BRANCH") or MAIN
         self.at = environ.get("HTTP_X_MOCKINGBIRD_AT")
         self.entry = {"service": emulator.name, "namespace": namespace, "method": method,
@@ -88,9 +90,7 @@ class Runtime:
         self._checked = set()  # namespaces of provider requests that passed the pattern
         self._stamps = {}
         self._provider = None
-        self._reads = frozenset(getattr(service, "read_operations", ()))
         self._own = frozenset(getattr(service, "own_transactions", ()))
-        self._limits = dict(getattr(service, "body_limits", None) or {})
         self._request_id = getattr(service, "request_id_header", None)
 
     def __getattr__(self, name):
@@ -202,8 +202,7 @@ class Runtime:
                 call.key = self._storage(call)
             except TimelineError as error:
                 return self._refuse(call, "409 Conflict", error.message)
-        call.writes = call.method in MUTATING and call.scratch is None \
-            and call.operation not in self._reads
+        call.writes = call.method in MUTATING and call.scratch is None and not call.reads
         return None
 
     def _storage(self, call):
@@ -323,7 +322,7 @@ class Runtime:
         environ["emulators.instance"] = instance
         # a body past the limit is refused by the provider's first read
         environ[OPERATION_KEY] = call.operation  # what the provider may key its rules by
-        guard(environ, self._limits.get(call.operation, self.emulator.settings.max_body))
+        guard(environ, self.emulator.body_limit(call.operation))
         captured = []
 
         def capture(status, headers, exc_info=None):

@@ -3,6 +3,7 @@ and the one answer to "where does this request go?" (`locate`, then `operation`)
 here: the pipeline (app.py), the admin plane and the fleet take an Emulator and run requests
 over it.
 """
+import io
 import re
 import time
 from urllib.parse import parse_qs
@@ -62,6 +63,9 @@ class Emulator:
         self.started = time.monotonic()
         self._credential = getattr(service, "credential", None)  # None: no lookup per request
         self._operation_path = getattr(service, "operation_path", None)  # None: the path itself
+        self._body_operations = dict(getattr(service, "body_operations", None) or {})
+        self._reads = frozenset(getattr(service, "read_operations", ()))
+        self._limits = dict(getattr(service, "body_limits", None) or {})
         self._carrier = re.compile("^" + re.escape(self.admin_prefix) + r"/ns/([^/]*)(/.*)?\Z")
         self._known = set()
 
@@ -100,6 +104,27 @@ class Emulator:
         if self._operation_path is not None:
             path = self._operation_path(path)
         return self.matcher.match(method, path)
+
+    def body_limit(self, operation):
+        """The largest body a request of `operation` may send (`body_limits`, else
+        `EMULATORS_MAX_BODY`)."""
+        return self._limits.get(operation, self.settings.max_body)
+
+    def call_operation(self, method, path, environ):
+        """Return (operationId or None, reads) of a provider request: the operation matched
+        (`operation`), or the one its body names for an operation the service names so
+        (`body_operations`: GraphQL's queries and mutations share one route); `reads` tells
+        whether it runs as a read (`read_operations`, or as the body's name says)."""
+        operation = self.operation(method, path)
+        name = self._body_operations.get(operation)
+        length = environ.get("CONTENT_LENGTH") or ""
+        # a body without a Content-Length or past the limit keeps the matched operation (the
+        # handler's read refuses it); one that is read is handed on unchanged
+        if name is None or not length.isdigit() or int(length) > self.body_limit(operation):
+            return operation, operation in self._reads
+        body = environ["wsgi.input"].read(int(length))
+        environ["wsgi.input"] = io.BytesIO(body)
+        return name(body)
 
     def touch(self, namespace):
         """Remember a namespace (the list only grows)."""

@@ -42,6 +42,11 @@ class Service:
     own_transactions = frozenset()
     # {operationId: bytes}: a larger body limit than Settings.max_body for these operations
     body_limits = {}
+    # {operationId: name(body bytes) -> (operationId, reads)}: operations whose body says what
+    # they do (GraphQL: every query and mutation is a POST to one route). The runtime reads the
+    # body first and uses the operationId `name` gives wherever one is used; `reads` True runs
+    # it as a read (no transaction, no checkpoint). `name` must not raise.
+    body_operations = {}
     # The header that carries each provider answer's journal number (`seq`), so a client's
     # log leads to the journal entry (github: `X-GitHub-Request-Id`); None sends none.
     request_id_header = None
@@ -50,7 +55,8 @@ class Service:
                  provider_app=None, presets=None, admin_routes=(), describe=None, reset=None,
                  credential=None, webhooks=False, webhook_ping=None, webhook_headers=None,
                  webhook_user_agent=None, read_operations=(), own_transactions=(),
-                 body_limits=None, operation_path=None, request_id_header=None):
+                 body_limits=None, operation_path=None, body_operations=None,
+                 request_id_header=None):
         self.name = name
         self.version = version
         self.default_port = default_port
@@ -75,6 +81,7 @@ class Service:
         self.read_operations = frozenset(read_operations)
         self.own_transactions = frozenset(own_transactions)
         self.body_limits = dict(body_limits or {})
+        self.body_operations = dict(body_operations or {})
         if request_id_header is not None:
             self.request_id_header = request_id_header
 

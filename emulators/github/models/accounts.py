@@ -50,6 +50,11 @@ class Accounts:
             record = self.account(login)
         return record if record is not None and record.get("type") == "User" else None
 
+    def find(self, login):
+        """A known account's `simple-user`, or None (no account is made)."""
+        record = self.store.owner(login)
+        return None if record is None else self.json(record["login"])
+
     def json(self, login):
         """A known account's `simple-user` (one lookup per login per request)."""
         if login not in self._shaped:

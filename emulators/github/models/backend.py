@@ -18,6 +18,7 @@ from .git_data import GitDataRules
 from .issues import IssueRules
 from .labels import LabelRules
 from .merges import MergeRules
+from .nodes import Nodes
 from .protection import ProtectionRules
 from .pulls import PullRules
 from .refs import RefRules
@@ -103,6 +104,10 @@ class GitHubBackend:
     @cached_property
     def merges(self):
         return MergeRules(self.store, self.clock, **self._shared())
+
+    @cached_property
+    def nodes(self):
+        return Nodes(self.store)
 
     @cached_property
     def seeding(self):

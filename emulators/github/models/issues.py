@@ -8,8 +8,33 @@ state, labels, assignees and comments too, and answers a PR number with its issu
 from .. import errors, events, ids, shapes
 from ..inputs import UNCHANGED, Listing
 from ..store import COMMENTS, ISSUES
+from . import texts
 from .pulls import REOPEN_MERGED
 from .rule import Rule
+
+
+def check_title(title, code="missing_field"):
+    """An issue's title holds more than white space: 422 naming `title` (`missing_field` when
+    the issue opens, `invalid` when it is updated)."""
+    texts.nonblank("title", "Issue", code, title)
+
+
+def check_title_length(title):
+    """An issue's title is at most 256 characters (a number counts as its digits)."""
+    texts.within(texts.MAX_TITLE, "title", "Issue", str(title))
+
+
+def check_body(body):
+    """An issue's body is at most 65,536 characters."""
+    texts.within(texts.MAX_BODY, "body", "Issue", body)
+
+
+def check_comment(body):
+    """A comment has a body (422 `missing_field`) of at most 65,536 characters."""
+    if not body:
+        raise errors.ValidationFailed(field="body", resource="IssueComment",
+                                      code="missing_field")
+    texts.within(texts.MAX_BODY, "body", "IssueComment", body)
 
 
 class IssueRules(Rule):
@@ -21,6 +46,9 @@ class IssueRules(Rule):
     def create(self, repo, *, title, body=None, labels=(), assignees=()):
         """`issues/create`: labels are made in the repository when new; assignees that are
         not collaborators are dropped, as GitHub drops them."""
+        check_title(title)
+        check_title_length(title)
+        check_body(body)
         key = repo["key"]
         with self.store.transaction():
             labels = self.rules.labels.names(repo, labels)
@@ -47,6 +75,11 @@ class IssueRules(Rule):
                state_reason=None, labels=UNCHANGED, assignees=UNCHANGED):
         """`issues/update` of an issue or a PR: change what is given (`state_reason` says why
         an issue closes, `completed` by default)."""
+        if title is not UNCHANGED:
+            check_title(title, "invalid")
+            check_title_length(title)
+        if body is not UNCHANGED:
+            check_body(body)
         with self.store.transaction():
             before = self.conversation(repo, number)
             after = {**before}
@@ -176,6 +209,7 @@ class IssueRules(Rule):
 
     def create_comment(self, repo, number, body):
         """`issues/create-comment` on an issue or a PR."""
+        check_comment(body)
         with self.store.transaction():
             target = self.conversation(repo, number)
             now = self.clock.now()
@@ -206,6 +240,7 @@ class IssueRules(Rule):
 
     def update_comment(self, repo, comment_id, body):
         """`issues/update-comment`."""
+        check_comment(body)
         with self.store.transaction():
             before = self.find_comment(repo, comment_id)
             comment = {**before, "body": body, "updated_at": self.clock.now()}

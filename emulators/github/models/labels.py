@@ -110,7 +110,8 @@ class LabelRules(Rule):
 
     def names(self, repo, names):
         """The labels `names` name, each made in the repository if it is new (as GitHub
-        does), in the repository's spelling, once each."""
+        does), in the repository's spelling, once each; at most 100 (422)."""
+        _check_count(names)
         found = []
         for name in names:
             label = self.store.item(LABELS, f"{repo['key']}:{name.lower()}") \
@@ -134,9 +135,7 @@ class LabelRules(Rule):
             labels = names if replace else [*before.get("labels", []),
                                             *(n for n in names
                                               if n not in before.get("labels", []))]
-            if len(labels) > MAX_LABELS:
-                raise errors.ValidationFailed(resource="Label", field="labels",
-                                              custom=TOO_MANY_LABELS)
+            _check_count(labels)
             return self._relabelled(repo, before, labels)
 
     def _relabelled(self, repo, before, labels):
@@ -168,6 +167,11 @@ class LabelRules(Rule):
     def json(self, repo, label):
         """A label record as GitHub shows it (`label`)."""
         return shapes.label(self.repos.url(repo), label)
+
+
+def _check_count(labels):
+    if len(labels) > MAX_LABELS:
+        raise errors.ValidationFailed(resource="Label", field="labels", custom=TOO_MANY_LABELS)
 
 
 def _made_label(name, number, color, description=None):

@@ -150,12 +150,10 @@ class ProtectionRules:
             return None
         reviews = protection.get("reviews")
         if reviews:
-            latest = self.rules.reviews.latest(repo, pull).values()
-            if any(r["state"] == "CHANGES_REQUESTED" for r in latest):
+            decision = self._review_decision(repo, pull, head_sha, reviews)
+            if decision == "CHANGES_REQUESTED":
                 return "Changes have been requested on this pull request."
-            approvals = [r for r in latest if r["state"] == "APPROVED"
-                         and (not reviews["dismiss_stale"] or r["commit_id"] == head_sha)]
-            if len(approvals) < reviews["count"]:
+            if decision == "REVIEW_REQUIRED":
                 return _approvals(reviews["count"])
         failing, expected, total = self.required_checks(repo, protection, head_sha, base_sha)
         if failing:
@@ -163,6 +161,32 @@ class ProtectionRules:
         if expected:
             return _checks_message(expected, total, "expected")
         return None
+
+    def review_decision(self, repo, pull, head_sha):
+        """GitHub's review decision on a PR at `head_sha` (GraphQL's `reviewDecision`), from
+        each reviewer's latest approval or change request: `CHANGES_REQUESTED` when one asks
+        for changes; when protection of the base requires reviews, `APPROVED` once the
+        approvals it counts are enough (as a merge counts them), else `REVIEW_REQUIRED`;
+        without, `APPROVED` after an approval, else None."""
+        protection = self.record(repo["key"], pull["base_ref"]) or {}
+        return self._review_decision(repo, pull, head_sha, protection.get("reviews"))
+
+    def _review_decision(self, repo, pull, head_sha, reviews):
+        latest = self.rules.reviews.latest(repo, pull).values()
+        if any(r["state"] == "CHANGES_REQUESTED" for r in latest):
+            return "CHANGES_REQUESTED"
+        approvals = [r for r in latest if r["state"] == "APPROVED"
+                     and (not reviews or not reviews["dismiss_stale"]
+                          or r["commit_id"] == head_sha)]
+        if reviews:
+            return "APPROVED" if len(approvals) >= reviews["count"] else "REVIEW_REQUIRED"
+        return "APPROVED" if approvals else None
+
+    def required_contexts(self, repo, branch):
+        """The status contexts and check run names protection of `branch` requires (none when
+        it is not protected)."""
+        record = self.record(repo["key"], branch) or {}
+        return frozenset((record.get("checks") or {}).get("contexts") or ())
 
     def push_refusal(self, repo, ref_name, before, after, *, forced):
         """Return why protection refuses a push that moves `ref_name` (git's `remote: error:`

@@ -2,9 +2,15 @@
 """
 from .. import actors, errors, events, git, ids, shapes
 from ..inputs import UNCHANGED, Listing
+from . import texts
 from .rule import Rule
 
 REOPEN_MERGED = "state cannot be changed. The pull request has been merged."
+
+
+def check_title(title):
+    """A pull request's title holds more than white space (422 `invalid` `title`)."""
+    texts.nonblank("title", "PullRequest", "invalid", title)
 
 
 class PullRules(Rule):
@@ -17,6 +23,7 @@ class PullRules(Rule):
                maintainer_can_modify=True):
         """`pulls/create`: open a PR from `head` (`branch` or `owner:branch` of this
         repository) into `base`."""
+        check_title(title)
         owner_name, colon, head = head.rpartition(":")
         login = self.store.owner(repo["owner"])["login"]
         if colon and owner_name.lower() != login.lower():
@@ -113,6 +120,8 @@ class PullRules(Rule):
                base=UNCHANGED, maintainer_can_modify=UNCHANGED):
         """`pulls/update`: change what is given; reopening or retargeting checks the branches
         again."""
+        if title is not UNCHANGED:
+            check_title(title)
         key = repo["key"]
         with self.store.transaction():
             pull = self.find(repo, number)

@@ -59,7 +59,7 @@ class Repositories:
         """(the repository's REST URL, its web URL)."""
         login = self.store.owner(repo["owner"])["login"]
         return (f"{self.base_url}/repos/{login}/{repo['name']}",
-                f"{self.base_url}/{login}/{repo['name']}")
+                f"{shapes.web(self.base_url)}/{login}/{repo['name']}")
 
     def ref_json(self, repo, ref, repo_url=None):
         """A reference record as GitHub shows it (`git-ref`)."""

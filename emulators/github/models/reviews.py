@@ -10,18 +10,40 @@ from .. import errors, events, ids, shapes
 from ..inputs import Listing
 from ..store import REVIEWS
 from .rule import Rule
+from .texts import MAX_BODY
 
 EVENTS = {"APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED",
           "COMMENT": "COMMENTED"}
+
+
+def check_comments(comments):
+    """Review comments on lines are not modelled (the emulator's 501)."""
+    if comments:
+        raise errors.Unsupported("Mockingbird does not model review comments on lines")
+
+
+def check_body(body):
+    """A review's body is at most 65,536 characters (GitHub's review refusal)."""
+    if isinstance(body, str) and len(body) > MAX_BODY:
+        raise errors.ReviewRefused(f"Body is too long (maximum is {MAX_BODY} characters)")
+
+
+def check_teams(teams):
+    """Teams are not modelled: a review asked of one is the emulator's 501."""
+    if teams:
+        raise errors.Unsupported("Mockingbird does not model teams")
 
 
 class ReviewRules(Rule):
     """Create, submit, dismiss and read reviews, and request reviewers; `rules` reaches pulls
     (the PR reviewed, its shape and its requested reviewers)."""
 
-    def create(self, repo, number, *, event=None, body=None, commit_id=None):
+    def create(self, repo, number, *, event=None, body=None, commit_id=None, comments=()):
         """`pulls/create-review`: submitted with an `event` (`APPROVE`, `REQUEST_CHANGES`,
-        `COMMENT`), pending without one; on `commit_id` (the head by default)."""
+        `COMMENT`), pending without one; on `commit_id` (the head by default). `comments` on
+        lines are refused (not modelled)."""
+        check_comments(comments)
+        check_body(body)
         with self.store.transaction():
             pull = self.rules.pulls.find(repo, number)
             actor = self.accounts.actor()
@@ -97,8 +119,10 @@ class ReviewRules(Rule):
 
     # requested reviewers -------------------------------------------------------------------
 
-    def request(self, repo, number, logins):
-        """`pulls/request-reviewers`: each must be a collaborator and not the PR's author."""
+    def request(self, repo, number, logins, *, teams=()):
+        """`pulls/request-reviewers`: each must be a collaborator and not the PR's author;
+        `teams` are refused (not modelled)."""
+        check_teams(teams)
         with self.store.transaction():
             pull = self.rules.pulls.find(repo, number)
             current = pull.get("requested_reviewers", [])

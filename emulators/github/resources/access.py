@@ -5,7 +5,8 @@ Keyed by the operationId the runtime matched, not by each rule: an App's JWT may
 the App's own routes (anything else, `A JSON web token could not be decoded` on those); an
 installation token reaches only its repositories (404 outside them, as GitHub hides them) and
 only with the permission each operation needs (403 `Resource not accessible by integration`).
-Users' tokens and no token go on as before. git's routes answer git in text (smart_http.py).
+Users' tokens and no token go on as before. git's routes answer git in text (smart_http.py),
+GraphQL in its own words (graphql/).
 """
 from emulators.runtime import instance_of, operation_of
 
@@ -21,6 +22,9 @@ APP_ROUTES = frozenset((
 INSTALLATION_ROUTES = frozenset((
     "apps/list-repos-accessible-to-installation", "apps/revoke-installation-access-token"))
 GIT_ROUTES = frozenset(("git/info-refs", "git/upload-pack", "git/receive-pack"))
+# GraphQL's route (`graphql`, each request named `graphql/<kind>/<Name>`): graphql/ holds an
+# App's credential to the same permissions field by field, answering in GraphQL's words
+GRAPHQL = "graphql"
 NOT_AN_INSTALLATION = ("You must authenticate with an installation access token in order to"
                        " use this endpoint.")
 
@@ -30,7 +34,8 @@ class AppAccess:
 
     def process_resource(self, req, resp, resource, params):
         operation = operation_of(req)
-        if operation is None or operation in GIT_ROUTES:
+        if operation is None or operation in GIT_ROUTES or \
+                operation.partition("/")[0] == GRAPHQL:
             return
         instance = instance_of(req)
         credential = identify(instance, req.env)

@@ -3,6 +3,7 @@ and files (`pulls/list-commits`, `pulls/list-files`)."""
 from emulators.runtime import instance_of
 
 from .. import media
+from ..calls import accepted
 from ..presets import MERGEABILITY_PENDING
 from ..schemas import body as bodies
 from ..schemas import pulls, queries
@@ -30,7 +31,7 @@ class Pulls:
         param = request.media_param(req, resp)
         backend, record, sent = request.write(req, owner, repo)
         pull = backend.pulls.create(record, **pulls.create(bodies.pull_object(sent)))
-        request.accepted(instance_of(req), pullNumber=str(pull["number"]))
+        accepted(instance_of(req), pullNumber=str(pull["number"]))
         request.answer(resp, 201, media.with_bodies(pull, param))
 
 
@@ -54,7 +55,7 @@ class Pull:
         given = bodies.pull_object(sent)
         backend.pulls.find(record, number)  # a PR that is not there is 404 before its fields
         pull = backend.pulls.update(record, number, **pulls.update(given))
-        request.accepted(instance_of(req), pullNumber=str(pull["number"]))
+        accepted(instance_of(req), pullNumber=str(pull["number"]))
         request.answer(resp, 200, media.with_bodies(pull, param))
 
 

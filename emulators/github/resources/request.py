@@ -1,8 +1,6 @@
-"""What every GitHub resource shares: the backend of a request, its body and query, path numbers,
-media negotiation, answers (cached reads, pages with `Link`) and the journaling of a write.
-
-A write that succeeds is journaled as accepted (with its ids and checkpoint) and honours the
-`github.accepted_drop` effect: committed, then its answer is lost.
+"""What every GitHub resource shares: the backend of a request (calls.py), its body and query,
+path numbers, media negotiation, answers (cached reads, pages with `Link`) and the journaling of
+a write.
 """
 import json
 import re
@@ -12,11 +10,9 @@ import falcon
 
 from emulators.runtime import instance_of
 
-from .. import actors, context, errors, media
-from ..credentials import identify, rules as rules_of
-from ..models import GitHubBackend
-from ..models.apps import AppDeliveries
-from ..presets import ACCEPTED_DROP
+from .. import context, errors, media
+from ..calls import accepted, backend_for
+from ..credentials import identify
 from ..ratelimits.conditional import digest
 from ..schemas import body as bodies
 from ..schemas.base import MAX_SAFE_INTEGER
@@ -24,30 +20,11 @@ from ..schemas.base import MAX_SAFE_INTEGER
 _NUMBER = re.compile(r"^[1-9][0-9]*\Z")
 
 
-def backend_for(instance, environ=None):
-    """Build the rules object over one instance's records, clock, transaction and base URL,
-    acting as whom the request's credential names (`environ`; none: the default member: a
-    user's token is that user, an App's installation token its `<slug>[bot]`), its events
-    sent to the namespace's hooks and to the Apps installed where they happen."""
-    actor = (lambda: identify(instance, environ).login) if environ is not None \
-        else actors.DEFAULT
-    return GitHubBackend(instance.records, now_ms=instance.now_ms,
-                         transaction=instance.transaction, base_url=context.public_base(instance),
-                         emit=deliveries(instance), objects=instance.objects, actor=actor,
-                         named=instance.names_user)
-
-
 def acting_app(req):
     """The slug of the App whose installation token the request carries (None for any other
     credential): what a check run it creates belongs to."""
     credential = identify(instance_of(req), req.env)
     return credential.app_slug if credential.kind == "installation" else None
-
-
-def deliveries(instance):
-    """The emitter of a request: the namespace's hooks, and the Apps installed where an event
-    happens (`models.apps.AppDeliveries`)."""
-    return AppDeliveries(rules_of(instance), emit=instance.emit, emit_to=instance.emit_to)
 
 
 def backend_of(req):
@@ -185,15 +162,3 @@ def wrote(req, resp, status, body, **ids):
     """Answer a committed write and journal it as accepted (with its ids)."""
     accepted(instance_of(req), **ids)
     answer(resp, status, body)
-
-
-def accepted(instance, **ids):
-    """Journal a committed write as accepted (with its ids); under the effect, lose the answer.
-
-    Every successful write is accepted (journaled with `accepted: true` and its checkpoint); the
-    runtime reuses that checkpoint for `x-mockingbird-checkpoint`.
-    """
-    instance.report_ids(**ids)
-    instance.accept()
-    if instance.fault_effect(ACCEPTED_DROP) is not None:
-        instance.drop()

@@ -10,10 +10,10 @@ import falcon
 from emulators.runtime import instance_of
 
 from .. import errors, transport
+from ..calls import accepted, backend_for
 from ..credentials import AppJwt, InstallationToken, identify
 from ..permissions import FORBIDDEN, GIT_SERVICES, HIDDEN, verdict
 from ..store import has_objects
-from .request import accepted, backend_for
 
 MAX_PUSH = 2 * 1024 ** 3  # GitHub refuses a push over 2 GiB
 _NO_CACHE = {"Cache-Control": "no-cache, max-age=0, must-revalidate", "Pragma": "no-cache",

@@ -13,13 +13,8 @@ import functools
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, pre_load
 
 from .. import errors
+from ..models import texts
 
-# GitHub's length limits on text fields, in characters
-MAX_BODY = 65536  # issue, comment and review bodies
-MAX_TITLE = 256  # issue titles
-MAX_OUTPUT = 65535  # a check run's output summary and text
-MAX_DESCRIPTION = 140  # a commit status's description
-MAX_LABEL = 50  # a label's name (its description: 100)
 MAX_SAFE_INTEGER = 2 ** 53 - 1
 
 
@@ -111,6 +106,17 @@ def check(predicate, problem):
     return validate
 
 
+def by_rule(rule_check):
+    """A validator that is a rule's own check (`rule_check(value)` raises the GitHubError
+    GitHub answers): REST checks it here, in GitHub's order, and GraphQL through the rule."""
+    def validate(value):
+        try:
+            rule_check(value)
+        except errors.GitHubError as error:
+            fail(lambda refusal=error: refusal)
+    return validate
+
+
 def nonblank(problem):
     """A validator: a string with something other than white space."""
     return check(lambda value: bool(str(value).strip()), problem)
@@ -118,9 +124,8 @@ def nonblank(problem):
 
 def at_most(limit, field, resource):
     """A validator: text within GitHub's limit (422 `body is too long (maximum is 65536
-    characters)`); what is not text passes."""
-    problem = custom(f"{field} is too long (maximum is {limit} characters)", field, resource)
-    return check(lambda value: not isinstance(value, str) or len(value) <= limit, problem)
+    characters)`); what is not text passes (`texts.within`)."""
+    return by_rule(functools.partial(texts.within, limit, field, resource))
 
 
 def one_of(choices, problem):

@@ -4,8 +4,9 @@ from marshmallow import post_load
 from .. import times
 from ..models.checks import CONCLUSIONS, STATUSES
 from ..models.statuses import STATES
-from .base import (MAX_DESCRIPTION, MAX_OUTPUT, Again, Body, Value, at_most, check, custom,
-                   invalid, load, missing, nonblank, one_of, text)
+from ..models.texts import MAX_DESCRIPTION, MAX_OUTPUT
+from .base import (Again, Body, Value, at_most, check, custom, invalid, load, missing, nonblank,
+                   one_of, text)
 
 
 def _status_text(field):

@@ -4,9 +4,11 @@ import re
 
 from marshmallow import post_load, validates_schema
 
+from ..models.issues import check_body, check_comment, check_title, check_title_length
 from ..models.labels import DEFAULT_COLOR, MAX_LABELS, TOO_MANY_LABELS
-from .base import (MAX_BODY, MAX_LABEL, MAX_TITLE, Again, Body, Value, at_most, check, custom,
-                   fail, invalid, load, missing, nonblank, one_of, text)
+from ..models.texts import MAX_LABEL
+from .base import (Again, Body, Value, at_most, by_rule, check, custom, fail, invalid, load,
+                   missing, nonblank, one_of, text)
 
 COLOR = re.compile(r"^[0-9a-fA-F]{6}\Z")
 _ASSIGNEES = invalid("assignees", "Issue")
@@ -44,14 +46,10 @@ class LabelList(Value):
         return super()._deserialize(value, attr, data, **kwargs)
 
 
-def _title(problem, **kwargs):
-    return Value(problem, (str, int), validate=nonblank(problem), **kwargs)
-
-
-def _title_length():
-    return check(lambda v: len(str(v)) <= MAX_TITLE,
-                 custom(f"title is too long (maximum is {MAX_TITLE} characters)", "title",
-                        "Issue"))
+def _title(code, **kwargs):
+    problem = invalid("title", "Issue", code)
+    return Value(problem, (str, int), validate=by_rule(lambda v: check_title(v, code)),
+                 **kwargs)
 
 
 class _Issue(Body):
@@ -65,11 +63,10 @@ class _Issue(Body):
 
 
 class _CreateIssue(_Issue):
-    title = _title(missing("title", "Issue"), required=True)
+    title = _title("missing_field", required=True)
     body = text(invalid("body", "Issue"), allow_none=True)
-    title_length = Again("title", None, validate=_title_length())
-    body_length = Again("body", None, allow_none=True,
-                        validate=at_most(MAX_BODY, "body", "Issue"))
+    title_length = Again("title", None, validate=by_rule(check_title_length))
+    body_length = Again("body", None, allow_none=True, validate=by_rule(check_body))
     labels = LabelList()
     assignees = Value(None, allow_none=True)
     assignee = Value(None, allow_none=True)
@@ -91,10 +88,9 @@ class _CreateIssue(_Issue):
 
 
 class _UpdateIssue(_Issue):
-    title = _title(invalid("title", "Issue"))
-    title_length = Again("title", None, validate=_title_length())
-    body = text(invalid("body", "Issue"), allow_none=True,
-                validate=at_most(MAX_BODY, "body", "Issue"))
+    title = _title("invalid")
+    title_length = Again("title", None, validate=by_rule(check_title_length))
+    body = text(invalid("body", "Issue"), allow_none=True, validate=by_rule(check_body))
     state = text(invalid("state", "Issue"),
                  validate=one_of(("open", "closed"), invalid("state", "Issue")))
     state_reason = Value(None, allow_none=True)
@@ -137,8 +133,7 @@ def update_issue(body):
 
 
 class _Comment(Body):
-    body = text(missing("body", "IssueComment"), required=True, validate=[
-        check(bool, missing("body", "IssueComment")), at_most(MAX_BODY, "body", "IssueComment")])
+    body = text(missing("body", "IssueComment"), required=True, validate=by_rule(check_comment))
 
 
 COMMENT = _Comment()

@@ -1,11 +1,12 @@
 """Pull request writes: `pulls/create` and `pulls/update`, in the reference's order of checks."""
 from ..errors import CROSS_REPO
-from .base import (Again, Body, Value, check, flag, invalid, load, nonblank, one_of, text,
+from ..models.pulls import check_title
+from .base import (Again, Body, Value, by_rule, check, flag, invalid, load, one_of, text,
                    unsupported)
 
 
 def _title():
-    return text(invalid("title"), validate=nonblank(invalid("title")))
+    return text(invalid("title"), validate=by_rule(check_title))
 
 
 def _branch(field):
@@ -27,7 +28,7 @@ class _CreatePull(Body):
     body = text(invalid("body"))
     maintainer_can_modify = flag(invalid("maintainer_can_modify"))
     title_given = Again("title", invalid("title"), str, required=True,
-                        validate=nonblank(invalid("title")))
+                        validate=by_rule(check_title))
     head = _branch("head")
     base = _branch("base")
     draft = flag(invalid("draft"))

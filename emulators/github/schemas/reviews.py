@@ -6,7 +6,8 @@ Which event a review may take depends on the pull request and on who acts, so th
 """
 from marshmallow import validates_schema
 
-from .base import MAX_BODY, Body, Value, check, fail, invalid, load, refused, unsupported
+from ..models.reviews import check_body, check_comments, check_teams
+from .base import Body, Value, by_rule, check, invalid, load, refused
 
 
 def _any():
@@ -15,11 +16,8 @@ def _any():
 
 
 class _CreateReview(Body):
-    comments = Value(None, allow_none=True, validate=check(
-        lambda v: not v, unsupported("Mockingbird does not model review comments on lines")))
-    body = Value(None, allow_none=True, validate=check(
-        lambda v: not isinstance(v, str) or len(v) <= MAX_BODY,
-        refused(f"Body is too long (maximum is {MAX_BODY} characters)")))
+    comments = Value(None, allow_none=True, validate=by_rule(check_comments))
+    body = Value(None, allow_none=True, validate=by_rule(check_body))
     event = _any()
     commit_id = _any()
 
@@ -45,8 +43,7 @@ class _Reviewers(Body):
 
     @validates_schema
     def _no_teams(self, data, **kwargs):
-        if data["team_reviewers"]:
-            fail(unsupported("Mockingbird does not model teams"))
+        by_rule(check_teams)(data["team_reviewers"])
 
 
 CREATE, SUBMIT, DISMISSAL, REVIEWERS = (_CreateReview(), _SubmitReview(), _Dismissal(),
@@ -54,10 +51,9 @@ CREATE, SUBMIT, DISMISSAL, REVIEWERS = (_CreateReview(), _SubmitReview(), _Dismi
 
 
 def create(body):
-    """`{event, body, commit_id}` of a review (`comments` on lines are not modelled)."""
-    found = load(CREATE, body)
-    found.pop("comments", None)
-    return found
+    """`{event, body, commit_id, comments}` of a review (the rule refuses `comments` on lines,
+    which it does not model, as this schema does)."""
+    return load(CREATE, body)
 
 
 def submit(body):

@@ -6,7 +6,7 @@ tests against that description), with synthetic but coherent values: URLs built 
 the client used, counts taken from the emulator's state, absent features as GitHub reports them
 (no license, no milestone, zero stars). Pure functions over plain dicts; no storage, no HTTP.
 """
-from .accounts import user
+from .accounts import user, web
 from .ci import app, check_run, check_suite, status
 from .commits import (base64_lines, blob, commit, content_item, diff_entry, git_commit,
                       synthetic_commit, tree)
@@ -17,4 +17,4 @@ from .repos import branch, pull, pull_counts, reference, repository
 __all__ = ["app", "base64_lines", "blob", "branch", "branch_view", "check_run", "check_suite",
            "comment", "commit", "content_item", "diff_entry", "git_commit", "issue", "label",
            "protection", "pull", "pull_counts", "reference", "repository", "review", "status",
-           "synthetic_commit", "tree", "user"]
+           "synthetic_commit", "tree", "user", "web"]

@@ -1,11 +1,12 @@
 """GitHub's JSON of an App (`integration`), an installation and an installation token, whole
 (the tests hold them to GitHub's schemas). Pure functions over plain dicts."""
 from .. import times
+from .accounts import web
 
 
 def app(base_url, record, owner_json, installations_count):
     """An App as `GET /app` shows it (its slug, ids, owner, permissions and events)."""
-    html = f"{base_url}/apps/{record['slug']}"
+    html = f"{web(base_url)}/apps/{record['slug']}"
     return {"id": record["id"], "slug": record["slug"], "node_id": record["node_id"],
             "client_id": record["client_id"], "owner": owner_json, "name": record["name"],
             "description": record.get("description"),
@@ -20,9 +21,10 @@ def installation(base_url, record, app_record, account_json):
     """An installation as `GET /app/installations/{id}` shows it."""
     number = record["id"]
     if account_json["type"] == "Organization":
-        html = f"{base_url}/organizations/{account_json['login']}/settings/installations/{number}"
+        html = f"{web(base_url)}/organizations/{account_json['login']}/settings/installations/" \
+            f"{number}"
     else:
-        html = f"{base_url}/settings/installations/{number}"
+        html = f"{web(base_url)}/settings/installations/{number}"
     at = times.timestamp(record["created_ms"])
     return {"id": number, "client_id": app_record["client_id"], "account": account_json,
             "repository_selection": record["repository_selection"],

@@ -1,6 +1,7 @@
 """CI results as GitHub shows them: commit statuses, check runs and suites, and the one GitHub
 App the emulator credits with every check run."""
 from .. import ids
+from .accounts import web
 
 APP_ID, APP_SLUG = 1, "mockingbird-ci"
 
@@ -23,8 +24,8 @@ def app(base_url, owner):
     return {"id": APP_ID, "slug": APP_SLUG, "node_id": ids.node_id("github", "A_", APP_ID),
             "client_id": "Iv1.mockingbird", "owner": owner, "name": "Mockingbird CI",
             "description": "The GitHub App the emulator credits with every check run",
-            "external_url": f"{base_url}/apps/{APP_SLUG}",
-            "html_url": f"{base_url}/apps/{APP_SLUG}",
+            "external_url": f"{web(base_url)}/apps/{APP_SLUG}",
+            "html_url": f"{web(base_url)}/apps/{APP_SLUG}",
             "created_at": "2020-01-01T00:00:00Z", "updated_at": "2020-01-01T00:00:00Z",
             "permissions": {"checks": "write", "statuses": "write", "metadata": "read",
                             "contents": "read", "pull_requests": "write"},

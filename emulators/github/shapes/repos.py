@@ -1,7 +1,7 @@
 """Repositories, references and pull requests as GitHub shows them."""
 from urllib.parse import urlsplit
 
-from .accounts import segment, user
+from .accounts import segment, user, web
 
 
 # The repository's hypermedia templates, as GitHub spells them (relative to the repository URL).
@@ -51,7 +51,7 @@ def repository(base_url, repo, owner, *, open_issues, created_at, pushed_at):
     owner_json = user(base_url, owner)
     full_name = f"{owner['login']}/{repo['name']}"
     url = f"{base_url}/repos/{owner['login']}/{repo['name']}"
-    html_url = f"{base_url}/{owner['login']}/{repo['name']}"
+    html_url = f"{web(base_url)}/{owner['login']}/{repo['name']}"
     host = urlsplit(base_url).netloc
     shape = {
         # the reference emulator's keys first, in its order

@@ -12,6 +12,7 @@ from emulators.runtime import Service
 from emulators.runtime.app import Runtime
 from emulators.runtime.settings import Settings
 
+from . import graphql_check
 from .schema_check import SCHEMAS
 
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z, the reference suite's frozen clock
@@ -102,7 +103,8 @@ def seeded(gh):
 
 
 class AnswerRecorder:
-    """Falcon middleware: check each provider answer against GitHub's schema as it leaves."""
+    """Falcon middleware: check each provider answer against GitHub's schema as it leaves (a
+    GraphQL answer against GitHub's GraphQL schema and its query: graphql_check.py)."""
 
     def __init__(self):
         self.checked = 0
@@ -110,6 +112,12 @@ class AnswerRecorder:
 
     def process_response(self, req, resp, resource, req_succeeded):
         status = int(str(resp.status).split()[0])
+        asked = resp.context.get("graphql")
+        if asked is not None:
+            self.checked += 1
+            self.problems += [f"{req.method} {req.path} {asked['query'][:60]!r}: {problem}"
+                              for problem in graphql_check.problems(asked, resp.media)]
+            return
         schema = SCHEMAS.schema_for(req.method, req.uri_template, status, resp.media,
                                     resp.context.get("media"))
         if schema is None or resp.media is None:

@@ -291,13 +291,14 @@ def test_the_token_needs_the_permission_of_each_operation(gh):
 
 
 def test_every_operation_has_its_permission():
-    from emulators.github.resources.access import APP_ROUTES, GIT_ROUTES, INSTALLATION_ROUTES
+    from emulators.github.resources.access import (APP_ROUTES, GIT_ROUTES, GRAPHQL,
+                                                   INSTALLATION_ROUTES)
     from emulators.github.permissions import REQUIRED
     from emulators.github.openapi import DOCUMENT
     served = {op["operationId"] for item in DOCUMENT["paths"].values() for op in item.values()
               if isinstance(op, dict) and "operationId" in op}
     assert served - set(REQUIRED) == (APP_ROUTES | INSTALLATION_ROUTES | GIT_ROUTES) - {
-        "git/upload-pack", "git/receive-pack"}
+        "git/upload-pack", "git/receive-pack"} | {GRAPHQL}  # (GraphQL's by field: graphql/)
     assert set(REQUIRED) <= served
 
 
@@ -343,6 +344,7 @@ def test_api_v3_urls_keep_the_namespace_and_the_mount(gh, runtime):
             headers={"x-mockingbird-namespace": "w1"})
     carried = gh.get(f"/api/v3{REPO}", 200, headers={"x-mockingbird-namespace": "w1"}).json
     assert carried["url"] == f"{BASE}/__admin/ns/w1/api/v3{REPO}"
+    assert carried["clone_url"] == f"{BASE}/__admin/ns/w1/octo/demo.git"  # git: at the root
     assert gh.get(f"/__admin/ns/w1/api/v3{REPO}", 200).json["url"] == carried["url"]
     mounted = webtest.TestApp(PathDispatcher(None, {"/emulators/github": runtime}),
                               extra_environ={"HTTP_HOST": "127.0.0.1:8828"})

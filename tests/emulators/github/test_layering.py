@@ -1,6 +1,8 @@
-"""The GitHub emulator's layers point down (app -> resources -> schemas -> models -> store), its
-folders are layers, and what the issue that shaped it asked holds: no mixins, no module over
-500 lines, HTTP only in the http layer, marshmallow only in the schemas (per ast)."""
+"""The GitHub emulator's layers point down (app -> resources | graphql -> schemas -> models ->
+store), its folders are layers, and what the issue that shaped it asked holds: no mixins, no
+module over 500 lines, HTTP only in the http layer, marshmallow only in the schemas (per ast).
+GraphQL (graphql/) is an http layer beside REST's resources/: neither imports the other, and
+only app.py imports it."""
 import ast
 from pathlib import Path
 
@@ -12,7 +14,13 @@ HTTP = ["resources.commits", "resources.checks", "resources.statuses", "resource
         "resources.protection", "resources.pulls", "resources.refs", "resources.repos",
         "resources.reviews", "resources.smart_http", "resources.apps", "resources.access",
         "resources.request"]
-SCHEMAS = ["schemas.ci", "schemas.contents", "schemas.issues", "schemas.merges",
+# GraphQL over the same rules: the endpoint, the run, the objects it presents, what a request's
+# resolvers share, then the generic machinery
+GRAPHQL = ["graphql.resources", "graphql.execution", "graphql.root", "graphql.mutations",
+           "graphql.repository", "graphql.pulls", "graphql.issues", "graphql.checks",
+           "graphql.actors", "graphql.connections", "graphql.context", "graphql.resolve",
+           "graphql.documents", "graphql.schema", "graphql.errors"]
+SCHEMAS = ["schemas.graphql", "schemas.ci", "schemas.contents", "schemas.issues", "schemas.merges",
            "schemas.protection", "schemas.pulls", "schemas.queries", "schemas.refs",
            "schemas.reviews", "schemas.apps", "schemas.rate_limits", "schemas.base",
            "schemas.body"]
@@ -22,14 +30,16 @@ RULES = ["models.backend", "models.seeding", "models.merges", "models.protection
          "models.reviews", "models.issues", "models.labels", "models.checks",
          "models.statuses", "models.refs", "models.pulls", "models.git_data",
          "models.contents", "models.commits", "models.rule", "models.accounts",
-         "models.repositories", "models.apps", "models.signin"]
-PACKAGES = ["resources", "schemas", "models", "shapes"]  # `from .schemas import refs` names the package
-ORDER = ["app", "admin", *RATE_LIMITS, "resources", *HTTP, "schemas", *SCHEMAS, "ratelimits.quotas",
-         "credentials", "models", *RULES, "ratelimits.conditional", "permissions", "keys",
-         "transport", "shallow", "context", "openapi", "ratelimits.openapi", "presets",
-         "media", "events", "shapes", "shapes.ci", "shapes.conversation", "shapes.protection",
-         "shapes.repos", "shapes.commits", "shapes.accounts", "shapes.apps", "store", "objects",
-         "inputs", "git", "ids", "times", "actors", "errors"]
+         "models.repositories", "models.apps", "models.signin", "models.nodes", "models.texts"]
+# `from .schemas import refs` names the package
+PACKAGES = ["resources", "graphql", "schemas", "models", "shapes"]
+ORDER = ["app", "admin", *RATE_LIMITS, "resources", *HTTP, "graphql", *GRAPHQL, "schemas",
+         *SCHEMAS, "calls", "ratelimits.quotas", "credentials", "models", *RULES,
+         "ratelimits.conditional", "permissions", "keys", "transport", "shallow", "context",
+         "openapi", "ratelimits.openapi", "presets", "media", "events", "shapes", "shapes.ci",
+         "shapes.conversation", "shapes.protection", "shapes.repos", "shapes.commits",
+         "shapes.apps", "shapes.accounts", "store", "objects", "inputs", "git", "ids", "times",
+         "actors", "errors"]
 
 
 def modules():
@@ -48,6 +58,15 @@ def test_github_folders_are_layers():
     a module that imports it (an arrow up, as `lifecycle/` <-> `resources.py` <-> `models.py`
     were)."""
     assert folder_cycles("emulators/github") == []
+
+
+def test_graphql_is_an_http_layer_beside_resources_that_only_app_imports():
+    for name, path in modules().items():
+        imported = {m for m in imports_of(path) if m.startswith("emulators.github.")}
+        if not name.startswith("graphql.") and name != "app":
+            assert not any(m.startswith("emulators.github.graphql") for m in imported), name
+        if name.startswith("graphql."):
+            assert not any(m.startswith("emulators.github.resources") for m in imported), name
 
 
 def test_only_the_http_layer_speaks_http_and_only_schemas_import_marshmallow():

@@ -11,6 +11,7 @@ from emulators.github.resources.commits import CommitPaths
 
 README = Path(__file__).resolve().parents[3] / "emulators" / "github" / "README.md"
 MOCK_ONLY = {"git/info-refs", "git/upload-pack", "git/receive-pack", "contents/raw"}
+GRAPHQL = "graphql"  # the GraphQL route: not REST, its refusals link GraphQL's documentation
 
 
 def served():
@@ -39,7 +40,7 @@ def readme_routes():
         if not row.startswith("| `") or len(cells) < 3:
             continue
         methods = set(re.findall(r"\b(GET|POST|PUT|PATCH|DELETE)\b", cells[1]))
-        for operation in re.findall(r"`([a-z-]+/[a-z-]+)`", cells[0]):
+        for operation in re.findall(r"`([a-z-]+/[a-z-]+|graphql)`", cells[0]):
             found[operation] = methods
     return found
 
@@ -58,5 +59,6 @@ def test_the_readme_route_table_lists_exactly_the_served_operations():
 
 
 def test_each_operation_an_error_can_name_links_its_documentation_page():
-    for operation in set(served()) - MOCK_ONLY:
+    for operation in set(served()) - MOCK_ONLY - {GRAPHQL}:
         assert errors.DOCS[operation].startswith("https://docs.github.com/rest/"), operation
+    assert errors.RequiresAuthentication().documentation_url.startswith(errors.GRAPHQL_DOCS)

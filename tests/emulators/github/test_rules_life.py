@@ -1,6 +1,6 @@
 """The rule objects of a pull request's life (pulls, statuses, checks, issues, labels, reviews,
-protection), each built with a store and a clock (rulekit.py), no HTTP and no other rule: a
-stand-in answers for the siblings it calls."""
+protection, node ids), each built with a store and a clock (rulekit.py), no HTTP and no other
+rule: a stand-in answers for the siblings it calls."""
 import pytest
 
 from emulators.github import errors
@@ -8,6 +8,7 @@ from emulators.github.inputs import Page
 from emulators.github.models.checks import CheckRules
 from emulators.github.models.issues import IssueRules
 from emulators.github.models.labels import LabelRules
+from emulators.github.models.nodes import Nodes
 from emulators.github.models.protection import ProtectionRules
 from emulators.github.models.pulls import PullRules
 from emulators.github.models.reviews import ReviewRules
@@ -158,3 +159,63 @@ def test_protection_says_what_a_merge_and_a_push_need(kit, repo):
     assert protection.push_refusal(repo, "refs/heads/topic", B, C, forced=False) is None
     with pytest.raises(errors.NotFound, match="Branch not found"):
         protection.update(repo, "nope")
+
+
+def test_the_rules_check_what_a_write_holds_with_no_schema_before_them(kit, repo):
+    """GraphQL's mutations reach the rules with typed values and no REST schema: what a schema
+    checks of a write's text, the rule checks too (the schema with the rule's own check)."""
+    pull = kit.pull(repo)
+    pulls = PullRules(kit.store, kit.clock, **kit.shared())
+    with pytest.raises(errors.ValidationFailed) as caught:
+        pulls.create(repo, title="  ", head="topic", base="main")
+    assert caught.value.item == {"resource": "PullRequest", "code": "invalid", "field": "title"}
+    issues = IssueRules(kit.store, kit.clock, **kit.shared(
+        labels={"names": lambda repo, names: list(names)}))
+    with pytest.raises(errors.ValidationFailed) as caught:
+        issues.create(repo, title="x" * 257)
+    assert caught.value.item["message"] == "title is too long (maximum is 256 characters)"
+    with pytest.raises(errors.ValidationFailed) as caught:
+        issues.create_comment(repo, 1, "")
+    assert caught.value.item["code"] == "missing_field"
+    labels = LabelRules(kit.store, kit.clock, **kit.shared())
+    with pytest.raises(errors.ValidationFailed) as caught:
+        labels.names(repo, [f"l{n}" for n in range(101)])
+    assert caught.value.item["message"] == "An issue can have at most 100 labels"
+    assert labels.list(repo, Page()).total == 0  # refused before any label was made
+    reviews = ReviewRules(kit.store, kit.clock, **kit.shared(pulls={"find": lambda *a: pull}))
+    with pytest.raises(errors.Unsupported, match="review comments on lines"):
+        reviews.create(repo, 1, event="COMMENT", body="x", comments=[{"path": "a", "body": "b"}])
+    with refused("Body is too long"):
+        reviews.create(repo, 1, event="COMMENT", body="x" * 65537)
+    with pytest.raises(errors.Unsupported, match="teams"):
+        reviews.request(repo, 1, [], teams=["T_1"])
+
+
+def test_the_review_decision_counts_approvals_as_a_merge_does(kit, repo):
+    latest = {}
+    protection = ProtectionRules(kit.store, kit.clock, repos=kit.repos, rules=rules(
+        reviews={"latest": lambda repo, pull: latest}))
+    pull = {"base_ref": "main"}
+    assert protection.review_decision(repo, pull, B) is None  # no review, none required
+    latest["x"] = {"state": "APPROVED", "commit_id": A}
+    assert protection.review_decision(repo, pull, B) == "APPROVED"
+    protection.update(repo, "main", reviews={"count": 1, "dismiss_stale": True,
+                                             "code_owners": False, "last_push": False})
+    assert protection.review_decision(repo, pull, B) == "REVIEW_REQUIRED"  # stale: of A
+    assert protection.merge_blocker(repo, pull, B, A).startswith("At least 1 approving")
+    latest["x"] = {"state": "APPROVED", "commit_id": B}
+    assert protection.review_decision(repo, pull, B) == "APPROVED"
+    latest["y"] = {"state": "CHANGES_REQUESTED", "commit_id": B}
+    assert protection.review_decision(repo, pull, B) == "CHANGES_REQUESTED"
+    assert protection.required_contexts(repo, "main") == frozenset()
+
+
+def test_a_node_id_names_its_record_and_its_repository(kit, repo):
+    pull = kit.pull(repo)
+    kit.store.put_item("issues", "org/r:2", {"repo": "org/r", "number": 2, "node_id": "I_2"})
+    nodes = Nodes(kit.store)
+    assert nodes.find("R_1") == ("Repository", repo, repo)
+    assert nodes.find("O_1")[:2] == ("Account", kit.store.owner("org"))
+    assert nodes.find(pull["node_id"]) == ("PullRequest", kit.store.pull("org/r", 1), repo)
+    assert nodes.find("I_2")[0::2] == ("Issue", repo)
+    assert nodes.find("I_3") is None and nodes.find("X_1") is None and nodes.find("") is None

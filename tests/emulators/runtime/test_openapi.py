@@ -1,12 +1,13 @@
 """Operation matching: one segment per parameter, several for `x-slash-bearing` ones, and on
-the path a service's `operation_path` gives (a mirror of a route is that route's operation)."""
+the path a service's `operation_path` gives (a mirror of a route is that route's operation), or
+the name a request's body gives (`body_operations`)."""
 import pytest
 import requests
 
 from emulators.runtime import serve
 from emulators.runtime.openapi import OperationMatcher
 from tests.emulators.runtime.conftest import ns
-from testkit.counter_service import mirrored_service
+from testkit.counter_service import mirrored_service, named_service
 
 
 def op(operation_id, **extra):
@@ -116,6 +117,44 @@ def test_a_mirror_gets_the_body_limit_of_its_operation(mirrored):
         assert res.status_code == 201, (path, res.text)
     past = requests.post(mirrored.url + "/mirror/items", json={"name": "x" * 1_000}, timeout=5)
     assert past.status_code == 413
+
+
+@pytest.fixture
+def named(tmp_path):
+    with serve(named_service, db=str(tmp_path / "n.sqlite3"), max_body=200) as running:
+        yield running
+
+
+def test_an_operation_its_body_names_is_journaled_and_faulted_by_that_name(named):
+    url, admin = named.url, named.admin_url
+    rule = {"operationId": "rpc/explode", "status": 503, "count": 1}
+    assert requests.post(admin + "/faults", json=rule, timeout=5).status_code == 201
+    assert requests.post(url + "/rpc", json={"call": "count"}, timeout=5).json()["calls"] == 0
+    assert requests.post(url + "/rpc", json={"call": "explode"}, timeout=5).status_code == 503
+    assert requests.post(url + "/rpc", json={"call": "explode"}, timeout=5).status_code == 200
+    entries = requests.get(admin + "/requests", timeout=5).json()["requests"]
+    assert [(e["operationId"], e["status"]) for e in entries] == [
+        ("rpc/count", 200), ("rpc/explode", 503), ("rpc/explode", 200)]
+
+
+def test_a_body_named_read_commits_nothing_and_a_write_is_a_checkpointed_mutation(named):
+    url = named.url
+    read = requests.post(url + "/rpc", json={"call": "look"}, timeout=5)
+    assert "x-mockingbird-checkpoint" not in read.headers
+    write = requests.post(url + "/rpc", json={"call": "store", "write": True}, timeout=5)
+    assert write.headers["x-mockingbird-checkpoint"].startswith("cp_")
+    assert write.json() == {"call": "store", "calls": 1}  # the handler read the same body
+
+
+def test_a_body_it_cannot_read_first_keeps_the_matched_operation(named):
+    url, admin = named.url, named.admin_url
+    chunked = requests.post(url + "/rpc", data=iter([b'{"call": "x", "write": true}']),
+                            timeout=5)
+    assert chunked.status_code == 200  # (falcon's get_media reads no body without a length)
+    too_long = requests.post(url + "/rpc", json={"call": "y" * 300}, timeout=5)
+    assert too_long.status_code == 413
+    entries = requests.get(admin + "/requests", timeout=5).json()["requests"]
+    assert [e["operationId"] for e in entries] == ["rpc", "rpc"]
 
 
 def test_a_provider_reads_the_operation_the_runtime_matched(tmp_path):
