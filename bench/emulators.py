@@ -14,7 +14,10 @@ Rows and targets (ratio of req/s):
   GitHub POST /graphql PullRequestByNumber, gh's query with  >= 0.1 of the REST pulls/1 read
     its checks (two check runs and a status on the head):
     GraphQL builds every answer (a POST), REST's read is built once per change
+  the repository and the pulls page with If-None-Match (304) >= 1.0 of the 200 they replace
   GitHub PATCH /repos/o/r/pulls/1 (title), POST /v1/runs   >= 0.5 of bare durable write
+The GitHub namespace's rate limit is raised past what the run sends (every GitHub request is
+counted against it, as on GitHub; a 304 is not).
 Every answer is checked once before timing; an answer other than the expected status during a
 slice is counted (`bad`). Knobs (env): BENCH_CYCLES=5, BENCH_SLICE=1, BENCH_CONNECTIONS=16,
 BENCH_WORKERS=2, BENCH_LOADGEN=wrk|python, BENCH_DATA (a folder on a real disk).
@@ -99,8 +102,9 @@ class Server:
             self.proc.wait(5)
 
 
-def request(url, method, path, body=None, headers=None):
-    """One request on a fresh connection: (status, parsed JSON body or None)."""
+def request(url, method, path, body=None, headers=None, answer_headers=None):
+    """One request on a fresh connection: (status, parsed JSON body or None); the answer's
+    headers go into the dict `answer_headers` when one is given."""
     host, port = url.removeprefix("http://").split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     try:
@@ -109,19 +113,30 @@ def request(url, method, path, body=None, headers=None):
                                                        **(headers or {})})
         answer = conn.getresponse()
         raw = answer.read()
+        if answer_headers is not None:
+            answer_headers.update((k.lower(), v) for k, v in answer.getheaders())
         return answer.status, (json.loads(raw) if raw else None)
     finally:
         conn.close()
 
 
-def expect(url, method, path, status, body=None, check=None):
-    got, answer = request(url, method, path, body)
+def expect(url, method, path, status, body=None, check=None, headers=None):
+    """The parsed answer, after checking its status; exits the run when it is another."""
+    got, answer = request(url, method, path, body, headers)
     if got != status or (check is not None and not check(answer)):
         raise SystemExit(f"{method} {url}{path}: {got} {str(answer)[:300]}")
     return answer
 
 
+def etag(url, path):
+    """The ETag a GET of `path` answers (what a caching client sends back)."""
+    headers = {}
+    request(url, "GET", path, answer_headers=headers)
+    return headers["etag"]
+
+
 def seed_github(url):
+    expect(url, "PUT", "/__admin/github/rate-limits", 200, {"core": 10 ** 9})
     repo = {"owner": "o", "name": "r", "commits": [{"sha": A, "parents": []},
                                                    {"sha": B, "parents": [A]}],
             "branches": {"main": A, **{f"b{i}": B for i in range(PULLS)}}}
@@ -146,7 +161,7 @@ function request()
   counter = counter + 1
   local data = nil
   if body ~= nil then data = string.format(body, counter) end
-  return wrk.format(method, nil, {["Content-Type"] = "application/json"%(auth)s}, data)
+  return wrk.format(method, nil, %(headers)s, data)
 end
 function done(summary, latency, requests)
   io.write(string.format('BENCHJSON {"requests": %%d, "seconds": %%f, "errors": %%d,' ..
@@ -161,8 +176,9 @@ def wrk(url, row, folder):
     """One slice of wrk on a row: {rps, p50_ms, bad} (bad: errors and answers >= 400)."""
     body = "nil" if row["body"] is None else json.dumps(row["body"])
     script = Path(folder) / f"row-{secrets.token_hex(4)}.lua"
-    auth = f', ["Authorization"] = "token {row["token"]}"' if row.get("token") else ""
-    script.write_text(LUA % {"method": row["method"], "body": body, "auth": auth})
+    headers = "{" + ", ".join(f"[{json.dumps(k)}] = {json.dumps(v)}"
+                              for k, v in row_headers(row).items()) + "}"
+    script.write_text(LUA % {"method": row["method"], "body": body, "headers": headers})
     out = subprocess.run(["wrk", "-t", "1", "-c", str(CONNS), "-d", f"{SLICE}s", "--timeout",
                           "10s", "-s", str(script), url + row["path"]],
                          capture_output=True, text=True, timeout=SLICE + 60)
@@ -173,6 +189,12 @@ def wrk(url, row, folder):
     result = json.loads(line[len("BENCHJSON "):])
     return {"rps": result["requests"] / result["seconds"], "p50_ms": result["p50_ms"],
             "bad": result["errors"]}
+
+
+def row_headers(row):
+    """The headers of a row's requests: JSON, its token's, and its own."""
+    token = {"Authorization": f"token {row['token']}"} if row.get("token") else {}
+    return {"Content-Type": "application/json", **token, **row.get("headers", {})}
 
 
 def pyload(url, row, folder):
@@ -191,10 +213,7 @@ def pyload(url, row, folder):
             started = time.perf_counter()
             conn = http.client.HTTPConnection(host, int(port), timeout=10)
             try:
-                conn.request(row["method"], row["path"], body=data,
-                             headers={"Content-Type": "application/json", **(
-                                 {"Authorization": f"token {row['token']}"}
-                                 if row.get("token") else {})})
+                conn.request(row["method"], row["path"], body=data, headers=row_headers(row))
                 answer = conn.getresponse()
                 answer.read()
                 ok = answer.status == row["status"]
@@ -224,12 +243,19 @@ def pyload(url, row, folder):
 
 def rows(bare, github, hermes, run_id):
     get = {"method": "GET", "body": None, "status": 200}
+    repo, page = "/repos/o/r", "/repos/o/r/pulls?per_page=30&page=3"
+    pulls = f"GitHub GET pulls?per_page=30&page=3 ({PULLS})"
     return [
         {"label": "bare GET", **get, "url": bare, "path": "/bare"},
-        {"label": "GitHub GET /repos/o/r", **get, "url": github, "path": "/repos/o/r",
+        {"label": "GitHub GET /repos/o/r", **get, "url": github, "path": repo,
          "base": "bare GET", "target": 0.5},
-        {"label": f"GitHub GET pulls?per_page=30&page=3 ({PULLS})", **get, "url": github,
-         "path": "/repos/o/r/pulls?per_page=30&page=3", "base": "bare GET", "target": 0.3},
+        {"label": "GitHub GET /repos/o/r 304 (If-None-Match)", **get, "status": 304,
+         "url": github, "path": repo, "headers": {"If-None-Match": etag(github, repo)},
+         "base": "GitHub GET /repos/o/r", "target": 1.0},
+        {"label": pulls, **get, "url": github, "path": page, "base": "bare GET", "target": 0.3},
+        {"label": "GitHub GET pulls page 304 (If-None-Match)", **get, "status": 304,
+         "url": github, "path": page, "headers": {"If-None-Match": etag(github, page)},
+         "base": pulls, "target": 1.0},
         {"label": "GitHub GET /repos/o/r/pulls/1", **get, "url": github,
          "path": "/repos/o/r/pulls/1", "base": "bare GET", "target": 0.3},
         {"label": "GitHub GraphQL PullRequestByNumber + checks", "method": "POST",
@@ -259,9 +285,13 @@ def main():
         seed_github(github.url)
         run_id = expect(hermes.url, "POST", "/v1/runs", 202, {"input": "seed"})["run_id"]
         table = rows(bare.url, github.url, hermes.url, run_id)
-        expect(github.url, "GET", table[2]["path"], 200, check=lambda page: len(page) == 30)
-        expect(github.url, "GET", table[1]["path"], 200, check=lambda repo: repo["id"])
-        expect(hermes.url, "GET", table[5]["path"], 200, check=lambda run: run["run_id"])
+        expect(github.url, "GET", "/repos/o/r/pulls?per_page=30&page=3", 200,
+               check=lambda page: len(page) == 30)
+        expect(github.url, "GET", "/repos/o/r", 200, check=lambda repo: repo["id"])
+        expect(hermes.url, "GET", f"/v1/runs/{run_id}", 200, check=lambda run: run["run_id"])
+        for row in table:
+            if row["status"] == 304:
+                expect(github.url, "GET", row["path"], 304, headers=row["headers"])
         rollup = request(github.url, "POST", "/graphql", json.loads(GRAPHQL_BODY % 1),
                          {"Authorization": "token bench"})[1]
         contexts = rollup["data"]["repository"]["pullRequest"]["statusCheckRollup"]["nodes"][

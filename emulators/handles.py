@@ -207,7 +207,7 @@ class Webhooks:
 
 class GitHubHandle(Handle):
     """The GitHub emulator's namespace: the shared helpers, `seed_repository`, `move_ref`,
-    `create_app`, `install_app` and `webhooks`."""
+    `create_app`, `install_app`, `rate_limits` and `webhooks`."""
 
     def seed_repository(self, owner, name, *, commits=None, branches=None,
                         default_branch="main", **fields):
@@ -257,6 +257,15 @@ class GitHubHandle(Handle):
             body["permissions"] = permissions
         return self.admin("POST", f"/github/apps/{quote(slug)}/installations",
                           body)["installation"]
+
+    def rate_limits(self, **limits):
+        """The namespace's rate limits: `rate_limits(core=100, search=5, graphql=50)` gives
+        every caller those requests per window from now on (left out or None: GitHub's
+        default, 60 an hour without a token, 5,000 with one); without arguments, read them.
+        Returns `{core, search, graphql}`, None where GitHub's default holds."""
+        if not limits:
+            return self.admin("GET", "/github/rate-limits")
+        return self.admin("PUT", "/github/rate-limits", limits)
 
     @property
     def webhooks(self):

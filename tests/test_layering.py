@@ -243,9 +243,9 @@ def test_runtime_layers_point_down():
              "admin.credentials", "admin.webhooks", "admin.ui", "emulator", "webhooks",
              "instance", "settings", "bodies", "openapi", "service",
              "state.journal", "state.segments", "state.timeline", "state.faults", "state.clock",
-             "state.credentials", "state.db", "state.writer", "state.records", "state.objects",
-             "state.rng", "state.shapes", "names", "mount", "requestlog", "intercept", "errors",
-             "stopping"]
+             "state.credentials", "state.quotas", "state.db", "state.writer", "state.records",
+             "state.objects", "state.rng", "state.shapes", "names", "mount", "requestlog",
+             "intercept", "errors", "stopping"]
     assert_layers_point_down("emulators/runtime", order)
     modules = {".".join(p.relative_to(REPO / "emulators/runtime").with_suffix("").parts)
                for p in python_files("emulators/runtime") if p.name != "__init__.py"}

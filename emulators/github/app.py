@@ -15,6 +15,9 @@ from .graphql.documents import ENDPOINT as GRAPHQL, operation_id as graphql_oper
 from .graphql.resources import GraphQL
 from .openapi import DOCUMENT
 from .presets import PRESETS
+from .ratelimits.admin import ROUTES as RATE_LIMIT_ADMIN_ROUTES
+from .ratelimits.middleware import AnswerHeaders
+from .ratelimits.resources import RateLimit
 from .resources import (apps, checks, commits, contents, git_data, issues, labels, merges,
                         protection, pulls, refs, repos, reviews, smart_http, statuses)
 from .resources.access import AppAccess
@@ -112,7 +115,10 @@ ROUTES = (  # path, resource class, {method: the operation it answers}
     # GraphQL; GitHub Enterprise Server's `/api/graphql` (where `gh` sends any other host's) is
     # routed here (EnterpriseLayout)
     ("/graphql", GraphQL, {"POST": GRAPHQL}),
+    ("/rate_limit", RateLimit, {"GET": "rate-limit/get"}),  # the caller's windows (ratelimits/)
 )
+# git's smart HTTP routes and `raw` are not the REST API: no rate limit, no ETag
+OUTSIDE_API = (smart_http.InfoRefs, smart_http.UploadPack, smart_http.ReceivePack, contents.Raw)
 
 
 class Operations:
@@ -208,9 +214,11 @@ def _unexpected(req, resp, exc, params):
 def create_provider_app():
     """Build the falcon app with the GitHub operations at the root."""
     operations = Operations()
+    # AnswerHeaders last: a write is counted once AppAccess let it through (a refused one when
+    # it is answered), and its answer headers are made over the final status
     app = add_fallback_handlers(falcon.App(middleware=[
         EnterpriseLayout(), ApiVersion(), MediaType(), ClockDate(), operations, EmptySegments(),
-        AppAccess()]))
+        AppAccess(), AnswerHeaders(OUTSIDE_API)]))
     app.req_options.strip_url_path_trailing_slash = False
     for path, resource, methods in ROUTES:
         routed = resource()
@@ -234,7 +242,7 @@ def create_service(settings=None):
                    webhooks=True, webhook_ping=admin.webhook_ping,
                    webhook_headers=events.delivery_headers,
                    webhook_user_agent="GitHub-Hookshot/mockingbird",
-                   admin_routes=admin.ROUTES,
+                   admin_routes=admin.ROUTES + RATE_LIMIT_ADMIN_ROUTES,
                    # REST and git alike: a token routes through the credential map
                    credential=context.credential,
                    read_operations={"git/upload-pack"}, own_transactions={"git/receive-pack"},
@@ -243,7 +251,9 @@ def create_service(settings=None):
                    # `/graphql` (EnterpriseLayout)
                    operation_path=context.route_path,
                    # GraphQL: each query and mutation is journaled and faulted by its name
-                   body_operations={GRAPHQL: graphql_operation})
+                   body_operations={GRAPHQL: graphql_operation},
+                   # each answer names its journal entry, as GitHub names a request
+                   request_id_header="X-GitHub-Request-Id")
 
 
 def from_env(environ):

@@ -98,6 +98,7 @@ DOCS.update({op: f"https://docs.github.com/rest/{page}" for op, page in {
     "repos/get-branch-protection": "branches/branch-protection#get-branch-protection",
     "repos/update-branch-protection": "branches/branch-protection#update-branch-protection",
     "repos/delete-branch-protection": "branches/branch-protection#delete-branch-protection",
+    "rate-limit/get": "rate-limit/rate-limit#get-rate-limit-status-for-the-authenticated-user",
 }.items()})
 
 # GitHub Apps: the App's own routes (a JWT) and its installations' (an installation token)

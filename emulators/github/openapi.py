@@ -5,6 +5,7 @@
 so fault rules by operationId match nested refs too.
 """
 from .errors import API_VERSION
+from .ratelimits.openapi import PATHS as RATE_LIMIT_PATHS
 
 _OWNER_REPO = [
     {"name": "owner", "in": "path", "required": True, "schema": {"type": "string"}},
@@ -403,3 +404,4 @@ DOCUMENT["paths"]["/graphql"] = {"post": {
     "requestBody": {"required": True, "content": _json("Object")},
     "responses": {"200": _answer("data and errors", "Object"),
                   "401": _answer("No credential", "BasicError")}}}
+DOCUMENT["paths"].update(RATE_LIMIT_PATHS)  # `GET /rate_limit`

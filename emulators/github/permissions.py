@@ -40,7 +40,8 @@ def _table(rows):
 
 # operationId -> (the permissions any one of which suffices, the level it needs)
 REQUIRED = _table([
-    ("metadata", "read", "repos/get"),
+    # `rate_limit` needs no permission: every installation holds metadata
+    ("metadata", "read", "repos/get rate-limit/get"),
     ("contents", "read",
      "git/get-ref git/list-matching-refs git/list-refs git/get-blob git/get-tree"
      " git/get-commit repos/get-content repos/get-readme repos/list-commits repos/get-commit"

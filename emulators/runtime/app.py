@@ -91,6 +91,7 @@ class Runtime:
         self._stamps = {}
         self._provider = None
         self._own = frozenset(getattr(service, "own_transactions", ()))
+        self._request_id = getattr(service, "request_id_header", None)
 
     def __getattr__(self, name):
         if name in HANDLES:
@@ -296,10 +297,23 @@ class Runtime:
             entry["faultId"] = fault
         elif entry["status"] >= 400:
             entry["request"] = _request_meta(call.environ)
-        self._log(entry, call.started)
-        call.start_response(status, [*headers, ("content-length", str(len(body))), *call.echo,
-                                     ("x-mockingbird", self.stamp(call.namespace))])
+        seq = []
+        self._log(entry, call.started, numbered=seq.append)
+        self._respond(call, status, [*headers, ("content-length", str(len(body))), *call.echo],
+                      seq)
         return [] if call.method == "HEAD" else [body]
+
+    def _respond(self, call, status, headers, seq):
+        """Start the answer once the request's journal entry is numbered (`seq` holds its
+        number then): after the commit of a write's transaction, at once for anything else.
+        The service's `request_id_header` carries the number, so a client's log finds the
+        entry in the journal."""
+        def respond():
+            if self._request_id is not None and seq:
+                headers.append((self._request_id, str(seq[0])))
+            headers.append(("x-mockingbird", self.stamp(call.namespace)))
+            call.start_response(status, headers)
+        self.emulator.db.after_transaction(respond)
 
     def _dispatch(self, call, instance, head=None):
         """Call the provider on `instance`; checkpoint, journal and stamp its answer. `head`:
@@ -330,16 +344,16 @@ class Runtime:
         status, headers, early = captured
         if environ.get("SCRIPT_NAME"):  # mounted or carried: local URLs move under it
             headers, result = rewrite_response(headers, result, environ)
-        self._record(call, instance, int(status[:3]), headers, head)
-        call.start_response(status, [*headers, *call.echo,
-                                     ("x-mockingbird", self.stamp(instance.namespace))])
+        seq = self._record(call, instance, int(status[:3]), headers, head)
+        self._respond(call, status, [*headers, *call.echo], seq)
         if call.scratch is None and isinstance(result, list):
             return [*early, *result] if early else result
         return self._stream(result, call, early)
 
     def _record(self, call, instance, code, headers, head):
         """Checkpoint a write that succeeded and journal the request; a checkpoint's id goes
-        into the answer's `headers`."""
+        into the answer's `headers`. Return the list that holds the entry's number once it is
+        journaled."""
         entry = call.entry
         entry["status"] = code
         commit = None
@@ -353,9 +367,11 @@ class Runtime:
         if code >= 400 and "faultId" not in entry:
             entry["request"] = _request_meta(call.environ)
         version, known = self._still_known(instance.version, head)
-        checkpoint = self._log(entry, call.started, commit, version, known)
+        seq = []
+        checkpoint = self._log(entry, call.started, commit, version, known, numbered=seq.append)
         if checkpoint:
             headers.append(("x-mockingbird-checkpoint", checkpoint))
+        return seq
 
     def _still_known(self, version, head):
         """(control version, main's head) read at the start of the write, as far as they still
@@ -380,13 +396,14 @@ class Runtime:
             entry["accepted"] = True
             entry["checkpoint"] = instance.accepted
 
-    def _log(self, entry, started, commit=None, version=None, head=None):
+    def _log(self, entry, started, commit=None, version=None, head=None, numbered=None):
         """Journal the request; commit a checkpoint of branch `commit` inside the write's
-        transaction. Return the checkpoint id or None.
+        transaction. Return the checkpoint id or None; `numbered(seq)` gets the entry's number
+        once it is journaled.
 
         The entry goes to the journal segment (state/journal.py) once the transaction has
-        committed (at once when none is open), before the answer leaves: a read writes no
-        SQLite row. `version` and `head` are the write's (`_still_known`).
+        committed (at once when none is open), before the answer leaves: a journal entry
+        writes no SQLite row. `version` and `head` are the write's (`_still_known`).
         """
         entry["durationMs"] = int((perf_counter() - started) * 100_000 + 0.5) / 100
         namespace = entry["namespace"]
@@ -395,7 +412,10 @@ class Runtime:
         if commit is not None:
             checkpoint, now = self._commit(namespace, commit, clock, head)
         db = self.emulator.db
-        db.after_transaction(lambda: self.emulator.journal.record(entry, now))
+        if numbered is None:
+            db.after_transaction(lambda: self.emulator.journal.record(entry, now))
+        else:
+            db.after_transaction(lambda: numbered(self.emulator.journal.record(entry, now)))
         if self._on_log is not None:  # after the commit: a slow sink never holds the lock
             db.after_transaction(lambda: self._on_log(entry))
         return checkpoint

@@ -19,6 +19,7 @@ from .state.db import Database
 from .state.faults import Faults
 from .state.journal import Journal
 from .state.objects import Objects, delete_namespace
+from .state.quotas import Quotas
 from .state.rng import seed_state
 from .state.shapes import ShapeCache
 from .state.timeline import MAIN, Timeline, storage_key
@@ -55,6 +56,7 @@ class Emulator:
         self.timeline = Timeline(db, self.name, self.clocks, seed_state(settings.seed),
                                  settings.max_checkpoints)
         self.credentials = Credentials(db, self.name)
+        self.quotas = Quotas(db, self.name)  # rate-limit windows a service counts
         # the webhook hub (webhooks.py), only for services that emit events
         self.webhooks = WebhookHub(db, self.name, user_agent=service.webhook_user_agent,
                                    headers=service.webhook_headers) if service.webhooks else None
@@ -168,6 +170,7 @@ class Emulator:
                                     " key NOT LIKE '!faults:%'", (self.name, namespace))
             self.timeline.reset(namespace)
             delete_namespace(self.db, self.name, namespace)
+            self.quotas.reset(namespace)
             if "faults" not in keep:
                 self.faults.reset(namespace)
             if "clock" not in keep:

@@ -131,6 +131,13 @@ class Instance:
             self._state = shapes.version(self.key)
         return shapes.get(self.key, ("answer", *token), build, size, version=self._state)
 
+    @property
+    def quotas(self):
+        """This namespace's rate-limit windows on its clock (state/quotas.py): `take(who,
+        resource, limit, window_ms)`, `peek(who, resource, window_ms)`, `windows(who,
+        {resource: window_ms})`."""
+        return self._emulator.quotas.of(self.namespace, self.now_ms)
+
     def transaction(self):
         """Return a context manager running the block as one BEGIN IMMEDIATE transaction."""
         return self._emulator.db.transaction()

@@ -47,12 +47,16 @@ class Service:
     # body first and uses the operationId `name` gives wherever one is used; `reads` True runs
     # it as a read (no transaction, no checkpoint). `name` must not raise.
     body_operations = {}
+    # The header that carries each provider answer's journal number (`seq`), so a client's
+    # log leads to the journal entry (github: `X-GitHub-Request-Id`); None sends none.
+    request_id_header = None
 
     def __init__(self, *, name, version="0.0.0-development", default_port=0, openapi=None,
                  provider_app=None, presets=None, admin_routes=(), describe=None, reset=None,
                  credential=None, webhooks=False, webhook_ping=None, webhook_headers=None,
                  webhook_user_agent=None, read_operations=(), own_transactions=(),
-                 body_limits=None, operation_path=None, body_operations=None):
+                 body_limits=None, operation_path=None, body_operations=None,
+                 request_id_header=None):
         self.name = name
         self.version = version
         self.default_port = default_port
@@ -78,6 +82,8 @@ class Service:
         self.own_transactions = frozenset(own_transactions)
         self.body_limits = dict(body_limits or {})
         self.body_operations = dict(body_operations or {})
+        if request_id_header is not None:
+            self.request_id_header = request_id_header
 
     def provider_app(self):
         """Return a falcon.App with the provider routes at the root."""

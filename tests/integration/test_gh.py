@@ -92,6 +92,26 @@ def test_gh_api_graphql_and_rest_under_api_v3(world):
     assert "Could not resolve to a Repository with the name 'octo/nope'." in missing.stderr
 
 
+def test_gh_api_rate_limit_reads_the_windows_and_meets_a_full_one(world):
+    """`gh api rate_limit` (uncounted) shows what ada's requests used, GraphQL apart; a full
+    window is GitHub's 403 in gh's words."""
+    ada = world.gh()
+    ada.run("api", "repos/octo/demo")
+    ada.run("api", "graphql", "-f", "query={viewer{login}}")
+    limits = json.loads(ada.run("api", "rate_limit").stdout)
+    assert limits["rate"] == limits["resources"]["core"]
+    assert {k: limits["resources"]["core"][k] for k in ("limit", "used", "remaining")} == {
+        "limit": 5000, "used": 1, "remaining": 4999}
+    assert limits["resources"]["graphql"]["used"] == 1
+    shown = ada.run("api", "--include", "rate_limit").stdout
+    assert "X-Ratelimit-Resource: core" in shown and "Cache-Control: no-cache" in shown
+    requests.put(f"{world.url}/__admin/github/rate-limits", json={"core": 1},
+                 timeout=10).raise_for_status()
+    refused = ada.run("api", "repos/octo/demo", ok=False)
+    assert refused.returncode == 1
+    assert "API rate limit exceeded for user" in refused.stderr and "HTTP 403" in refused.stderr
+
+
 def test_gh_repo_view(world):
     shown = world.gh().run("repo", "view", "octo/demo").stdout
     assert shown.startswith("name:\tocto/demo\n") and "# demo" in shown

@@ -29,6 +29,7 @@ RUN_HERE = ("spaces/newos4/README.md", "spaces/newos4/relay/README.md")
 RUN_BESIDE = {"emulators/README.md": "tests/emulators/runtime/fleet/test_start.py",
               "emulators/hermes/README.md": "tests/emulators/hermes/test_readme.py",
               "emulators/github/README.md": "tests/emulators/github/test_readme.py",
+              "emulators/github/ratelimits/README.md": "tests/emulators/github/test_readme.py",
               "emulators/github/graphql/README.md":
                   "tests/emulators/github/test_graphql_readme.py"}
 FRONT_PAGE = "README.md"  # the quick start (the fixtures play it), the first conversation

@@ -13,6 +13,7 @@ from emulators.runtime import instance_of
 from .. import context, errors, media
 from ..calls import accepted, backend_for
 from ..credentials import identify
+from ..ratelimits.conditional import digest
 from ..schemas import body as bodies
 from ..schemas.base import MAX_SAFE_INTEGER
 
@@ -120,14 +121,16 @@ def answer(resp, status, body):
 def answer_cached(req, resp, token, build):
     """Answer 200 with a read's body built once per change of the namespace's records
     (`Instance.cached`, `token` naming the request). `build()` returns (body, extra): the
-    body is encoded once, as falcon's JSON handler does; `extra` is returned."""
+    body is encoded once, as falcon's JSON handler does, and digested once for its ETag
+    (ratelimits/); `extra` is returned."""
     instance = instance_of(req)
 
     def encoded():
         body, extra = build()
-        return body, json.dumps(body, ensure_ascii=False).encode(), extra
-    body, data, extra = instance.cached((*token, instance.base_url), encoded,
-                                        size=lambda value: len(value[1]))
+        data = json.dumps(body, ensure_ascii=False).encode()
+        return body, data, extra, digest(data)
+    body, data, extra, resp.context["digest"] = instance.cached(
+        (*token, instance.base_url), encoded, size=lambda value: len(value[1]))
     resp.status = 200
     resp.media = body  # what middleware reads; falcon sends `data`, the same bytes
     resp.data = data

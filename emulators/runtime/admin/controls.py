@@ -275,7 +275,7 @@ class JournalControls:
             if since is None:
                 raise AdminError("since: expected epoch ms or ISO-8601")
             filters["since_ms"] = since
-        for name, key in (("limit", "limit"), ("after", "after")):
+        for name, key in (("limit", "limit"), ("after", "after"), ("seq", "seq")):
             if name in query:
                 if not re.fullmatch(r"[0-9]+", query[name]):
                     raise AdminError(f"{name}: expected a count")

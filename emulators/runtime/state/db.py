@@ -71,6 +71,11 @@ CREATE TABLE IF NOT EXISTS branches (
 CREATE TABLE IF NOT EXISTS credentials (
     service TEXT NOT NULL, credential TEXT NOT NULL, namespace TEXT NOT NULL, user TEXT,
     PRIMARY KEY (service, credential)) WITHOUT ROWID;
+-- rate-limit windows (quotas.py): requests each caller made in its current window
+CREATE TABLE IF NOT EXISTS quotas (
+    service TEXT NOT NULL, namespace TEXT NOT NULL, who TEXT NOT NULL, resource TEXT NOT NULL,
+    reset_ms INTEGER NOT NULL, used INTEGER NOT NULL,
+    PRIMARY KEY (service, namespace, who, resource)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
     n INTEGER PRIMARY KEY AUTOINCREMENT, service TEXT NOT NULL, namespace TEXT NOT NULL,
     checkpoint TEXT NOT NULL);
@@ -457,6 +462,20 @@ class Database:
     def execute(self, sql, params=()):
         """Run one statement (atomic on its own) and return the cursor."""
         return self.conn.execute(sql, params)
+
+    def write(self, sql, params=()):
+        """Run one writing statement as a transaction of its own, taking turns with other
+        writers (writer.py), and return its rows (`RETURNING`); inside this thread's open
+        transaction it joins it. A write of one statement needs no BEGIN and COMMIT of its own:
+        the lock alone spares it SQLite's sleeping retries."""
+        conn = self.conn
+        if self._local.depth or self._writer is None:
+            return conn.execute(sql, params).fetchall()
+        self._writer.acquire()
+        try:
+            return conn.execute(sql, params).fetchall()  # fetched whole: the statement ends
+        finally:
+            self._writer.release()
 
     def one(self, sql, params=()):
         """Return the first row of a query, or None."""

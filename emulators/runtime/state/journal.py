@@ -117,15 +117,17 @@ class Journal:
                 conn.execute(_TRIM, (service, namespace, max(sizes.get(service, self.size), 0)))
 
     def entries(self, namespace=None, *, operation_id=None, status=None, since_ms=None,
-                after=None, limit=None):
-        """Return entries oldest first (the newest `size` per namespace), filtered."""
+                after=None, limit=None, seq=None):
+        """Return entries oldest first (the newest `size` per namespace), filtered (`seq`: the
+        one entry of that number, as a service's request id header names it)."""
         self.drain()
         sql = ("SELECT seq, at_ms, namespace, method, path, operation, status, duration_ms,"
                " fault, extra FROM journal WHERE service=?")
         params = [self._service]
         for condition, value in ((" AND namespace=?", namespace),
                                  (" AND operation=?", operation_id), (" AND status=?", status),
-                                 (" AND at_ms>=?", since_ms), (" AND seq>?", after)):
+                                 (" AND at_ms>=?", since_ms), (" AND seq>?", after),
+                                 (" AND seq=?", seq)):
             if value is not None:
                 sql += condition
                 params.append(value)

@@ -73,6 +73,11 @@ class GitHubClient:
     def advance(self, ms=1000):
         return self.post("/__admin/clock", {"advance": ms}, 200)
 
+    def rate_limits(self, **limits):
+        """Set the namespace's rate limits (`core=N`...), as the fixtures' handle does."""
+        return self.app.put_json("/__admin/github/rate-limits", limits, headers=self.headers,
+                                 status=200)
+
 
 @pytest.fixture
 def runtime(tmp_path):
@@ -81,7 +86,7 @@ def runtime(tmp_path):
 
 @pytest.fixture
 def app(runtime):
-    return webtest.TestApp(runtime, extra_environ={"HTTP_HOST": HOST})
+    return webtest.TestApp(runtime, extra_environ={"HTTP_HOST": HOST, "REMOTE_ADDR": "127.0.0.1"})
 
 
 @pytest.fixture

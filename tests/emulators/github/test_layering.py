@@ -22,7 +22,10 @@ GRAPHQL = ["graphql.resources", "graphql.execution", "graphql.root", "graphql.mu
            "graphql.documents", "graphql.schema", "graphql.errors"]
 SCHEMAS = ["schemas.graphql", "schemas.ci", "schemas.contents", "schemas.issues", "schemas.merges",
            "schemas.protection", "schemas.pulls", "schemas.queries", "schemas.refs",
-           "schemas.reviews", "schemas.apps", "schemas.base", "schemas.body"]
+           "schemas.reviews", "schemas.apps", "schemas.rate_limits", "schemas.base",
+           "schemas.body"]
+# rate limits and conditional requests: middleware and a route over their rules
+RATE_LIMITS = ["ratelimits.resources", "ratelimits.middleware", "ratelimits.admin"]
 RULES = ["models.backend", "models.seeding", "models.merges", "models.protection",
          "models.reviews", "models.issues", "models.labels", "models.checks",
          "models.statuses", "models.refs", "models.pulls", "models.git_data",
@@ -30,9 +33,10 @@ RULES = ["models.backend", "models.seeding", "models.merges", "models.protection
          "models.repositories", "models.apps", "models.signin", "models.nodes", "models.texts"]
 # `from .schemas import refs` names the package
 PACKAGES = ["resources", "graphql", "schemas", "models", "shapes"]
-ORDER = ["app", "admin", "resources", *HTTP, "graphql", *GRAPHQL, "schemas", *SCHEMAS, "calls",
-         "credentials", "models", *RULES, "permissions", "keys", "transport", "shallow",
-         "context", "openapi", "presets", "media", "events", "shapes", "shapes.ci",
+ORDER = ["app", "admin", *RATE_LIMITS, "resources", *HTTP, "graphql", *GRAPHQL, "schemas",
+         *SCHEMAS, "calls", "ratelimits.quotas", "credentials", "models", *RULES,
+         "ratelimits.conditional", "permissions", "keys", "transport", "shallow", "context",
+         "openapi", "ratelimits.openapi", "presets", "media", "events", "shapes", "shapes.ci",
          "shapes.conversation", "shapes.protection", "shapes.repos", "shapes.commits",
          "shapes.apps", "shapes.accounts", "store", "objects", "inputs", "git", "ids", "times",
          "actors", "errors"]

@@ -16,8 +16,9 @@ from .test_pygithub import served  # noqa: F401  (the same served emulators)
 REPO = Path(__file__).resolve().parents[3]
 HERE = Path(__file__).resolve().parent
 FOLDER = REPO / "var" / "octokit"
-PACKAGES = ("@octokit/rest@22.0.1", "@octokit/auth-app@8.3.1")  # auth-app: test_app_octokit.py
-SCRIPTS = ("octokit_flow.mjs", "app_bot_flow.mjs")
+# auth-app: test_app_octokit.py; plugin-throttling: test_rate_limit_clients.py
+PACKAGES = ("@octokit/rest@22.0.1", "@octokit/auth-app@8.3.1", "@octokit/plugin-throttling@11.0.5")
+SCRIPTS = ("octokit_flow.mjs", "app_bot_flow.mjs", "octokit_throttling.mjs")
 
 
 @pytest.fixture(scope="session")

@@ -63,3 +63,19 @@ def test_the_pull_request_life_example_runs():
 def test_the_github_apps_example_runs():
     assert section_example_prints("## GitHub Apps") == [
         "my-bot[bot]", "403 Resource not accessible by integration"]
+
+
+@pytest.mark.skipif(not shutil.which("curl"), reason="curl is not on this machine")
+def test_the_rate_limits_shell_block_runs_as_a_user_runs_it(tmp_path):
+    """The 304 before the window fills, the 403 once it is full, the clock moving past it."""
+    done = run_as_user("\n".join(sh_blocks("emulators/github/ratelimits/README.md")),
+                       user_env(TMPDIR=str(tmp_path)), {8828: unused_port()})
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = [line for line in done.stdout.splitlines() if not line.startswith("github ")]
+    assert json.loads(lines[0]) == {"core": 2, "search": None, "graphql": None}
+    assert lines[1:3] == ["304", "200"]
+    assert json.loads(lines[3])["message"] == (
+        "API rate limit exceeded for 127.0.0.1. (But here's the good news: Authenticated"
+        " requests get a higher rate limit. Check out the documentation for more details.)")
+    assert lines[4].startswith("{'limit': 2, 'used': 2, 'remaining': 0, 'reset': ")
+    assert lines[5:] == ["200"]

@@ -33,6 +33,7 @@ OPERATIONS = [  # beyond those already extracted: the pull request's life (CI, c
     "apps/create-installation-access-token", "apps/get-repo-installation",
     "apps/get-org-installation", "apps/get-user-installation",
     "apps/list-repos-accessible-to-installation", "apps/revoke-installation-access-token",
+    "rate-limit/get",
 ]
 WEBHOOKS = [
     "status", "check-run-created", "check-run-completed", "check-run-rerequested",

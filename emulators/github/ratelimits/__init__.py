@@ -1,0 +1,1 @@
+"""GitHub's primary rate limits and conditional requests (README.md in this folder)."""
