@@ -15,6 +15,9 @@ each with `kind`, `key` (whose credential: what per-credential limits count by) 
 A JWT that fails GitHub's checks, and a token of an installation token's form that is unknown,
 revoked or expired, raise GitHub's 401 (`errors.Unauthorized`).
 """
+import dataclasses
+from typing import ClassVar
+
 from . import actors, errors
 from .context import credential as token_of
 from .models.apps import AppRules, bot_login, is_installation_token
@@ -24,22 +27,17 @@ from .store import GitHubStore
 ENVIRON_KEY = "github.credential"
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class Anonymous:
     """No credential: the emulator's default member acts, keyed by the client's address."""
 
-    kind = "anonymous"
-    __slots__ = ("address",)
-
-    def __init__(self, address):
-        self.address = address
+    address: str
+    kind: ClassVar[str] = "anonymous"
+    login: ClassVar[str] = actors.DEFAULT
 
     @property
     def key(self):
         return f"address:{self.address}"
-
-    @property
-    def login(self):
-        return actors.DEFAULT
 
 
 class UserToken:
@@ -95,14 +93,13 @@ class InstallationToken:
         return bot_login(self.app_slug)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class AppJwt:
-    """An App signed in as itself (its JWT verified on the emulator's clock)."""
+    """An App signed in as itself (its JWT verified on the emulator's clock): `app` is its
+    record."""
 
-    kind = "app"
-    __slots__ = ("app",)
-
-    def __init__(self, app):
-        self.app = app
+    app: dict = dataclasses.field(repr=False)  # the record holds its webhook secret
+    kind: ClassVar[str] = "app"
 
     @property
     def key(self):

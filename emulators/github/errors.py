@@ -222,14 +222,9 @@ class ReviewRefused(GitHubError):
                 "documentation_url": self.documentation_url, "status": "422"}
 
 
-class PayloadTooLarge(GitHubError):
+class PayloadTooLarge(BasicError, status=413, message="Payload Too Large",
+                      documentation_url=TROUBLESHOOTING):
     """413 for a body past the runtime's limit, in the shape of GitHub's other errors."""
-
-    status = 413
-    message = "Payload Too Large"
-
-    def body(self):
-        return {"message": self.message, "documentation_url": TROUBLESHOOTING, "status": "413"}
 
 
 class MockOnlyError(GitHubError):
@@ -327,24 +322,13 @@ class NotFoundMessage(BasicError, status=404):
 
 
 
-class RouteNotFound(GitHubError):
+class RouteNotFound(BasicError, status=404, message="Not Found", documentation_url=GENERIC_DOCS):
     """GitHub's generic 404: a route (or method) it does not serve names no operation."""
 
-    status = 404
-    message = "Not Found"
 
-    def body(self):
-        return {"message": self.message, "documentation_url": GENERIC_DOCS, "status": "404"}
-
-
-class Unauthorized(GitHubError):
+class Unauthorized(BasicError, status=401, documentation_url=GENERIC_DOCS):
     """401 for credentials GitHub refuses (`Bad credentials`, a JWT's exact complaint), with
     its generic documentation link, as GitHub sends them."""
-
-    status = 401
-
-    def body(self):
-        return {"message": self.message, "documentation_url": GENERIC_DOCS, "status": "401"}
 
 
 class BadCredentials(Unauthorized, message="Bad credentials"):

@@ -253,94 +253,94 @@ DOCUMENT["paths"]["/{owner}/{repo}/raw/{tail}"] = {"get": {
 # a pull request's life: CI results, conversation, review, protection, merge. Their answers are
 # GitHub's whole objects (the tests hold them to GitHub's own schemas); these paths let the
 # runtime name each operation (journal, fault rules).
-# (method, path, operationId, summary, success status, takes a body)
+# {path: {method: (operationId, summary, success status, takes a body)}}
 _R = "/repos/{owner}/{repo}"
-_LIFE = [
-    ("post", _R + "/statuses/{sha}", "repos/create-commit-status",
-     "Create a commit status", "201", True),
-    ("get", _R + "/commits/{ref}/statuses", "repos/list-commit-statuses-for-ref",
-     "List commit statuses for a reference", "200", False),
-    ("get", _R + "/commits/{ref}/status", "repos/get-combined-status-for-ref",
-     "Get the combined status for a reference", "200", False),
-    ("get", _R + "/commits/{ref}/check-runs", "checks/list-for-ref",
-     "List check runs for a Git reference (latest per name by default)", "200", False),
-    ("get", _R + "/commits/{ref}/check-suites", "checks/list-suites-for-ref",
-     "List check suites for a Git reference", "200", False),
-    ("post", _R + "/check-runs", "checks/create", "Create a check run", "201", True),
-    ("get", _R + "/check-runs/{check_run_id}", "checks/get", "Get a check run", "200", False),
-    ("patch", _R + "/check-runs/{check_run_id}", "checks/update",
-     "Update a check run (a conclusion completes it)", "200", True),
-    ("post", _R + "/check-runs/{check_run_id}/rerequest", "checks/rerequest-run",
-     "Rerequest a check run", "201", False),
-    ("get", _R + "/check-suites/{check_suite_id}", "checks/get-suite",
-     "Get a check suite", "200", False),
-    ("get", _R + "/check-suites/{check_suite_id}/check-runs", "checks/list-for-suite",
-     "List check runs in a check suite", "200", False),
-    ("get", _R + "/issues", "issues/list-for-repo",
-     "List repository issues (pull requests included)", "200", False),
-    ("post", _R + "/issues", "issues/create", "Create an issue", "201", True),
-    ("get", _R + "/issues/{issue_number}", "issues/get", "Get an issue", "200", False),
-    ("patch", _R + "/issues/{issue_number}", "issues/update", "Update an issue", "200", True),
-    ("get", _R + "/issues/{issue_number}/comments", "issues/list-comments",
-     "List issue comments", "200", False),
-    ("post", _R + "/issues/{issue_number}/comments", "issues/create-comment",
-     "Create an issue comment", "201", True),
-    ("get", _R + "/issues/comments/{comment_id}", "issues/get-comment",
-     "Get an issue comment", "200", False),
-    ("patch", _R + "/issues/comments/{comment_id}", "issues/update-comment",
-     "Update an issue comment", "200", True),
-    ("delete", _R + "/issues/comments/{comment_id}", "issues/delete-comment",
-     "Delete an issue comment", "204", False),
-    ("get", _R + "/issues/{issue_number}/labels", "issues/list-labels-on-issue",
-     "List labels for an issue", "200", False),
-    ("post", _R + "/issues/{issue_number}/labels", "issues/add-labels",
-     "Add labels to an issue", "200", True),
-    ("put", _R + "/issues/{issue_number}/labels", "issues/set-labels",
-     "Set labels for an issue", "200", True),
-    ("delete", _R + "/issues/{issue_number}/labels", "issues/remove-all-labels",
-     "Remove all labels from an issue", "204", False),
-    ("delete", _R + "/issues/{issue_number}/labels/{name}", "issues/remove-label",
-     "Remove a label from an issue", "200", False),
-    ("post", _R + "/issues/{issue_number}/assignees", "issues/add-assignees",
-     "Add assignees to an issue", "201", True),
-    ("delete", _R + "/issues/{issue_number}/assignees", "issues/remove-assignees",
-     "Remove assignees from an issue", "200", True),
-    ("get", _R + "/labels", "issues/list-labels-for-repo",
-     "List labels for a repository", "200", False),
-    ("post", _R + "/labels", "issues/create-label", "Create a label", "201", True),
-    ("get", _R + "/labels/{name}", "issues/get-label", "Get a label", "200", False),
-    ("patch", _R + "/labels/{name}", "issues/update-label", "Update a label", "200", True),
-    ("delete", _R + "/labels/{name}", "issues/delete-label", "Delete a label", "204", False),
-    ("get", _R + "/pulls/{pull_number}/reviews", "pulls/list-reviews",
-     "List reviews for a pull request", "200", False),
-    ("post", _R + "/pulls/{pull_number}/reviews", "pulls/create-review",
-     "Create a review for a pull request", "200", True),
-    ("get", _R + "/pulls/{pull_number}/reviews/{review_id}", "pulls/get-review",
-     "Get a review for a pull request", "200", False),
-    ("post", _R + "/pulls/{pull_number}/reviews/{review_id}/events", "pulls/submit-review",
-     "Submit a review for a pull request", "200", True),
-    ("put", _R + "/pulls/{pull_number}/reviews/{review_id}/dismissals", "pulls/dismiss-review",
-     "Dismiss a review for a pull request", "200", True),
-    ("get", _R + "/pulls/{pull_number}/requested_reviewers", "pulls/list-requested-reviewers",
-     "Get all requested reviewers for a pull request", "200", False),
-    ("post", _R + "/pulls/{pull_number}/requested_reviewers", "pulls/request-reviewers",
-     "Request reviewers for a pull request", "201", True),
-    ("delete", _R + "/pulls/{pull_number}/requested_reviewers", "pulls/remove-requested-reviewers",
-     "Remove requested reviewers from a pull request", "200", True),
-    ("get", _R + "/pulls/{pull_number}/merge", "pulls/check-if-merged",
-     "Check if a pull request has been merged", "204", False),
-    ("put", _R + "/pulls/{pull_number}/merge", "pulls/merge",
-     "Merge a pull request (merge, squash, rebase)", "200", True),
-    ("post", _R + "/merges", "repos/merge", "Merge a branch", "201", True),
-    ("get", _R + "/branches", "repos/list-branches", "List branches", "200", False),
-    ("get", _R + "/branches/{branch}", "repos/get-branch", "Get a branch", "200", False),
-    ("get", _R + "/branches/{branch}/protection", "repos/get-branch-protection",
-     "Get branch protection", "200", False),
-    ("put", _R + "/branches/{branch}/protection", "repos/update-branch-protection",
-     "Update branch protection", "200", True),
-    ("delete", _R + "/branches/{branch}/protection", "repos/delete-branch-protection",
-     "Delete branch protection", "204", False),
-]
+_LIFE = {
+    _R + "/statuses/{sha}": {
+        "post": ("repos/create-commit-status", "Create a commit status", "201", True)},
+    _R + "/commits/{ref}/statuses": {
+        "get": ("repos/list-commit-statuses-for-ref", "List commit statuses for a reference",
+                "200", False)},
+    _R + "/commits/{ref}/status": {
+        "get": ("repos/get-combined-status-for-ref", "Get the combined status for a reference",
+                "200", False)},
+    _R + "/commits/{ref}/check-runs": {
+        "get": ("checks/list-for-ref",
+                "List check runs for a Git reference (latest per name by default)", "200", False)},
+    _R + "/commits/{ref}/check-suites": {
+        "get": ("checks/list-suites-for-ref", "List check suites for a Git reference",
+                "200", False)},
+    _R + "/check-runs": {
+        "post": ("checks/create", "Create a check run", "201", True)},
+    _R + "/check-runs/{check_run_id}": {
+        "get": ("checks/get", "Get a check run", "200", False),
+        "patch": ("checks/update", "Update a check run (a conclusion completes it)", "200", True)},
+    _R + "/check-runs/{check_run_id}/rerequest": {
+        "post": ("checks/rerequest-run", "Rerequest a check run", "201", False)},
+    _R + "/check-suites/{check_suite_id}": {
+        "get": ("checks/get-suite", "Get a check suite", "200", False)},
+    _R + "/check-suites/{check_suite_id}/check-runs": {
+        "get": ("checks/list-for-suite", "List check runs in a check suite", "200", False)},
+    _R + "/issues": {
+        "get": ("issues/list-for-repo", "List repository issues (pull requests included)",
+                "200", False),
+        "post": ("issues/create", "Create an issue", "201", True)},
+    _R + "/issues/{issue_number}": {
+        "get": ("issues/get", "Get an issue", "200", False),
+        "patch": ("issues/update", "Update an issue", "200", True)},
+    _R + "/issues/{issue_number}/comments": {
+        "get": ("issues/list-comments", "List issue comments", "200", False),
+        "post": ("issues/create-comment", "Create an issue comment", "201", True)},
+    _R + "/issues/comments/{comment_id}": {
+        "get": ("issues/get-comment", "Get an issue comment", "200", False),
+        "patch": ("issues/update-comment", "Update an issue comment", "200", True),
+        "delete": ("issues/delete-comment", "Delete an issue comment", "204", False)},
+    _R + "/issues/{issue_number}/labels": {
+        "get": ("issues/list-labels-on-issue", "List labels for an issue", "200", False),
+        "post": ("issues/add-labels", "Add labels to an issue", "200", True),
+        "put": ("issues/set-labels", "Set labels for an issue", "200", True),
+        "delete": ("issues/remove-all-labels", "Remove all labels from an issue", "204", False)},
+    _R + "/issues/{issue_number}/labels/{name}": {
+        "delete": ("issues/remove-label", "Remove a label from an issue", "200", False)},
+    _R + "/issues/{issue_number}/assignees": {
+        "post": ("issues/add-assignees", "Add assignees to an issue", "201", True),
+        "delete": ("issues/remove-assignees", "Remove assignees from an issue", "200", True)},
+    _R + "/labels": {
+        "get": ("issues/list-labels-for-repo", "List labels for a repository", "200", False),
+        "post": ("issues/create-label", "Create a label", "201", True)},
+    _R + "/labels/{name}": {
+        "get": ("issues/get-label", "Get a label", "200", False),
+        "patch": ("issues/update-label", "Update a label", "200", True),
+        "delete": ("issues/delete-label", "Delete a label", "204", False)},
+    _R + "/pulls/{pull_number}/reviews": {
+        "get": ("pulls/list-reviews", "List reviews for a pull request", "200", False),
+        "post": ("pulls/create-review", "Create a review for a pull request", "200", True)},
+    _R + "/pulls/{pull_number}/reviews/{review_id}": {
+        "get": ("pulls/get-review", "Get a review for a pull request", "200", False)},
+    _R + "/pulls/{pull_number}/reviews/{review_id}/events": {
+        "post": ("pulls/submit-review", "Submit a review for a pull request", "200", True)},
+    _R + "/pulls/{pull_number}/reviews/{review_id}/dismissals": {
+        "put": ("pulls/dismiss-review", "Dismiss a review for a pull request", "200", True)},
+    _R + "/pulls/{pull_number}/requested_reviewers": {
+        "get": ("pulls/list-requested-reviewers", "Get all requested reviewers for a pull request",
+                "200", False),
+        "post": ("pulls/request-reviewers", "Request reviewers for a pull request", "201", True),
+        "delete": ("pulls/remove-requested-reviewers",
+                   "Remove requested reviewers from a pull request", "200", True)},
+    _R + "/pulls/{pull_number}/merge": {
+        "get": ("pulls/check-if-merged", "Check if a pull request has been merged", "204", False),
+        "put": ("pulls/merge", "Merge a pull request (merge, squash, rebase)", "200", True)},
+    _R + "/merges": {
+        "post": ("repos/merge", "Merge a branch", "201", True)},
+    _R + "/branches": {
+        "get": ("repos/list-branches", "List branches", "200", False)},
+    _R + "/branches/{branch}": {
+        "get": ("repos/get-branch", "Get a branch", "200", False)},
+    _R + "/branches/{branch}/protection": {
+        "get": ("repos/get-branch-protection", "Get branch protection", "200", False),
+        "put": ("repos/update-branch-protection", "Update branch protection", "200", True),
+        "delete": ("repos/delete-branch-protection", "Delete branch protection", "204", False)},
+}
 
 _BASIC = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/BasicError"}}}}
 _LIFE_ERRORS = {
@@ -352,7 +352,7 @@ _LIFE_ERRORS = {
 _OBJECT = {"application/json": {"schema": {"type": "object"}}}
 
 
-def _operation(operation_id, summary, path, status, has_body):
+def _operation(path, operation_id, summary, status, has_body):
     names = [part[1:-1] for part in path.split("/") if part.startswith("{")]
     op = {"operationId": operation_id, "summary": summary,
           "parameters": [*({"name": name, "in": "path", "required": True,
@@ -365,35 +365,37 @@ def _operation(operation_id, summary, path, status, has_body):
     return op
 
 
-for _method, _path, _id, _summary, _status, _has_body in _LIFE:
-    DOCUMENT["paths"].setdefault(_path, {})[_method] = _operation(_id, _summary, _path, _status,
-                                                                  _has_body)
-
 # GitHub Apps: the App's own routes (its JWT) and an installation token's
-_APPS = [
-    ("get", "/app", "apps/get-authenticated", "Get the authenticated App (its JWT)", "200", False),
-    ("get", "/app/installations", "apps/list-installations", "List the App's installations",
-     "200", False),
-    ("get", "/app/installations/{installation_id}", "apps/get-installation",
-     "Get one of the App's installations", "200", False),
-    ("post", "/app/installations/{installation_id}/access_tokens",
-     "apps/create-installation-access-token",
-     "Create an installation token (one hour; narrowed by repositories and permissions)",
-     "201", True),
-    ("get", "/repos/{owner}/{repo}/installation", "apps/get-repo-installation",
-     "Get the App's installation that reaches a repository", "200", False),
-    ("get", "/orgs/{org}/installation", "apps/get-org-installation",
-     "Get the App's installation on an organization", "200", False),
-    ("get", "/users/{username}/installation", "apps/get-user-installation",
-     "Get the App's installation on a user", "200", False),
-    ("get", "/installation/repositories", "apps/list-repos-accessible-to-installation",
-     "List the repositories an installation token reaches", "200", False),
-    ("delete", "/installation/token", "apps/revoke-installation-access-token",
-     "Revoke the installation token of the request", "204", False),
-]
-for _method, _path, _id, _summary, _status, _has_body in _APPS:
-    DOCUMENT["paths"].setdefault(_path, {})[_method] = _operation(_id, _summary, _path, _status,
-                                                                  _has_body)
+_APPS = {
+    "/app": {
+        "get": ("apps/get-authenticated", "Get the authenticated App (its JWT)", "200", False)},
+    "/app/installations": {
+        "get": ("apps/list-installations", "List the App's installations", "200", False)},
+    "/app/installations/{installation_id}": {
+        "get": ("apps/get-installation", "Get one of the App's installations", "200", False)},
+    "/app/installations/{installation_id}/access_tokens": {
+        "post": ("apps/create-installation-access-token",
+                 "Create an installation token (one hour; narrowed by repositories and"
+                 " permissions)", "201", True)},
+    "/repos/{owner}/{repo}/installation": {
+        "get": ("apps/get-repo-installation",
+                "Get the App's installation that reaches a repository", "200", False)},
+    "/orgs/{org}/installation": {
+        "get": ("apps/get-org-installation", "Get the App's installation on an organization",
+                "200", False)},
+    "/users/{username}/installation": {
+        "get": ("apps/get-user-installation", "Get the App's installation on a user",
+                "200", False)},
+    "/installation/repositories": {
+        "get": ("apps/list-repos-accessible-to-installation",
+                "List the repositories an installation token reaches", "200", False)},
+    "/installation/token": {
+        "delete": ("apps/revoke-installation-access-token",
+                   "Revoke the installation token of the request", "204", False)},
+}
+for _path, _methods in {**_LIFE, **_APPS}.items():
+    DOCUMENT["paths"][_path] = {method: _operation(_path, *operation)
+                                for method, operation in _methods.items()}
 
 # GraphQL (graphql/): one route; the runtime names each request by its operation
 # (`graphql/query/<Name>`, `graphql/mutation/<Name>`), and `/api/graphql` is matched as it

@@ -18,41 +18,46 @@ class SettingsError(ValueError):
     """A configuration variable has a value the service cannot use."""
 
 
+def _integer(default, minimum=1):
+    """An integer setting, read from NEWOS4_<NAME>: its default and the least value taken."""
+    return dataclasses.field(default=default, metadata={"minimum": minimum})
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
     """Everything the chat service, `scripts/chat.py` and `cron/relay.py` need to agree on."""
 
     data_dir: Path = DEFAULT_DATA_DIR
     trusted_proxies: tuple = ("127.0.0.1", "::1")
-    max_text: int = 4000
-    max_body: int = 32768
-    rate_thread: int = 20
-    rate_ip: int = 40
-    rate_window_s: int = 600
-    max_threads: int = 500
-    keep_messages: int = 200
-    keep_days: int = 30
-    poll_limit: int = 50
+    max_text: int = _integer(4000)
+    max_body: int = _integer(32768)
+    rate_thread: int = _integer(20)
+    rate_ip: int = _integer(40)
+    rate_window_s: int = _integer(600)
+    max_threads: int = _integer(500)
+    keep_messages: int = _integer(200)
+    keep_days: int = _integer(30)
+    poll_limit: int = _integer(50)
     # The relay (cron/relay.py): where Hermes is and how hard to try.
     hermes_api_url: str = ""
     hermes_api_key: str = ""
-    relay_budget_s: int = 45
-    relay_max_in_flight: int = 4
-    relay_max_attempts: int = 5
-    relay_history: int = 20
-    relay_run_timeout_s: int = 1800
-    relay_http_timeout_s: int = 10
+    relay_budget_s: int = _integer(45)
+    relay_max_in_flight: int = _integer(4)
+    relay_max_attempts: int = _integer(5)
+    relay_history: int = _integer(20, minimum=0)
+    relay_run_timeout_s: int = _integer(1800)
+    relay_http_timeout_s: int = _integer(10)
     # How long after a lost submission a run's input may take to show in Hermes' session
     # transcript before the relay concludes that no run started and submits again. Measured on
     # Hermes 0.19.0 (loopback, 2 shared cores): 0.4-0.6 s after the 202 one run at a time,
     # 2.6 s for the first run after a start, 3.7 s with six runs submitted at once; 15 s is four
     # times the worst of those.
-    relay_transcript_grace_s: int = 15
+    relay_transcript_grace_s: int = _integer(15)
     # Who reaches Hermes through the relay (relay/access.py): pairing, allowlist or open.
     relay_access: str = "pairing"
     # The watcher (cron/relay.py --watch): how often it looks at the folders, polls runs.
-    relay_watch_tick_ms: int = 100
-    relay_watch_poll_ms: int = 500
+    relay_watch_tick_ms: int = _integer(100, minimum=10)
+    relay_watch_poll_ms: int = _integer(500, minimum=50)
     # Whether the person may answer Hermes' approval requests with `always` (which allows a
     # pattern in Hermes' own configuration, for every conversation): off unless the host says.
     relay_allow_always: bool = False
@@ -95,14 +100,16 @@ class Settings:
             values["relay_access"] = access
         if environ.get("HERMES_API_KEY"):
             values["hermes_api_key"] = environ["HERMES_API_KEY"].strip()
-        for field, minimum in _LIMITS.items():
-            name = "NEWOS4_" + field.upper()
+        for field in dataclasses.fields(cls):
+            if "minimum" not in field.metadata:
+                continue
+            name, minimum = "NEWOS4_" + field.name.upper(), field.metadata["minimum"]
             raw = environ.get(name)
             if raw is None or raw == "":
                 continue
             if not raw.strip().isascii() or not raw.strip().isdigit() or int(raw) < minimum:
                 raise SettingsError(f"{name}: expected an integer >= {minimum}, got {raw!r}")
-            values[field] = int(raw)
+            values[field.name] = int(raw)
         allow_always = environ.get("NEWOS4_RELAY_ALLOW_ALWAYS", "").strip()
         if allow_always not in ("", "0", "1"):
             raise SettingsError(f"NEWOS4_RELAY_ALLOW_ALWAYS: expected 1 or 0, got "
@@ -158,12 +165,3 @@ def _http_url(name, raw):
         raise SettingsError(f"{name}: expected an http(s) URL with a host and a valid port, "
                             f"got {raw!r}")
     return url
-
-
-_LIMITS = {
-    "max_text": 1, "max_body": 1, "rate_thread": 1, "rate_ip": 1, "rate_window_s": 1,
-    "max_threads": 1, "keep_messages": 1, "keep_days": 1, "poll_limit": 1,
-    "relay_budget_s": 1, "relay_max_in_flight": 1, "relay_max_attempts": 1, "relay_history": 0,
-    "relay_run_timeout_s": 1, "relay_http_timeout_s": 1, "relay_transcript_grace_s": 1,
-    "relay_watch_tick_ms": 10, "relay_watch_poll_ms": 50,
-}

@@ -4,6 +4,7 @@ rollup."""
 from .. import errors
 from . import connections
 from .actors import actor
+from .resolve import from_rest
 
 FAILING = {"failure", "error", "timed_out", "cancelled", "action_required",
            "startup_failure", "stale"}
@@ -111,12 +112,9 @@ class StatusContext:
     def __init__(self, backend, record, required):
         self.backend, self._required = backend, required
         self._creator = record["creator"]
-        self.id = record["node_id"]
-        self.context = record["context"]
+        from_rest(self, record, "context", "target_url", "description", "created_at",
+                  id="node_id")
         self.state = record["state"].upper()
-        self.target_url = record["target_url"]
-        self.description = record["description"]
-        self.created_at = record["created_at"]
 
     def creator(self, info):
         return actor(self.backend.accounts.find(self._creator))
@@ -136,19 +134,15 @@ class CheckRun:
 
     def __init__(self, repository, record, app, required):
         self._required = required
-        self.id = record["node_id"]
-        self.database_id = record["id"]
-        self.name = record["name"]
+        from_rest(self, record, "name", "started_at", "completed_at", "external_id",
+                  id="node_id", database_id="id")
         self.status = record["status"].upper()
         self.conclusion = record["conclusion"].upper() if record["conclusion"] else None
-        self.started_at = record["started_at"]
-        self.completed_at = record["completed_at"]
         self.url = self.permalink = f"{repository.url}/runs/{record['id']}"  # as REST's html_url
         self.details_url = record["details_url"] or self.url
         output = record.get("output") or {}
         self.title, self.summary = output.get("title"), output.get("summary")
         self.text = output.get("text")
-        self.external_id = record["external_id"]
         # one GitHub App owns every run (the README's CI results); no Actions workflow runs
         self.check_suite = {"id": f"CS_{record['suite']}", "workflowRun": None,
                             "app": {"name": app["name"], "slug": app["slug"],

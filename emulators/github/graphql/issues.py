@@ -3,37 +3,29 @@ issue and a pull request share (`Conversation`), from REST's shapes."""
 from . import connections
 from .actors import actor
 from .context import every
+from .resolve import from_rest
 
 
 class Label:
     typename = "Label"
 
     def __init__(self, rest):
-        self.id = rest["node_id"]
-        self.name = rest["name"]
-        self.color = rest["color"]
-        self.description = rest["description"]
-        self.is_default = rest["default"]
-        self.url = rest["url"]
+        from_rest(self, rest, "name", "color", "description", "url", id="node_id",
+                  is_default="default")
 
 
 class IssueComment:
     typename = "IssueComment"
 
     def __init__(self, rest):
-        self.id = rest["node_id"]
-        self.database_id = rest["id"]
-        self.body = rest["body"]
-        self.body_text = rest["body"]
+        from_rest(self, rest, "body", "author_association", "created_at", "updated_at",
+                  id="node_id", database_id="id", body_text="body", published_at="created_at",
+                  url="html_url")
         self.author = actor(rest["user"])
-        self.author_association = rest["author_association"]
-        self.created_at, self.updated_at = rest["created_at"], rest["updated_at"]
-        self.published_at = rest["created_at"]
         self.last_edited_at = None
         self.includes_created_edit = False
         self.is_minimized = False
         self.minimized_reason = None
-        self.url = rest["html_url"]
         self.viewer_did_author = False
         self.reaction_groups = []
 
@@ -46,17 +38,12 @@ class Conversation:
     def __init__(self, repository, rest):
         self.repository, self.rest = repository, rest
         self.backend, self.record = repository.backend, repository.record
-        self.number = rest["number"]
-        self.title = rest["title"]
-        self.body = rest["body"] or ""
-        self.body_text = self.body
-        self.url = rest["html_url"]
+        from_rest(self, rest, "number", "title", "created_at", "updated_at", "closed_at",
+                  "author_association", url="html_url")
+        self.body = self.body_text = rest["body"] or ""
         self.resource_path = rest["html_url"].split("/", 3)[-1]
-        self.created_at, self.updated_at = rest["created_at"], rest["updated_at"]
-        self.closed_at = rest["closed_at"]
         self.closed = rest["state"] == "closed"
         self.locked = False
-        self.author_association = rest["author_association"]
         self.milestone = None  # milestones are not modelled
         self.reaction_groups = []
         self.author = actor(rest["user"])
@@ -82,8 +69,7 @@ class Issue(Conversation):
 
     def __init__(self, repository, rest):
         super().__init__(repository, rest)
-        self.id = rest["node_id"]
-        self.database_id = rest["id"]
+        from_rest(self, rest, id="node_id", database_id="id")
         self.state = rest["state"].upper()
         self.state_reason = rest["state_reason"].upper() if rest["state_reason"] else None
         self.is_pinned = False

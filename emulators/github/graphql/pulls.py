@@ -6,6 +6,7 @@ from .actors import actor
 from .checks import Commit
 from .context import every, found
 from .issues import Conversation
+from .resolve import from_rest
 
 MERGEABLE = {True: "MERGEABLE", False: "CONFLICTING", None: "UNKNOWN"}
 
@@ -15,16 +16,14 @@ class PullRequest(Conversation):
 
     def __init__(self, repository, rest):
         super().__init__(repository, rest)
-        self.id = rest["node_id"]
-        self.database_id = rest["id"]
+        from_rest(self, rest, "maintainer_can_modify", id="node_id", database_id="id",
+                  is_draft="draft")
         self.state = "MERGED" if rest.get("merged_at") else rest["state"].upper()
         self.merged = bool(rest.get("merged_at"))
         self.merged_at = rest.get("merged_at")
-        self.is_draft = rest["draft"]
         self.base_ref_name, self.head_ref_name = rest["base"]["ref"], rest["head"]["ref"]
         self.base_ref_oid, self.head_ref_oid = rest["base"]["sha"], rest["head"]["sha"]
         self.is_cross_repository = False  # forks are not modelled
-        self.maintainer_can_modify = rest["maintainer_can_modify"]
         self.head_repository = self.base_repository = repository
         self.permalink = self.url
         self.is_merge_queue_enabled = False  # no merge queue: gh merges directly
@@ -138,15 +137,10 @@ class PullRequestReview:
 
     def __init__(self, pull, rest):
         self.pull_request = pull
-        self.id = rest["node_id"]
-        self.database_id = rest["id"]
+        from_rest(self, rest, "author_association", "body", "state", id="node_id",
+                  database_id="id", url="html_url")
         self.author = actor(rest["user"])
-        self.author_association = rest["author_association"]
-        self.body = rest["body"]
-        self.state = rest["state"]
-        self.submitted_at = rest.get("submitted_at")
-        self.created_at = self.published_at = rest.get("submitted_at")
-        self.url = rest["html_url"]
+        self.submitted_at = self.created_at = self.published_at = rest.get("submitted_at")
         self.commit = Commit(pull.repository, rest["commit_id"])
         self.reaction_groups = []
         self.includes_created_edit = False

@@ -7,6 +7,7 @@ from .context import every, found
 from .errors import could_not_resolve
 from .issues import Issue, Label
 from .pulls import PullRequest
+from .resolve import from_rest
 
 ORDER = {"CREATED_AT": "created_at", "UPDATED_AT": "updated_at"}
 
@@ -48,41 +49,26 @@ class Repository:
         self.context, self.record = context, record
         self.backend = backend = context.backend
         self.rest = rest = backend.repos.json(record)
-        self.id = rest["node_id"]
-        self.database_id = rest["id"]
-        self.name = rest["name"]
-        self.name_with_owner = rest["full_name"]
-        self.url = rest["html_url"]
+        from_rest(self, rest, "name", "description", "is_template", "delete_branch_on_merge",
+                  "created_at", "updated_at", "pushed_at", "ssh_url",
+                  id="node_id", database_id="id", name_with_owner="full_name", url="html_url",
+                  homepage_url="homepage", is_private="private", is_archived="archived",
+                  is_disabled="disabled", is_fork="fork", has_issues_enabled="has_issues",
+                  has_wiki_enabled="has_wiki", has_projects_enabled="has_projects",
+                  has_discussions_enabled="has_discussions",
+                  merge_commit_allowed="allow_merge_commit",
+                  squash_merge_allowed="allow_squash_merge",
+                  rebase_merge_allowed="allow_rebase_merge",
+                  auto_merge_allowed="allow_auto_merge")
         self.resource_path = f"/{rest['full_name']}"
-        self.description = rest["description"]
-        self.homepage_url = rest["homepage"]
-        self.is_private = rest["private"]
         self.visibility = rest["visibility"].upper()
-        self.is_archived = rest["archived"]
-        self.is_disabled = rest["disabled"]
-        self.is_fork = rest["fork"]
-        self.is_template = rest["is_template"]
-        self.is_mirror = False
-        self.is_locked = False
+        self.is_mirror = self.is_locked = False
         self.is_in_organization = rest["owner"]["type"] == "Organization"
-        self.has_issues_enabled = rest["has_issues"]
-        self.has_wiki_enabled = rest["has_wiki"]
-        self.has_projects_enabled = rest["has_projects"]
-        self.has_discussions_enabled = rest["has_discussions"]
-        self.merge_commit_allowed = rest["allow_merge_commit"]
-        self.squash_merge_allowed = rest["allow_squash_merge"]
-        self.rebase_merge_allowed = rest["allow_rebase_merge"]
-        self.auto_merge_allowed = rest["allow_auto_merge"]
-        self.delete_branch_on_merge = rest["delete_branch_on_merge"]
         self.viewer_default_merge_method = "MERGE"
         self.viewer_permission = "ADMIN"  # every token may write here (README: who acts)
         self.viewer_can_administer = True
         self.viewer_has_starred = False
         self.stargazer_count = self.fork_count = 0
-        self.created_at = rest["created_at"]
-        self.updated_at = rest["updated_at"]
-        self.pushed_at = rest["pushed_at"]
-        self.ssh_url = rest["ssh_url"]
         self.parent = None  # forks are not modelled
         self.template_repository = None
         self.merge_queue = None  # a repository without a merge queue: gh merges directly

@@ -39,6 +39,15 @@ def field(source, info, **args):
     return value
 
 
+def from_rest(node, rest, *same, **renamed):
+    """Set fields of a GraphQL object to values of REST's shape as they are: each of `same`
+    from the key of its own name, each of `renamed` (field=key) from the key it names."""
+    for name in same:
+        setattr(node, name, rest[name])
+    for name, key in renamed.items():
+        setattr(node, name, rest[key])
+
+
 def unmodelled(info):
     """What a field the emulator does not model answers: null where the schema allows it, an
     empty list or connection where it does not, else an error that says so."""

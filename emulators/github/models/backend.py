@@ -32,6 +32,14 @@ def no_events(event, build):
     """The emitter of a backend nobody listens to."""
 
 
+def _rule(area):
+    """The rule object of an area (a `Rule` subclass), made when a request first reaches it,
+    with all a Rule takes from its backend."""
+    return cached_property(lambda backend: area(
+        backend.store, backend.clock, emit=backend.emit, accounts=backend.accounts,
+        repos=backend.repos, rules=backend))
+
+
 class GitHubBackend:
     """The rules of one namespace's GitHub over its records; URLs are built from `base_url`.
 
@@ -53,17 +61,8 @@ class GitHubBackend:
         self.accounts = Accounts(self.store, self.base_url, actor=actor, named=named)
         self.repos = Repositories(self.store, self.base_url)
 
-    def _shared(self):
-        """What a `Rule` takes beside the store and the clock."""
-        return {"emit": self.emit, "accounts": self.accounts, "repos": self.repos, "rules": self}
-
-    @cached_property
-    def refs(self):
-        return RefRules(self.store, self.clock, **self._shared())
-
-    @cached_property
-    def pulls(self):
-        return PullRules(self.store, self.clock, **self._shared())
+    refs = _rule(RefRules)
+    pulls = _rule(PullRules)
 
     @cached_property
     def commits(self):
@@ -77,33 +76,17 @@ class GitHubBackend:
     def git_data(self):
         return GitDataRules(repos=self.repos, rules=self)
 
-    @cached_property
-    def statuses(self):
-        return StatusRules(self.store, self.clock, **self._shared())
-
-    @cached_property
-    def checks(self):
-        return CheckRules(self.store, self.clock, **self._shared())
-
-    @cached_property
-    def issues(self):
-        return IssueRules(self.store, self.clock, **self._shared())
-
-    @cached_property
-    def labels(self):
-        return LabelRules(self.store, self.clock, **self._shared())
-
-    @cached_property
-    def reviews(self):
-        return ReviewRules(self.store, self.clock, **self._shared())
+    statuses = _rule(StatusRules)
+    checks = _rule(CheckRules)
+    issues = _rule(IssueRules)
+    labels = _rule(LabelRules)
+    reviews = _rule(ReviewRules)
 
     @cached_property
     def protection(self):
         return ProtectionRules(self.store, self.clock, repos=self.repos, rules=self)
 
-    @cached_property
-    def merges(self):
-        return MergeRules(self.store, self.clock, **self._shared())
+    merges = _rule(MergeRules)
 
     @cached_property
     def nodes(self):

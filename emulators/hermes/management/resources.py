@@ -66,6 +66,11 @@ class ApiResource(CompatResource):
         return self.board(req).compat.sessions()
 
 
+def send_session(resp, status, session):
+    """Answer one session in upstream's envelope (`{object: "hermes.session", session}`)."""
+    send_json(resp, status, {"object": "hermes.session", "session": session})
+
+
 class Sessions(ApiResource):
     """GET and POST /api/sessions (SessionList, SessionCreate)."""
 
@@ -74,21 +79,18 @@ class Sessions(ApiResource):
 
     def on_post(self, req, resp):
         book = self.sessions(req)
-        session = book.create(self.read_body(req))
-        send_json(resp, 201, {"object": "hermes.session", "session": session})
+        send_session(resp, 201, book.create(self.read_body(req)))
 
 
 class Session(ApiResource):
     """GET, PATCH and DELETE /api/sessions/{session_id}."""
 
     def on_get(self, req, resp, session_id):
-        session = self.sessions(req).get(session_id)
-        send_json(resp, 200, {"object": "hermes.session", "session": session})
+        send_session(resp, 200, self.sessions(req).get(session_id))
 
     def on_patch(self, req, resp, session_id):
         book = self.sessions(req)
-        session = book.patch(session_id, self.read_body(req))
-        send_json(resp, 200, {"object": "hermes.session", "session": session})
+        send_session(resp, 200, book.patch(session_id, self.read_body(req)))
 
     def on_delete(self, req, resp, session_id):
         send_json(resp, 200, self.sessions(req).delete(session_id))
@@ -106,28 +108,33 @@ class SessionFork(ApiResource):
 
     def on_post(self, req, resp, session_id):
         book = self.sessions(req)
-        session = book.fork(session_id, self.read_body(req))
-        send_json(resp, 201, {"object": "hermes.session", "session": session})
+        send_session(resp, 201, book.fork(session_id, self.read_body(req)))
 
 
-class SessionChatTurn(CompatResource):
+class ChatResource(CompatResource):
+    """A route of one agent turn in a session: the turn is checked before it runs."""
+
+    def turn(self, req, session_id):
+        """(the session's SessionChat, the request's turn, validated)."""
+        chat = SessionChat(self.compat(req))
+        return chat, chat.validate(session_id, self.read_body(req),
+                                   session_key_header=req.get_header("X-Hermes-Session-Key"))
+
+
+class SessionChatTurn(ChatResource):
     """POST /api/sessions/{session_id}/chat: one agent turn, JSON."""
 
     def on_post(self, req, resp, session_id):
-        chat = SessionChat(self.compat(req))
-        turn = chat.validate(session_id, self.read_body(req),
-                             session_key_header=req.get_header("X-Hermes-Session-Key"))
+        chat, turn = self.turn(req, session_id)
         body, headers = chat.reply(turn)
         send_json(resp, 200, body, headers)
 
 
-class SessionChatStream(CompatResource):
+class SessionChatStream(ChatResource):
     """POST /api/sessions/{session_id}/chat/stream: one agent turn as named SSE events."""
 
     def on_post(self, req, resp, session_id):
-        chat = SessionChat(self.compat(req))
-        turn = chat.validate(session_id, self.read_body(req),
-                             session_key_header=req.get_header("X-Hermes-Session-Key"))
+        chat, turn = self.turn(req, session_id)
         headers, frames, delay_s = chat.stream(turn)
         open_stream(resp, headers, paced(frames, delay_s, pauser(req.env)))
 
