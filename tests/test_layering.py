@@ -1,4 +1,4 @@
-"""Imports point down only (each test names a layer order; emulators/README.md, "Runtime layout"):
+"""Imports point down only (each test names a layer order; emulators/README.md, "Layout"):
 walked with ast, so a wrong import fails here."""
 import ast
 from pathlib import Path

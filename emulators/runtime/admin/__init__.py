@@ -1,2 +1,2 @@
 """The admin plane under `/__admin`: one falcon app (`app.py`) over route parts, one module per
-feature, each declaring its routes the same way (emulators/README.md, "Runtime layout")."""
+feature, each declaring its routes the same way (emulators/README.md, "Layout")."""
