@@ -14,6 +14,7 @@ from . import admin, context, errors, events, media
 from .graphql.documents import ENDPOINT as GRAPHQL, operation_id as graphql_operation
 from .graphql.resources import GraphQL
 from .openapi import DOCUMENT
+from .operations import GIT, OPERATIONS, RAW, R
 from .presets import PRESETS
 from .ratelimits.admin import ROUTES as RATE_LIMIT_ADMIN_ROUTES
 from .ratelimits.middleware import AnswerHeaders
@@ -26,99 +27,93 @@ log = logging.getLogger(__name__)
 
 VERSION = "0.1.0"
 DEFAULT_PORT = 8828
-REPO = "/repos/{owner}/{repo}"
-ROUTES = (  # path, resource class, {method: the operation it answers}
-    (REPO, repos.Repository, {"GET": "repos/get"}),
-    (REPO + "/git/ref/{ref:path}", refs.Ref, {"GET": "git/get-ref"}),
-    (REPO + "/git/matching-refs", refs.MatchingRefs, {"GET": "git/list-matching-refs"}),
-    (REPO + "/git/matching-refs/{ref:path}", refs.MatchingRefs,
-     {"GET": "git/list-matching-refs"}),
-    (REPO + "/git/refs", refs.Refs, {"GET": "git/list-refs", "POST": "git/create-ref"}),
-    (REPO + "/git/refs/{ref:path}", refs.RefItem,
-     {"GET": "git/list-refs", "PATCH": "git/update-ref", "DELETE": "git/delete-ref"}),
-    (REPO + "/pulls", pulls.Pulls, {"GET": "pulls/list", "POST": "pulls/create"}),
-    (REPO + "/pulls/{pull_number}", pulls.Pull, {"GET": "pulls/get", "PATCH": "pulls/update"}),
-    (REPO + "/pulls/{pull_number}/commits", pulls.PullCommits, {"GET": "pulls/list-commits"}),
-    (REPO + "/pulls/{pull_number}/files", pulls.PullFiles, {"GET": "pulls/list-files"}),
-    (REPO + "/contents", contents.Contents, {
-        "GET": "repos/get-content", "PUT": "repos/create-or-update-file-contents",
-        "DELETE": "repos/delete-file"}),
-    (REPO + "/contents/{path:path}", contents.Contents, {
-        "GET": "repos/get-content", "PUT": "repos/create-or-update-file-contents",
-        "DELETE": "repos/delete-file"}),
-    (REPO + "/readme", contents.Readme, {"GET": "repos/get-readme"}),
-    (REPO + "/git/blobs", git_data.Blobs, {"POST": "git/create-blob"}),
-    (REPO + "/git/blobs/{file_sha}", git_data.Blob, {"GET": "git/get-blob"}),
-    (REPO + "/git/trees", git_data.Trees, {"POST": "git/create-tree"}),
-    (REPO + "/git/trees/{tree_sha:path}", git_data.Tree, {"GET": "git/get-tree"}),
-    (REPO + "/git/commits", git_data.GitCommits, {"POST": "git/create-commit"}),
-    (REPO + "/git/commits/{commit_sha}", git_data.GitCommit, {"GET": "git/get-commit"}),
-    (REPO + "/commits", commits.Commits, {"GET": "repos/list-commits"}),
-    # a commit, and its statuses and checks below it (`CommitPaths.TAILS`)
-    (REPO + "/commits/{ref:path}", commits.CommitPaths, {"GET": "repos/get-commit"}),
-    (REPO + "/compare/{basehead:path}", commits.Compare,
-     {"GET": "repos/compare-commits-with-basehead"}),
-    # git's smart HTTP protocol, where `clone_url` points (`{repo}` may end in `.git`)
-    ("/{owner}/{repo}/info/refs", smart_http.InfoRefs, {"GET": "git/info-refs"}),
-    ("/{owner}/{repo}/git-upload-pack", smart_http.UploadPack, {"POST": "git/upload-pack"}),
-    ("/{owner}/{repo}/git-receive-pack", smart_http.ReceivePack, {"POST": "git/receive-pack"}),
-    ("/{owner}/{repo}/raw/{tail:path}", contents.Raw, {"GET": "contents/raw"}),
-    # a pull request's life: CI results, conversation, review, protection, merge
-    (REPO + "/statuses/{sha}", statuses.Statuses, {"POST": "repos/create-commit-status"}),
-    (REPO + "/check-runs", checks.CheckRuns, {"POST": "checks/create"}),
-    (REPO + "/check-runs/{check_run_id}", checks.CheckRun,
-     {"GET": "checks/get", "PATCH": "checks/update"}),
-    (REPO + "/check-runs/{check_run_id}/rerequest", checks.CheckRunRerequest,
-     {"POST": "checks/rerequest-run"}),
-    (REPO + "/check-suites/{check_suite_id}", checks.CheckSuite, {"GET": "checks/get-suite"}),
-    (REPO + "/check-suites/{check_suite_id}/check-runs", checks.CheckSuiteRuns,
-     {"GET": "checks/list-for-suite"}),
-    (REPO + "/issues", issues.Issues, {"GET": "issues/list-for-repo", "POST": "issues/create"}),
-    (REPO + "/issues/comments/{comment_id}", issues.IssueComment, {
-        "GET": "issues/get-comment", "PATCH": "issues/update-comment",
-        "DELETE": "issues/delete-comment"}),
-    (REPO + "/issues/{issue_number}", issues.Issue,
-     {"GET": "issues/get", "PATCH": "issues/update"}),
-    (REPO + "/issues/{issue_number}/comments", issues.IssueComments,
-     {"GET": "issues/list-comments", "POST": "issues/create-comment"}),
-    (REPO + "/issues/{issue_number}/labels", labels.IssueLabels, {
-        "GET": "issues/list-labels-on-issue", "POST": "issues/add-labels",
-        "PUT": "issues/set-labels", "DELETE": "issues/remove-all-labels"}),
-    (REPO + "/issues/{issue_number}/labels/{name}", labels.IssueLabel,
-     {"DELETE": "issues/remove-label"}),
-    (REPO + "/issues/{issue_number}/assignees", issues.IssueAssignees,
-     {"POST": "issues/add-assignees", "DELETE": "issues/remove-assignees"}),
-    (REPO + "/labels", labels.Labels,
-     {"GET": "issues/list-labels-for-repo", "POST": "issues/create-label"}),
-    (REPO + "/labels/{name}", labels.Label,
-     {"GET": "issues/get-label", "PATCH": "issues/update-label", "DELETE": "issues/delete-label"}),
-    (REPO + "/pulls/{pull_number}/reviews", reviews.Reviews,
-     {"GET": "pulls/list-reviews", "POST": "pulls/create-review"}),
-    (REPO + "/pulls/{pull_number}/reviews/{review_id}", reviews.Review,
-     {"GET": "pulls/get-review"}),
-    (REPO + "/pulls/{pull_number}/reviews/{review_id}/events", reviews.ReviewEvents,
-     {"POST": "pulls/submit-review"}),
-    (REPO + "/pulls/{pull_number}/reviews/{review_id}/dismissals", reviews.ReviewDismissals,
-     {"PUT": "pulls/dismiss-review"}),
-    (REPO + "/pulls/{pull_number}/requested_reviewers", reviews.RequestedReviewers, {
-        "GET": "pulls/list-requested-reviewers", "POST": "pulls/request-reviewers",
-        "DELETE": "pulls/remove-requested-reviewers"}),
-    (REPO + "/pulls/{pull_number}/merge", merges.PullMerge,
-     {"GET": "pulls/check-if-merged", "PUT": "pulls/merge"}),
-    (REPO + "/merges", merges.Merges, {"POST": "repos/merge"}),
-    (REPO + "/branches", protection.Branches, {"GET": "repos/list-branches"}),
-    (REPO + "/branches/{branch}", protection.Branch, {"GET": "repos/get-branch"}),
-    (REPO + "/branches/{branch}/protection", protection.BranchProtection, {
-        "GET": "repos/get-branch-protection", "PUT": "repos/update-branch-protection",
-        "DELETE": "repos/delete-branch-protection"}),
-    *apps.ROUTES,  # GitHub Apps: the App's JWT routes and its installation tokens'
-    # GraphQL; GitHub Enterprise Server's `/api/graphql` (where `gh` sends any other host's) is
-    # routed here (EnterpriseLayout)
-    ("/graphql", GraphQL, {"POST": GRAPHQL}),
-    ("/rate_limit", RateLimit, {"GET": "rate-limit/get"}),  # the caller's windows (ratelimits/)
-)
+# path (falcon's template) -> the resource answering there each method the operation table
+# (operations.py) names on that path, in the table's order
+RESOURCES = {
+    R: repos.Repository,
+    R + "/git/ref/{ref:path}": refs.Ref,
+    R + "/git/matching-refs/{ref:path}": refs.MatchingRefs,
+    R + "/git/refs": refs.Refs,
+    R + "/git/refs/{ref:path}": refs.RefItem,
+    R + "/pulls": pulls.Pulls,
+    R + "/pulls/{pull_number}": pulls.Pull,
+    R + "/git/matching-refs": refs.MatchingRefs,
+    "/{owner}/{repo}/info/refs": smart_http.InfoRefs,
+    "/{owner}/{repo}/git-upload-pack": smart_http.UploadPack,
+    "/{owner}/{repo}/git-receive-pack": smart_http.ReceivePack,
+    R + "/contents/{path:path}": contents.Contents,
+    R + "/contents": contents.Contents,
+    R + "/readme": contents.Readme,
+    R + "/git/blobs": git_data.Blobs,
+    R + "/git/blobs/{file_sha}": git_data.Blob,
+    R + "/git/trees": git_data.Trees,
+    R + "/git/trees/{tree_sha:path}": git_data.Tree,
+    R + "/git/commits": git_data.GitCommits,
+    R + "/git/commits/{commit_sha}": git_data.GitCommit,
+    R + "/commits": commits.Commits,
+    R + "/commits/{ref:path}": commits.CommitPaths,  # and the listings below (its TAILS)
+    R + "/compare/{basehead:path}": commits.Compare,
+    R + "/pulls/{pull_number}/commits": pulls.PullCommits,
+    R + "/pulls/{pull_number}/files": pulls.PullFiles,
+    "/{owner}/{repo}/raw/{tail:path}": contents.Raw,
+    R + "/statuses/{sha}": statuses.Statuses,
+    R + "/check-runs": checks.CheckRuns,
+    R + "/check-runs/{check_run_id}": checks.CheckRun,
+    R + "/check-runs/{check_run_id}/rerequest": checks.CheckRunRerequest,
+    R + "/check-suites/{check_suite_id}": checks.CheckSuite,
+    R + "/check-suites/{check_suite_id}/check-runs": checks.CheckSuiteRuns,
+    R + "/issues": issues.Issues,
+    R + "/issues/{issue_number}": issues.Issue,
+    R + "/issues/{issue_number}/comments": issues.IssueComments,
+    R + "/issues/comments/{comment_id}": issues.IssueComment,
+    R + "/issues/{issue_number}/labels": labels.IssueLabels,
+    R + "/issues/{issue_number}/labels/{name}": labels.IssueLabel,
+    R + "/issues/{issue_number}/assignees": issues.IssueAssignees,
+    R + "/labels": labels.Labels,
+    R + "/labels/{name}": labels.Label,
+    R + "/pulls/{pull_number}/reviews": reviews.Reviews,
+    R + "/pulls/{pull_number}/reviews/{review_id}": reviews.Review,
+    R + "/pulls/{pull_number}/reviews/{review_id}/events": reviews.ReviewEvents,
+    R + "/pulls/{pull_number}/reviews/{review_id}/dismissals": reviews.ReviewDismissals,
+    R + "/pulls/{pull_number}/requested_reviewers": reviews.RequestedReviewers,
+    R + "/pulls/{pull_number}/merge": merges.PullMerge,
+    R + "/merges": merges.Merges,
+    R + "/branches": protection.Branches,
+    R + "/branches/{branch}": protection.Branch,
+    R + "/branches/{branch}/protection": protection.BranchProtection,
+    "/app": apps.App,
+    "/app/installations": apps.AppInstallations,
+    "/app/installations/{installation_id}": apps.AppInstallation,
+    "/app/installations/{installation_id}/access_tokens": apps.AccessTokens,
+    R + "/installation": apps.RepoInstallation,
+    "/orgs/{org}/installation": apps.OrgInstallation,
+    "/users/{username}/installation": apps.UserInstallation,
+    "/installation/repositories": apps.InstallationRepositories,
+    "/installation/token": apps.InstallationToken,
+    "/graphql": GraphQL,
+    "/rate_limit": RateLimit,
+}
+
+
+def _routes():
+    """(path, resource class, {method: operationId}) of each falcon route. Every row of the
+    operation table is routed: at its path, or below a commit by CommitPaths."""
+    methods = {}
+    for row in OPERATIONS:
+        methods.setdefault(row.path, {})[row.method] = row.id
+    below_commits = {f"{R}/commits/{{ref}}/{tail}" for tail in commits.CommitPaths.TAILS}
+    unrouted = set(methods) - set(RESOURCES) - below_commits
+    idle = set(RESOURCES) - set(methods)
+    if unrouted or idle:
+        raise LookupError(f"paths of operations.py with no resource here: {sorted(unrouted)};"
+                          f" resources here at no path of it: {sorted(idle)}")
+    return tuple((path, resource, methods[path]) for path, resource in RESOURCES.items())
+
+
+ROUTES = _routes()
 # git's smart HTTP routes and `raw` are not the REST API: no rate limit, no ETag
-OUTSIDE_API = (smart_http.InfoRefs, smart_http.UploadPack, smart_http.ReceivePack, contents.Raw)
+OUTSIDE_API = tuple(dict.fromkeys(RESOURCES[row.path] for row in OPERATIONS
+                                  if row.form in (GIT, RAW)))
 
 
 class Operations:

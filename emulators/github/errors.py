@@ -7,116 +7,13 @@ A rule does not know which REST operation called it: the provider app names the 
 """
 from emulators.runtime import EmulatorError
 
+from .operations import REST_DOCS, by_id
+
 API_VERSION = "2026-03-10"
 GENERIC_DOCS = "https://docs.github.com/rest"  # where GitHub's answers name no operation
 
-DOCS = {
-    "repos/get": "https://docs.github.com/rest/repos/repos#get-a-repository",
-    "git/get-ref": "https://docs.github.com/rest/git/refs#get-a-reference",
-    "git/list-matching-refs": "https://docs.github.com/rest/git/refs#list-matching-references",
-    # the older listing GitHub still serves answers with the matching-refs page
-    "git/list-refs": "https://docs.github.com/rest/git/refs#list-matching-references",
-    "git/create-ref": "https://docs.github.com/rest/git/refs#create-a-reference",
-    "git/update-ref": "https://docs.github.com/rest/git/refs#update-a-reference",
-    "git/delete-ref": "https://docs.github.com/rest/git/refs#delete-a-reference",
-    "pulls/list": "https://docs.github.com/rest/pulls/pulls#list-pull-requests",
-    "pulls/get": "https://docs.github.com/rest/pulls/pulls#get-a-pull-request",
-    "pulls/create": "https://docs.github.com/rest/pulls/pulls#create-a-pull-request",
-    "pulls/update": "https://docs.github.com/rest/pulls/pulls#update-a-pull-request",
-    "pulls/list-commits":
-        "https://docs.github.com/rest/pulls/pulls#list-commits-on-a-pull-request",
-    "pulls/list-files": "https://docs.github.com/rest/pulls/pulls#list-pull-requests-files",
-    "repos/get-content": "https://docs.github.com/rest/repos/contents#get-repository-content",
-    "repos/create-or-update-file-contents":
-        "https://docs.github.com/rest/repos/contents#create-or-update-file-contents",
-    "repos/delete-file": "https://docs.github.com/rest/repos/contents#delete-a-file",
-    "repos/get-readme":
-        "https://docs.github.com/rest/repos/contents#get-a-repository-readme",
-    "git/create-blob": "https://docs.github.com/rest/git/blobs#create-a-blob",
-    "git/get-blob": "https://docs.github.com/rest/git/blobs#get-a-blob",
-    "git/create-tree": "https://docs.github.com/rest/git/trees#create-a-tree",
-    "git/get-tree": "https://docs.github.com/rest/git/trees#get-a-tree",
-    "git/create-commit": "https://docs.github.com/rest/git/commits#create-a-commit",
-    "git/get-commit": "https://docs.github.com/rest/git/commits#get-a-commit-object",
-    "repos/list-commits": "https://docs.github.com/rest/commits/commits#list-commits",
-    "repos/get-commit": "https://docs.github.com/rest/commits/commits#get-a-commit",
-    "repos/compare-commits-with-basehead":
-        "https://docs.github.com/rest/commits/commits#compare-two-commits",
-}
-# a pull request's life: operationId -> GitHub's documentation page and anchor
-DOCS.update({op: f"https://docs.github.com/rest/{page}" for op, page in {
-    "repos/create-commit-status": "commits/statuses#create-a-commit-status",
-    "repos/list-commit-statuses-for-ref":
-        "commits/statuses#list-commit-statuses-for-a-reference",
-    "repos/get-combined-status-for-ref":
-        "commits/statuses#get-the-combined-status-for-a-specific-reference",
-    "repos/get-commit": "commits/commits#get-a-commit",
-    "checks/create": "checks/runs#create-a-check-run",
-    "checks/update": "checks/runs#update-a-check-run",
-    "checks/get": "checks/runs#get-a-check-run",
-    "checks/rerequest-run": "checks/runs#rerequest-a-check-run",
-    "checks/list-for-ref": "checks/runs#list-check-runs-for-a-git-reference",
-    "checks/list-for-suite": "checks/runs#list-check-runs-in-a-check-suite",
-    "checks/list-suites-for-ref": "checks/suites#list-check-suites-for-a-git-reference",
-    "checks/get-suite": "checks/suites#get-a-check-suite",
-    "issues/create": "issues/issues#create-an-issue",
-    "issues/get": "issues/issues#get-an-issue",
-    "issues/update": "issues/issues#update-an-issue",
-    "issues/list-for-repo": "issues/issues#list-repository-issues",
-    "issues/create-comment": "issues/comments#create-an-issue-comment",
-    "issues/list-comments": "issues/comments#list-issue-comments",
-    "issues/get-comment": "issues/comments#get-an-issue-comment",
-    "issues/update-comment": "issues/comments#update-an-issue-comment",
-    "issues/delete-comment": "issues/comments#delete-an-issue-comment",
-    "issues/add-labels": "issues/labels#add-labels-to-an-issue",
-    "issues/set-labels": "issues/labels#set-labels-for-an-issue",
-    "issues/remove-label": "issues/labels#remove-a-label-from-an-issue",
-    "issues/remove-all-labels": "issues/labels#remove-all-labels-from-an-issue",
-    "issues/list-labels-on-issue": "issues/labels#list-labels-for-an-issue",
-    "issues/list-labels-for-repo": "issues/labels#list-labels-for-a-repository",
-    "issues/create-label": "issues/labels#create-a-label",
-    "issues/get-label": "issues/labels#get-a-label",
-    "issues/update-label": "issues/labels#update-a-label",
-    "issues/delete-label": "issues/labels#delete-a-label",
-    "issues/add-assignees": "issues/assignees#add-assignees-to-an-issue",
-    "issues/remove-assignees": "issues/assignees#remove-assignees-from-an-issue",
-    "pulls/create-review": "pulls/reviews#create-a-review-for-a-pull-request",
-    "pulls/submit-review": "pulls/reviews#submit-a-review-for-a-pull-request",
-    "pulls/list-reviews": "pulls/reviews#list-reviews-for-a-pull-request",
-    "pulls/get-review": "pulls/reviews#get-a-review-for-a-pull-request",
-    "pulls/dismiss-review": "pulls/reviews#dismiss-a-review-for-a-pull-request",
-    "pulls/request-reviewers": "pulls/review-requests#request-reviewers-for-a-pull-request",
-    "pulls/remove-requested-reviewers":
-        "pulls/review-requests#remove-requested-reviewers-from-a-pull-request",
-    "pulls/list-requested-reviewers":
-        "pulls/review-requests#get-all-requested-reviewers-for-a-pull-request",
-    "pulls/merge": "pulls/pulls#merge-a-pull-request",
-    "pulls/check-if-merged": "pulls/pulls#check-if-a-pull-request-has-been-merged",
-    "repos/merge": "branches/branches#merge-a-branch",
-    "repos/get-branch": "branches/branches#get-a-branch",
-    "repos/list-branches": "branches/branches#list-branches",
-    "repos/get-branch-protection": "branches/branch-protection#get-branch-protection",
-    "repos/update-branch-protection": "branches/branch-protection#update-branch-protection",
-    "repos/delete-branch-protection": "branches/branch-protection#delete-branch-protection",
-    "rate-limit/get": "rate-limit/rate-limit#get-rate-limit-status-for-the-authenticated-user",
-}.items()})
-
-# GitHub Apps: the App's own routes (a JWT) and its installations' (an installation token)
-DOCS.update({op: f"https://docs.github.com/rest/apps/{page}" for op, page in {
-    "apps/get-authenticated": "apps#get-the-authenticated-app",
-    "apps/list-installations": "apps#list-installations-for-the-authenticated-app",
-    "apps/get-installation": "apps#get-an-installation-for-the-authenticated-app",
-    "apps/create-installation-access-token":
-        "apps#create-an-installation-access-token-for-an-app",
-    "apps/get-repo-installation": "apps#get-a-repository-installation-for-the-authenticated-app",
-    "apps/get-org-installation":
-        "apps#get-an-organization-installation-for-the-authenticated-app",
-    "apps/get-user-installation": "apps#get-a-user-installation-for-the-authenticated-app",
-    "apps/list-repos-accessible-to-installation":
-        "installations#list-repositories-accessible-to-the-app-installation",
-    "apps/revoke-installation-access-token": "installations#revoke-an-installation-access-token",
-}.items()})
-
+# operationId -> GitHub's documentation page of it (the operation table's, operations.py)
+DOCS = {operation: REST_DOCS + page for operation, page in by_id("docs").items()}
 TROUBLESHOOTING = "https://docs.github.com/rest/using-the-rest-api/troubleshooting-the-rest-api"
 GRAPHQL_DOCS = "https://docs.github.com/graphql"
 

@@ -1,12 +1,11 @@
 """What an App's installation token may do: GitHub's App permissions, the permission each
-operation needs, and the one verdict for a credential on a repository.
-
-The table follows GitHub's "Permissions required for GitHub Apps" (API version 2026-03-10):
-reads need the resource's read (a repository's own record needs `metadata`, which every
-installation has), writes its write. Conversation routes take `issues` or `pull_requests` (an
-issue number may be a pull request's), as GitHub lists them under both. Plain Python: the
-http layer (resources/access.py, resources/smart_http.py) turns a verdict into GitHub's answer.
+operation needs (the operation table's, operations.py, after GitHub's "Permissions required
+for GitHub Apps", API version 2026-03-10), and the one verdict for a credential on a
+repository. Plain Python: the http layer (resources/access.py, resources/smart_http.py) and
+GraphQL (graphql/context.py) turn a verdict into GitHub's answer.
 """
+from .operations import APP_JWT, INSTALLATION_TOKEN, by_id
+
 LEVELS = ("read", "write", "admin")
 
 # GitHub's App permissions (its OpenAPI `app-permissions` object) and the levels each takes
@@ -30,53 +29,16 @@ PERMISSIONS = {name: tuple(levels.split()) for levels, names in (
     ("read", "organization_events organization_plan"),
 ) for name in names.split()}
 
-_CONVERSATION = ("issues", "pull_requests")
+
+def _required(needs):
+    names, level = needs.split(":")
+    return tuple(names.split("|")), level
 
 
-def _table(rows):
-    return {op: (tuple(perms.split("|")), level)
-            for perms, level, ops in rows for op in ops.split()}
-
-
-# operationId -> (the permissions any one of which suffices, the level it needs)
-REQUIRED = _table([
-    # `rate_limit` needs no permission: every installation holds metadata
-    ("metadata", "read", "repos/get rate-limit/get"),
-    ("contents", "read",
-     "git/get-ref git/list-matching-refs git/list-refs git/get-blob git/get-tree"
-     " git/get-commit repos/get-content repos/get-readme repos/list-commits repos/get-commit"
-     " repos/compare-commits-with-basehead repos/list-branches repos/get-branch contents/raw"
-     " git/upload-pack"),
-    ("contents", "write",
-     "git/create-ref git/update-ref git/delete-ref git/create-blob git/create-tree"
-     " git/create-commit repos/create-or-update-file-contents repos/delete-file repos/merge"
-     " pulls/merge git/receive-pack"),
-    ("pull_requests", "read",
-     "pulls/list pulls/get pulls/list-commits pulls/list-files pulls/list-reviews"
-     " pulls/get-review pulls/list-requested-reviewers pulls/check-if-merged"),
-    ("pull_requests", "write",
-     "pulls/create pulls/update pulls/create-review pulls/submit-review pulls/dismiss-review"
-     " pulls/request-reviewers pulls/remove-requested-reviewers"),
-    ("issues", "read", "issues/list-for-repo"),
-    ("issues", "write", "issues/create"),
-    ("issues|pull_requests", "read",
-     "issues/get issues/list-comments issues/get-comment issues/list-labels-on-issue"
-     " issues/list-labels-for-repo issues/get-label"),
-    ("issues|pull_requests", "write",
-     "issues/update issues/create-comment issues/update-comment issues/delete-comment"
-     " issues/add-labels issues/set-labels issues/remove-label issues/remove-all-labels"
-     " issues/create-label issues/update-label issues/delete-label issues/add-assignees"
-     " issues/remove-assignees"),
-    ("checks", "read",
-     "checks/get checks/list-for-ref checks/list-suites-for-ref checks/get-suite"
-     " checks/list-for-suite"),
-    ("checks", "write", "checks/create checks/update checks/rerequest-run"),
-    ("statuses", "read", "repos/list-commit-statuses-for-ref repos/get-combined-status-for-ref"),
-    ("statuses", "write", "repos/create-commit-status"),
-    ("administration", "read", "repos/get-branch-protection"),
-    ("administration", "write",
-     "repos/update-branch-protection repos/delete-branch-protection"),
-])
+# operationId -> (the permissions any one of which suffices, the level it needs): the
+# operation table's `needs` where it names a permission
+REQUIRED = {operation: _required(needs) for operation, needs in by_id("needs").items()
+            if needs not in (APP_JWT, INSTALLATION_TOKEN)}
 # git's info/refs serves both directions: the service asked for decides
 GIT_SERVICES = {"git-upload-pack": "git/upload-pack", "git-receive-pack": "git/receive-pack"}
 

@@ -12,16 +12,15 @@ from emulators.runtime import instance_of, operation_of
 
 from .. import errors
 from ..credentials import AppJwt, InstallationToken, identify
+from ..operations import APP_JWT, GIT, INSTALLATION_TOKEN, OPERATIONS
 from ..permissions import FORBIDDEN, HIDDEN, verdict
 from ..store import GitHubStore, repo_key
 
-APP_ROUTES = frozenset((
-    "apps/get-authenticated", "apps/list-installations", "apps/get-installation",
-    "apps/create-installation-access-token", "apps/get-repo-installation",
-    "apps/get-org-installation", "apps/get-user-installation"))
-INSTALLATION_ROUTES = frozenset((
-    "apps/list-repos-accessible-to-installation", "apps/revoke-installation-access-token"))
-GIT_ROUTES = frozenset(("git/info-refs", "git/upload-pack", "git/receive-pack"))
+# who may call what beside a permission, and git's routes (answered in git's words,
+# smart_http.py): the operation table's
+APP_ROUTES = frozenset(row.id for row in OPERATIONS if row.needs == APP_JWT)
+INSTALLATION_ROUTES = frozenset(row.id for row in OPERATIONS if row.needs == INSTALLATION_TOKEN)
+GIT_ROUTES = frozenset(row.id for row in OPERATIONS if row.form == GIT)
 # GraphQL's route (`graphql`, each request named `graphql/<kind>/<Name>`): graphql/ holds an
 # App's credential to the same permissions field by field, answering in GraphQL's words
 GRAPHQL = "graphql"

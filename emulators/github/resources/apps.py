@@ -177,21 +177,3 @@ class InstallationToken:
         route.rules.revoke(route.credential.token)
         accepted(route.instance)
         resp.status = 204
-
-
-ROUTES = (  # path, resource class, {method: the operation it answers}
-    ("/app", App, {"GET": "apps/get-authenticated"}),
-    ("/app/installations", AppInstallations, {"GET": "apps/list-installations"}),
-    ("/app/installations/{installation_id}", AppInstallation,
-     {"GET": "apps/get-installation"}),
-    ("/app/installations/{installation_id}/access_tokens", AccessTokens,
-     {"POST": "apps/create-installation-access-token"}),
-    ("/repos/{owner}/{repo}/installation", RepoInstallation,
-     {"GET": "apps/get-repo-installation"}),
-    ("/orgs/{org}/installation", OrgInstallation, {"GET": "apps/get-org-installation"}),
-    ("/users/{username}/installation", UserInstallation, {"GET": "apps/get-user-installation"}),
-    ("/installation/repositories", InstallationRepositories,
-     {"GET": "apps/list-repos-accessible-to-installation"}),
-    ("/installation/token", InstallationToken,
-     {"DELETE": "apps/revoke-installation-access-token"}),
-)

@@ -1,5 +1,6 @@
 """Commits: `repos/list-commits`, `repos/get-commit` (and what hangs below a commit: its
 statuses and checks), `repos/compare-commits-with-basehead`."""
+from ..operations import operation_id
 from ..schemas import queries
 from ..schemas.base import first_values
 from . import checks, request, statuses
@@ -24,18 +25,16 @@ class CommitPaths:
     names the listing, the rest the ref, and the request is routed as its own template.
     """
 
-    TAILS = {  # the listing below a commit, and its operation
-        "status": (statuses.CombinedStatus, "repos/get-combined-status-for-ref"),
-        "statuses": (statuses.CommitStatuses, "repos/list-commit-statuses-for-ref"),
-        "check-runs": (checks.CommitCheckRuns, "checks/list-for-ref"),
-        "check-suites": (checks.CommitCheckSuites, "checks/list-suites-for-ref")}
+    TAILS = {  # the listing below a commit (its operation: the operation table's row)
+        "status": statuses.CombinedStatus, "statuses": statuses.CommitStatuses,
+        "check-runs": checks.CommitCheckRuns, "check-suites": checks.CommitCheckSuites}
 
     def on_get(self, req, resp, owner, repo, ref):
         head, _, tail = ref.rpartition("/")
         if head and tail in self.TAILS:
             req.uri_template = f"/repos/{{owner}}/{{repo}}/commits/{{ref}}/{tail}"
-            listing, req.context.operation = self.TAILS[tail]
-            return listing().on_get(req, resp, owner, repo, head)
+            req.context.operation = operation_id("GET", req.uri_template)
+            return self.TAILS[tail]().on_get(req, resp, owner, repo, head)
         request.read(req, resp, owner, repo, lambda rules: rules.commits.get, ref)
 
 

@@ -39,7 +39,7 @@ ORDER = ["app", "admin", *RATE_LIMITS, "resources", *HTTP, "graphql", *GRAPHQL, 
          "openapi", "ratelimits.openapi", "presets", "media", "events", "shapes", "shapes.ci",
          "shapes.conversation", "shapes.protection", "shapes.repos", "shapes.commits",
          "shapes.apps", "shapes.accounts", "store", "objects", "inputs", "git", "ids", "times",
-         "actors", "errors"]
+         "actors", "errors", "operations"]
 
 
 def modules():

@@ -1,12 +1,14 @@
-"""The route table of app.py is the one list of what the emulator serves: it names the operation
-of each method a resource answers (and a resource answers exactly those), and the OpenAPI
-document (the runtime's journal and fault rules match on it) and the README's route table list
-exactly those operations, so a new route cannot be served undocumented."""
+"""The operation table (operations.py), routed by app.py, is the one list of what the emulator
+serves: it names the operation of each method a resource answers (and a resource answers
+exactly those), and the OpenAPI document (the runtime's journal and fault rules match on it)
+and the README's route table list exactly those operations, so a new route cannot be served
+undocumented."""
 import re
 from pathlib import Path
 
 from emulators.github import app, errors
 from emulators.github.openapi import DOCUMENT
+from emulators.github.operations import R, operation_id
 from emulators.github.resources.commits import CommitPaths
 
 README = Path(__file__).resolve().parents[3] / "emulators" / "github" / "README.md"
@@ -17,8 +19,10 @@ GRAPHQL = "graphql"  # the GraphQL route: not REST, its refusals link GraphQL's 
 def served():
     """{operationId: {(METHOD, OpenAPI path)}} of every route app.py serves."""
     found = {}
-    routes = [*app.ROUTES, *((f"{app.REPO}/commits/{{ref}}/{tail}", resource, {"GET": operation})
-                             for tail, (resource, operation) in CommitPaths.TAILS.items())]
+    below_commits = ((f"{R}/commits/{{ref}}/{tail}", resource) for tail, resource in
+                     CommitPaths.TAILS.items())
+    routes = [*app.ROUTES, *((path, resource, {"GET": operation_id("GET", path)})
+                             for path, resource in below_commits)]
     for path, resource, operations in routes:
         responders = {name[len("on_"):].upper() for name in vars(resource)
                       if name.startswith("on_")}
