@@ -30,7 +30,7 @@ threads = 6
 # reader holds at once (past that, the oldest is closed). gunicorn's default.
 worker_connections = 1000
 # Seconds a kept-alive connection may idle between requests (it waits in the reader: it holds
-# no thread). Longer than the idle time of the connections nginx keeps (`keepalive_timeout 10s`
+# no thread). Longer than the idle time of the connections nginx keeps (`keepalive_timeout 2s`
 # in deploy/nginx/newos4.conf), so the proxy is the side that closes an idle one: a connection
 # closed by us just as nginx sends a request on it would fail that request (nginx resends a GET,
 # not a POST). Short enough that a client idling on connections of its own soon gives them back

@@ -69,7 +69,10 @@ def gunicorn(app="wsgi:application", *, env=None, workers=3, threads=4, ready_pa
             if proc.poll() is not None:
                 raise ServerFailed(f"gunicorn exited {proc.returncode}:\n{_read(log.name)}")
             try:
-                answer = requests.get(url + ready_path, timeout=1)
+                # `Connection: close`: the probe leaves no kept connection behind (the answer
+                # held here would keep it open, and a stopping worker waits for those)
+                answer = requests.get(url + ready_path, headers={"Connection": "close"},
+                                      timeout=1)
                 if (ready_status is None or answer.status_code == ready_status) and \
                         (unix_socket is None or _accepts(unix_socket)):
                     break

@@ -62,9 +62,12 @@ from .reader import HANDOVER, PARTIAL, WHOLE, Incoming, Reader
 # connections it keeps, `keepalive_requests`): no connection lives for ever, and a client that
 # keeps one busy cannot tie itself to one worker past that.
 REQUESTS_PER_CONNECTION = 1000
-# How long a stopping worker still waits for the next request on its kept connections (as
-# gunicorn's gthread does); those still idle then are closed.
-STOP_LINGER_S = 0.5
+# How long a stopping worker still answers what arrives on its kept connections, each answer
+# closing its connection; those still idle then are closed. Longer than the proxy keeps an idle
+# connection (`keepalive_timeout` in deploy/nginx/newos4.conf), so by then the proxy has closed
+# every one it did not use: a connection closed by us just as nginx sends a POST on it would be
+# a 502 (nginx resends a GET, not a POST). The stop ends sooner once none is held.
+STOP_LINGER_S = 3.0
 
 # How often a thread waiting for a connection looks at `alive`: a stopping worker waits this long
 # for its idle threads, and an idle thread wakes this often for nothing else.

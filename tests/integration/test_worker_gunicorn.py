@@ -2,12 +2,14 @@
 request thread, a stop lets requests in flight finish, the heartbeat outlives slow requests, max
 requests, several listeners, slow and silent clients (they hold no request thread), a request
 thread's death, TLS settings refused, kept-alive connections (idle in the reader, pipelined,
-bounded, making room for others, a worker killed under them), the WSGI environ."""
+bounded, making room for others, a worker killed under them, a stopping worker's), the WSGI
+environ."""
 import concurrent.futures
 import contextlib
 import json
 import os
 import re
+import runpy
 import secrets
 import signal
 import socket
@@ -484,6 +486,44 @@ def test_a_kept_connection_serves_requests_until_it_idles_past_keepalive(env):
             started = time.monotonic()
             assert read_answer() is None  # closed by the server: idle for `keepalive`
             assert 0.8 < time.monotonic() - started < 3
+
+
+def proxy_idle_s():
+    """How long the shipped nginx site keeps an idle connection to gunicorn, in seconds."""
+    site = (REPO / "deploy" / "nginx" / "newos4.conf").read_text()
+    return float(re.search(r"^\s*keepalive_timeout (\d+)s;", site, re.M).group(1))
+
+
+def test_the_proxy_closes_an_idle_connection_before_gunicorn_or_a_stopping_worker_does():
+    shipped = runpy.run_path(str(REPO / "gunicorn.conf.py"))
+    assert proxy_idle_s() < shipped["keepalive"]
+    assert proxy_idle_s() < worker.STOP_LINGER_S <= shipped["graceful_timeout"] / 2
+
+
+def test_a_stopping_worker_answers_on_a_kept_connection_the_proxy_may_still_use(env, tmp_path):
+    """A reload (HUP) stops the old worker. A request on a connection it kept, idle for less
+    than the proxy keeps one, is answered with `Connection: close`, not cut (nginx would answer
+    a POST cut so with a 502); and with no connection left, the old worker exits at once, not
+    at the end of STOP_LINGER_S."""
+    pidfile = tmp_path / "gunicorn.pid"
+    with gunicorn(env=env, workers=1, threads=2, ready_path=POLL_PATH,
+                  extra_args=["--pid", str(pidfile)]) as url:
+        master = int(pidfile.read_text())
+        old = worker_pids(master)
+        with kept_connection(int(url.rsplit(":", 1)[1])) as sock:
+            os.kill(master, signal.SIGHUP)
+            hup = time.monotonic()
+            time.sleep(proxy_idle_s() / 2)
+            sock.sendall(health_request())
+            read_answer = Answers(sock)
+            head, body = read_answer()
+            assert head.startswith(b"HTTP/1.1 200 ") and b"\r\nConnection: close" in head
+            assert body == b'{"success": true, "status": "ok"}'
+            assert read_answer() is None
+        while old & worker_pids(master) and time.monotonic() - hup < 10:
+            time.sleep(0.05)
+        assert not old & worker_pids(master)
+        assert time.monotonic() - hup < worker.STOP_LINGER_S
 
 
 def test_pipelined_requests_are_answered_in_order_and_close_ends_the_connection(env):
