@@ -79,11 +79,11 @@ def discard(tmp):
         pass
 
 
-def keep_aside(path, now_ms):
-    """Move a file whose content cannot be used to `<name>.corrupt-<now_ms>` beside it, before
+def keep_aside(path, now_ms, kind="corrupt"):
+    """Move a file whose content cannot be used to `<name>.<kind>-<now_ms>` beside it, before
     anything is written in its place (an OSError here stops the writer: better than writing
     over the only copy); the new name."""
-    aside = f"{os.path.basename(path)}.corrupt-{now_ms}"
+    aside = f"{os.path.basename(path)}.{kind}-{now_ms}"
     os.replace(path, os.path.join(os.path.dirname(path), aside))
     return aside
 

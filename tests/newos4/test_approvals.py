@@ -226,9 +226,11 @@ def test_a_crash_after_asking_before_saving_asks_no_second_time(
     relay()
     hermes.wait("run_1")
     state_path = settings.data_dir / "relay" / "state.json"
-    saved = state_path.read_bytes()
+    saved = [(path, path.read_bytes())
+             for path in (state_path, state_path.with_name("saves.json"))]
     relay()
-    state_path.write_bytes(saved)  # as if the pass died between the message and the save
+    for path, content in saved:  # as if the pass died between the message and the save
+        path.write_bytes(content)
     lines = relay()
     assert [a for a, _ in texts(service, client.thread)] == ["operator", "hermes"]
     assert any("already asked (found in the thread)" in line for line in lines)

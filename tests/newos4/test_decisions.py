@@ -120,7 +120,9 @@ def test_a_crash_after_sending_the_hosts_decision_sends_and_tells_it_once(
     recorded = json.loads(path.read_text())
     recorded["threads"][client.thread]["deciding"] = "once"  # saved before sending it
     relay()
-    path.write_text(json.dumps(recorded))  # as if the pass died after telling the thread
+    # as if the pass died after telling the thread: its last save is the one before sending
+    recorded["saves"] = json.loads(path.with_name("saves.json").read_text())["saves"]
+    path.write_text(json.dumps(recorded))
     relay()
     assert hermes.decisions == [("run_1", "once"), ("run_1", "once")]  # the second gets 409
     assert [t for _, t in texts(service, client.thread)].count(host_line("once")) == 1
@@ -137,9 +139,10 @@ def test_the_host_decides_a_request_a_pass_wrote_but_died_before_recording(
     relay()
     hermes.wait("run_1")
     path = state_path(settings)
-    saved = path.read_bytes()
+    saved = [(file, file.read_bytes()) for file in (path, path.with_name("saves.json"))]
     relay()
-    path.write_bytes(saved)  # as if the pass died between the message and the save
+    for file, content in saved:  # as if the pass died between the message and the save
+        file.write_bytes(content)
     [row] = pending(RelayState.read(path), service)
     assert (row["command"], row["person"]) == (COMMAND, ["once", "session", "deny"])
     status, out, err = approve(settings, client.thread, "once")

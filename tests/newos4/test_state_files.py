@@ -1,8 +1,9 @@
-"""The host side's state files edited by hand (relay/access.json, relay/state.json,
-relay/modes.json): each bad edit is one line naming the file and the field, and a closed door:
-nobody let in on an access state that cannot be read, no question submitted twice, nothing
-written over a file that cannot be read. Driven through the programs' own entry points (the
-relay's and chat.py's `main`), the watcher's ticks, and once each as real processes."""
+"""The host side's state files edited by hand (relay/access.json, relay/state.json and its
+count of saves, relay/modes.json): each bad edit is one line naming the file and the field, and
+a closed door: nobody let in on an access state that cannot be read, no question submitted
+twice, nothing written over a file that cannot be read. Driven through the programs' own entry
+points (the relay's and chat.py's `main`), the watcher's ticks, and once each as real
+processes."""
 import dataclasses
 import io
 import json
@@ -278,6 +279,43 @@ def test_a_relay_state_gone_after_a_relay_ran_submits_nothing_twice(host, state_
     host.post(STRANGER, "new question?", "operator", "198.51.100.2")
     relay(capsys)
     assert questions(host) == ["question?", "new question?"]  # a question after: at once
+
+
+def put_back(state_json):
+    """relay/state.json as a backup taken before the question was submitted holds it."""
+    doc = json.loads(state_json.read_text())
+    state_json.write_text(json.dumps({**doc, "saves": doc["saves"] - 1, "threads": {}}))
+    return "is older than the relay last saved it"
+
+
+def saves_removed(state_json):
+    state_json.with_name("saves.json").unlink()
+    return "relay/saves.json, which counts them, is missing or unfit"
+
+
+def saves_unfit(state_json):
+    state_json.with_name("saves.json").write_text('{"saves": -1}')
+    return "relay/saves.json, which counts them, is missing or unfit"
+
+
+@pytest.mark.parametrize("older", [put_back, saves_removed, saves_unfit])
+def test_a_relay_state_older_than_the_relay_saved_submits_nothing_twice(
+        host, state_json, capsys, older):
+    """It may lack submissions made since: kept aside, and the relay starts over as for a lost
+    one; the host's commands decide nothing on it meanwhile."""
+    said = older(state_json)
+    bad = state_json.read_bytes()
+    status, stdout, lines = chat("approve", LET_IN, "once")
+    assert (status, stdout) == (1, "") and len(lines) == 1 and said in lines[0], lines
+    status, out, err = relay(capsys)
+    assert status == 1 and len(err) == 1 and said in err[0], err
+    kept = list(state_json.parent.glob("state.json.older-*"))
+    assert [p.read_bytes() for p in kept] == [bad] and f"kept as {kept[0].name}" in err[0]
+    assert questions(host) == ["question?"]  # not again before Hermes' transcript is read
+    assert relay(capsys)[2] == []  # said once: the state the relay started is its own
+    host.post(LATER, "after?", "operator", "198.51.100.3")  # newer than the loss: at once
+    relay(capsys)
+    assert questions(host) == ["question?", "after?"]
 
 
 def test_a_first_relay_run_submits_at_once(host, capsys, monkeypatch):

@@ -181,10 +181,13 @@ class RecordSchema(Strict):
 
 
 class StateSchema(Strict):
-    """The file: since when the relay's memory is whole, and its records by thread (each read
-    on its own: one that does not fit is not the others' problem)."""
+    """The file: since when the relay's memory is whole, how many times it has been saved
+    (`saves`: a file put back from a backup has fewer than relay/saves.json says), and its
+    records by thread (each read on its own: one that does not fit is not the others'
+    problem)."""
 
     since_ms = Count(load_default=0)
+    saves = Count(load_default=0)
     threads = fields.Dict(keys=fields.String(), values=fields.Raw(), required=True,
                           error_messages={"invalid": "not an object", "required": "missing"})
 
@@ -193,9 +196,9 @@ STATE, RECORD = StateSchema(), RecordSchema()
 
 
 def load_state(raw):
-    """(since_ms, {thread: its record as JSON}) from the bytes of relay/state.json."""
+    """(since_ms, saves, {thread: its record as JSON}) from the bytes of relay/state.json."""
     doc = _load(STATE, raw)
-    return doc["since_ms"], doc["threads"]
+    return doc["since_ms"], doc["saves"], doc["threads"]
 
 
 def load_record(thread, doc):
@@ -208,10 +211,29 @@ def load_record(thread, doc):
         raise Unfit(("threads", thread) + exc.path, exc.why)
 
 
-def dump_state(since_ms, threads):
+def dump_state(since_ms, saves, threads):
     """The bytes of relay/state.json."""
-    return _dump({"since_ms": since_ms,
+    return _dump({"since_ms": since_ms, "saves": saves,
                   "threads": {t: RECORD.dump(r) for t, r in threads.items()}})
+
+
+class SavesSchema(Strict):
+    """relay/saves.json: how many times relay/state.json has been saved, written after it."""
+
+    saves = Count(required=True)
+
+
+SAVES = SavesSchema()
+
+
+def load_saves(raw):
+    """The count relay/saves.json holds; Unfit otherwise."""
+    return _load(SAVES, raw)["saves"]
+
+
+def dump_saves(saves):
+    """The bytes of relay/saves.json."""
+    return _dump({"saves": saves})
 
 
 # -- relay/access.json -------------------------------------------------------------------------

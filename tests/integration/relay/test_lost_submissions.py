@@ -3,8 +3,8 @@ Idempotency-Key as 0.19.0 does (the emulator's preset hermes_run_keys_ignored): 
 the chat (real gunicorn) and the emulator behind testkit.hermes.proxy, settled from the session
 transcript. A question that started a run is answered once and never submitted again, even
 while its run works past the grace period; one that never reached Hermes is submitted once,
-after the grace period. The same when the relay's own state is lost (removed, or cut short),
-against the emulator and, with HERMES_ORACLE_URL, a real Hermes 0.19.0.
+after the grace period. The same when the relay's own state is lost (removed, cut short, or
+put back from before), against the emulator and, with HERMES_ORACLE_URL, a real Hermes 0.19.0.
 """
 import re
 import secrets
@@ -118,29 +118,42 @@ def recorded(chat, question):
     return session.status_code == 200 and chat.runs_of(question) > 0
 
 
-def lose_the_state(chat, how):
-    """The relay's memory of its submissions goes: the file removed, or cut short."""
-    path = Path(chat.site["data"]) / "relay" / "state.json"
+def state_file(chat):
+    return Path(chat.site["data"]) / "relay" / "state.json"
+
+
+def lose_the_state(chat, how, backup):
+    """The relay's memory of its submissions goes: the file removed, cut short, or put back
+    as a backup taken before the question was in it."""
+    path = state_file(chat)
     if how == "removed":
         path.unlink()
         return "is missing, though a relay ran here"
+    if how == "put_back":
+        path.write_bytes(backup)
+        return "kept as state.json.older-"
     path.write_bytes(path.read_bytes()[:40])
     return "kept as state.json.corrupt-"
 
 
+LOST = ["removed", "cut_short", "put_back"]
+
+
 @EMULATOR
-@pytest.mark.parametrize("how", ["removed", "cut_short"])
+@pytest.mark.parametrize("how", LOST)
 def test_a_question_submitted_before_the_relay_state_was_lost_is_never_submitted_again(
         forgetful, how):
     chat, proxy = forgetful
     chat.driver.hold.set()
+    chat.cron()
+    backup = state_file(chat).read_bytes()
     question = f"still there, {secrets.token_hex(4)}?"
     chat.post(question)
     chat.cron()
     run_id, status = run_of(chat, question)
     assert " submitted run=" in chat.cron_out and status == "queued"
     observe(chat, run_id, status="running")  # its agent starts: the input is in the session
-    said = lose_the_state(chat, how)
+    said = lose_the_state(chat, how, backup)
     deadline = time.monotonic() + GRACE_S + 1.5
     while time.monotonic() < deadline:  # past the grace period, the run still working
         chat.cron()
@@ -156,11 +169,13 @@ def test_a_question_submitted_before_the_relay_state_was_lost_is_never_submitted
 
 
 @pytest.mark.parametrize("hermes", ["real"], indirect=True)
-@pytest.mark.parametrize("how", ["removed", "cut_short"])
+@pytest.mark.parametrize("how", LOST)
 def test_the_real_hermes_runs_a_question_once_when_the_relay_state_is_lost(chat, how):
     """Hermes 0.19.0 ignores Idempotency-Key; its transcript holds the run's input while the
     run works (the fake model answers a question holding SLOW after 8 s) and its answer after."""
     chat.env["NEWOS4_RELAY_TRANSCRIPT_GRACE_S"] = str(GRACE_S)
+    chat.cron()
+    backup = state_file(chat).read_bytes()
     question = f"SLOW: still there, {secrets.token_hex(4)}?"
     chat.post(question)
     chat.cron()
@@ -169,7 +184,7 @@ def test_the_real_hermes_runs_a_question_once_when_the_relay_state_is_lost(chat,
     while not recorded(chat, question):
         assert time.monotonic() < deadline, "the run's input never reached the transcript"
         time.sleep(0.1)
-    said = lose_the_state(chat, how)
+    said = lose_the_state(chat, how, backup)
     deadline = time.monotonic() + GRACE_S + 1.5
     while time.monotonic() < deadline:
         chat.cron()
