@@ -93,8 +93,8 @@ def test_gh_api_graphql_and_rest_under_api_v3(world):
 
 
 def test_gh_api_rate_limit_reads_the_windows_and_meets_a_full_one(world):
-    """`gh api rate_limit` (uncounted) shows what ada's requests used, GraphQL apart; a full
-    window is GitHub's 403 in gh's words."""
+    """`gh api rate_limit` (uncounted) shows what ada's requests used, GraphQL apart, as
+    GraphQL's `rateLimit` does; a full window is GitHub's 403 in gh's words."""
     ada = world.gh()
     ada.run("api", "repos/octo/demo")
     ada.run("api", "graphql", "-f", "query={viewer{login}}")
@@ -103,6 +103,12 @@ def test_gh_api_rate_limit_reads_the_windows_and_meets_a_full_one(world):
     assert {k: limits["resources"]["core"][k] for k in ("limit", "used", "remaining")} == {
         "limit": 5000, "used": 1, "remaining": 4999}
     assert limits["resources"]["graphql"]["used"] == 1
+    asked = json.loads(ada.run("api", "graphql", "-f",
+                               "query={rateLimit{limit used remaining resetAt}}").stdout)
+    reset = limits["resources"]["graphql"]["reset"]  # GraphQL's rateLimit: the same window
+    assert asked["data"]["rateLimit"] == {
+        "limit": 5000, "used": 2, "remaining": 4998,
+        "resetAt": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(reset))}
     shown = ada.run("api", "--include", "rate_limit").stdout
     assert "X-Ratelimit-Resource: core" in shown and "Cache-Control: no-cache" in shown
     requests.put(f"{world.url}/__admin/github/rate-limits", json={"core": 1},

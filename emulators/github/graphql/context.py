@@ -45,13 +45,15 @@ FIELDS = {
 
 
 class Context:
-    """One request's backend (`backend`), credential (credentials.py) and instance, and the
+    """One request's backend (`backend`), credential (credentials.py), instance and how it
+    was metered (`quota`: ratelimits' Metered, None when nothing metered it), and the
     repositories it has found."""
 
-    def __init__(self, backend, credential, instance):
+    def __init__(self, backend, credential, instance, quota=None):
         self.backend = backend
         self.credential = credential
         self.instance = instance
+        self.quota = quota
         self.repositories = {}  # repository key -> its GraphQL object (repository.present)
         # whether an App's credential (an installation token or its JWT) makes the request
         self.integration = isinstance(credential, (InstallationToken, AppJwt))

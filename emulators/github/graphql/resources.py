@@ -38,5 +38,6 @@ class GraphQL:
         # what the answer answers, for middleware that looks at both (a test's shape check)
         resp.context["graphql"] = {"query": query, "variables": variables,
                                    "operationName": name}
-        request = Context(backend_for(instance, req.env), credential, instance)
+        request = Context(backend_for(instance, req.env), credential, instance,
+                          quota=resp.context.get("quota"))
         resp.media = execution.run(query, variables, name, root=Root(request), context=request)

@@ -1,8 +1,9 @@
-"""The root fields: the queries (`viewer`, `user`, `repository`, `node`, `nodes`) here, the
-mutations in mutations.py (the same root value answers both)."""
+"""The root fields: the queries (`viewer`, `user`, `repository`, `node`, `nodes`,
+`rateLimit`) here, the mutations in mutations.py (the same root value answers both)."""
 from .actors import actor
 from .errors import Forbidden
 from .issues import Issue, Label
+from .limits import rate_limit
 from .mutations import Mutations
 from .pulls import PullRequest, PullRequestReview
 from .repository import present
@@ -70,3 +71,7 @@ class Root:
 
     def nodes(self, info, ids):
         return [self.node(info, node_id) for node_id in ids]
+
+    def rate_limit(self, info, dry_run=False):
+        """The caller's window (limits.py); a dry run counts as any request does."""
+        return rate_limit(self.context.quota, info)

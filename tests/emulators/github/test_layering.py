@@ -18,8 +18,8 @@ HTTP = ["resources.commits", "resources.checks", "resources.statuses", "resource
 # resolvers share, then the generic machinery
 GRAPHQL = ["graphql.resources", "graphql.execution", "graphql.root", "graphql.mutations",
            "graphql.repository", "graphql.pulls", "graphql.issues", "graphql.checks",
-           "graphql.actors", "graphql.connections", "graphql.context", "graphql.resolve",
-           "graphql.documents", "graphql.schema", "graphql.errors"]
+           "graphql.actors", "graphql.limits", "graphql.connections", "graphql.context",
+           "graphql.resolve", "graphql.documents", "graphql.schema", "graphql.errors"]
 SCHEMAS = ["schemas.graphql", "schemas.ci", "schemas.contents", "schemas.issues", "schemas.merges",
            "schemas.protection", "schemas.pulls", "schemas.queries", "schemas.refs",
            "schemas.reviews", "schemas.apps", "schemas.rate_limits", "schemas.base",

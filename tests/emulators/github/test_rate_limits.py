@@ -1,9 +1,11 @@
 """GitHub's primary rate limits: every REST answer's headers, windows per caller on the
-namespace's clock, the 403 of a full window, `GET /rate_limit`, the admin settings."""
+namespace's clock, the 403 of a full window, `GET /rate_limit`, GraphQL's `rateLimit`, the
+admin settings."""
 import pytest
 
 from emulators.github.actors import synthetic_login
 from emulators.github.ratelimits.quotas import DOCS
+from emulators.github.times import timestamp
 
 from .conftest import B, T0
 from .test_apps import bearer, bot, sign, token_of  # noqa: F401  (an App installed on octo)
@@ -100,6 +102,28 @@ def test_search_and_graphql_count_in_windows_of_their_own(seeded):
     assert rate(seeded.post("/graphql", {"query": "{viewer{login}}"}, headers=token("t")))[:2] \
         == ("5000", "4999")
     assert rate(seeded.get(REPO))[3] == "1"  # core counted none of them
+
+
+def test_graphqls_rate_limit_field_shows_the_window_the_request_left(seeded):
+    """`rateLimit`, where GraphQL clients read their budget: one point a request (the
+    emulator's cost), the same window as the headers, and GitHub's node limit worked out
+    from the connections asked for (its documentation's example: 50 + 50 x 10 = 550)."""
+    documented = ("{ rateLimit { cost limit remaining used resetAt nodeCount } viewer {"
+                  " repositories(first: 50) { edges { repository: node { name"
+                  " issues(first: 10) { totalCount edges { node { title body } } } } } } } }")
+    for used in (1, 2):
+        answer = seeded.post("/graphql", {"query": documented}, headers=token("t"))
+        assert answer.json["data"]["rateLimit"] == {
+            "cost": 1, "limit": 5000, "remaining": 5000 - used, "used": used,
+            "resetAt": timestamp(RESET * 1000), "nodeCount": 550}
+        assert rate(answer) == ("5000", str(5000 - used), str(RESET), str(used), "graphql")
+    paged = ("query($n: Int!) { ...pulls rateLimit(dryRun: true) { nodeCount } }"
+             " fragment pulls on Query { repository(owner: \"synthetic-org\", name: \"example\")"
+             " { pullRequests(last: $n) { nodes { ... on PullRequest { labels(first: 3) {"
+             " totalCount } } } } } }")
+    answer = seeded.post("/graphql", {"query": paged, "variables": {"n": 20}},
+                         headers=token("t"))
+    assert answer.json["data"]["rateLimit"] == {"nodeCount": 20 + 20 * 3}
 
 
 def test_the_api_v3_layout_counts_in_the_same_windows(seeded):
