@@ -318,6 +318,24 @@ def test_a_relay_state_older_than_the_relay_saved_submits_nothing_twice(
     assert questions(host) == ["question?", "after?"]
 
 
+def test_a_count_of_saves_that_cannot_be_read_stops_the_relay_in_one_line(
+        host, state_json, capsys):
+    saves = state_json.with_name("saves.json")
+    saves.unlink()
+    saves.mkdir()
+    before = state_json.read_bytes()
+    status, out, err = relay(capsys)
+    assert status == 1 and len(err) == 1, err
+    assert err[0].startswith(f"relay: PROBLEM relay state {saves} cannot be read")
+    assert "nothing is relayed until it is repaired" in err[0]
+    assert state_json.read_bytes() == before and saves.is_dir()  # nothing written over
+    host.post(LATER, "after?", "operator", "198.51.100.3")
+    assert relay(capsys)[2] == err and questions(host) == ["question?"]
+    saves.rmdir()  # moved away: the saved state counts as older, and the relay starts over
+    status, out, err = relay(capsys)  # both questions wait for Hermes' transcript first
+    assert "kept as state.json.older-" in err[0] and questions(host) == ["question?"]
+
+
 def test_a_first_relay_run_submits_at_once(host, capsys, monkeypatch):
     monkeypatch.setenv("NEWOS4_RELAY_ACCESS", "open")
     host.post(LET_IN, "question?", "operator", "198.51.100.1")
