@@ -101,7 +101,7 @@ def _routes():
     methods = {}
     for row in OPERATIONS:
         methods.setdefault(row.path, {})[row.method] = row.id
-    below_commits = {f"{R}/commits/{{ref}}/{tail}" for tail in commits.CommitPaths.TAILS}
+    below_commits = {template for template, _ in commits.CommitPaths.BELOW.values()}
     unrouted = set(methods) - set(RESOURCES) - below_commits
     idle = set(RESOURCES) - set(methods)
     if unrouted or idle:

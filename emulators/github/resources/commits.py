@@ -1,6 +1,6 @@
 """Commits: `repos/list-commits`, `repos/get-commit` (and what hangs below a commit: its
 statuses and checks), `repos/compare-commits-with-basehead`."""
-from ..operations import operation_id
+from ..operations import R, operation_id
 from ..schemas import queries
 from ..schemas.base import first_values
 from . import checks, request, statuses
@@ -17,6 +17,12 @@ class Commits:
                                                         path=named.get("path")), page)
 
 
+def _listing_below(tail):
+    """(route template, operationId) of the listing `tail` below a commit."""
+    path = f"{R}/commits/{{ref}}/{tail}"
+    return path, operation_id("GET", path)
+
+
 class CommitPaths:
     """`GET /repos/{owner}/{repo}/commits/{ref}`: one commit with its files; and what hangs
     below a commit: `/status`, `/statuses`, `/check-runs`, `/check-suites`.
@@ -25,15 +31,16 @@ class CommitPaths:
     names the listing, the rest the ref, and the request is routed as its own template.
     """
 
-    TAILS = {  # the listing below a commit (its operation: the operation table's row)
+    TAILS = {  # the listing below a commit
         "status": statuses.CombinedStatus, "statuses": statuses.CommitStatuses,
         "check-runs": checks.CommitCheckRuns, "check-suites": checks.CommitCheckSuites}
+    # each listing's own route template and its operation (the operation table's row)
+    BELOW = {tail: _listing_below(tail) for tail in TAILS}
 
     def on_get(self, req, resp, owner, repo, ref):
         head, _, tail = ref.rpartition("/")
         if head and tail in self.TAILS:
-            req.uri_template = f"/repos/{{owner}}/{{repo}}/commits/{{ref}}/{tail}"
-            req.context.operation = operation_id("GET", req.uri_template)
+            req.uri_template, req.context.operation = self.BELOW[tail]
             return self.TAILS[tail]().on_get(req, resp, owner, repo, head)
         request.read(req, resp, owner, repo, lambda rules: rules.commits.get, ref)
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from emulators.github import app, errors
 from emulators.github.openapi import DOCUMENT
-from emulators.github.operations import R, operation_id
 from emulators.github.resources.commits import CommitPaths
 
 README = Path(__file__).resolve().parents[3] / "emulators" / "github" / "README.md"
@@ -19,10 +18,8 @@ GRAPHQL = "graphql"  # the GraphQL route: not REST, its refusals link GraphQL's 
 def served():
     """{operationId: {(METHOD, OpenAPI path)}} of every route app.py serves."""
     found = {}
-    below_commits = ((f"{R}/commits/{{ref}}/{tail}", resource) for tail, resource in
-                     CommitPaths.TAILS.items())
-    routes = [*app.ROUTES, *((path, resource, {"GET": operation_id("GET", path)})
-                             for path, resource in below_commits)]
+    routes = [*app.ROUTES, *((path, CommitPaths.TAILS[tail], {"GET": operation})
+                             for tail, (path, operation) in CommitPaths.BELOW.items())]
     for path, resource, operations in routes:
         responders = {name[len("on_"):].upper() for name in vars(resource)
                       if name.startswith("on_")}
